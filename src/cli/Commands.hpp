@@ -1,0 +1,12 @@
+#pragma once
+// Each subcommand lives in its own <Name>Command.cpp and adds itself to the application here.
+// A subcommand's callback throws deepkf::Error (or a subclass) for bad input; main() prints it and
+// exits non-zero.
+#include <CLI/CLI.hpp>
+
+namespace deepkf::cli {
+
+void add_data_command(CLI::App& app);     // deepkf data summary PATH...
+void add_convert_command(CLI::App& app);  // deepkf convert INPUT... -o OUT.h5
+
+}  // namespace deepkf::cli

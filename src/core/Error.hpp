@@ -1,0 +1,44 @@
+#pragma once
+// The library's one error hierarchy. Messages are lower-case and quote the offending value and where it
+// came from, e.g. "energy.npy in water/data_0/set.000 has 79 rows, coord.npy has 80".
+#include <stdexcept>
+#include <string>
+
+namespace deepkf {
+
+class Error : public std::runtime_error {
+ public:
+  explicit Error(const std::string& what) : std::runtime_error(what) {}
+};
+
+// Bad input file or dataset content.
+class DataError : public Error {
+ public:
+  using Error::Error;
+};
+
+// Bad input configuration (input.json keys and values, command-line options).
+class ConfigError : public Error {
+ public:
+  using Error::Error;
+};
+
+// Model construction, model files, evaluation.
+class ModelError : public Error {
+ public:
+  using Error::Error;
+};
+
+// Optimizer state and updates.
+class OptimError : public Error {
+ public:
+  using Error::Error;
+};
+
+// Communication between ranks.
+class ParallelError : public Error {
+ public:
+  using Error::Error;
+};
+
+}  // namespace deepkf

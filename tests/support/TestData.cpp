@@ -1,0 +1,37 @@
+#include "tests/support/TestData.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+
+namespace fs = std::filesystem;
+
+namespace deepkf::test {
+
+std::string shared_datasets_dir() {
+  if (const char* env = std::getenv("DEEPKF_SHARED_DATASETS"); env != nullptr && *env != '\0') return env;
+  return (fs::path(DEEPKF_SOURCE_DIR) / ".." / "shared" / "datasets").lexically_normal().string();
+}
+
+std::string require_shared_dataset(const std::string& relative) {
+  const fs::path path = fs::path(shared_datasets_dir()) / relative;
+  if (!fs::exists(path)) {
+    std::fprintf(stderr,
+                 "skipped: dataset %s not found (tests read the real datasets from ../shared/datasets next to "
+                 "the checkout, or from $DEEPKF_SHARED_DATASETS)\n",
+                 path.string().c_str());
+    std::fflush(stderr);
+    std::_Exit(77);
+  }
+  return path.string();
+}
+
+std::string make_temp_dir(const std::string& tag) {
+  std::random_device rd;
+  const fs::path dir = fs::temp_directory_path() / ("deepkf-test-" + tag + "-" + std::to_string(rd()));
+  fs::create_directories(dir);
+  return dir.string();
+}
+
+}  // namespace deepkf::test

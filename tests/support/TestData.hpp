@@ -1,0 +1,18 @@
+#pragma once
+// Access to the real DFT datasets in ../shared/datasets (next to the checkout, never copied into it).
+// A test that needs them and cannot find them is reported by ctest as skipped, with a message.
+#include <string>
+
+namespace deepkf::test {
+
+// Directory of the shared datasets: $DEEPKF_SHARED_DATASETS if set, else <source>/../shared/datasets.
+std::string shared_datasets_dir();
+
+// Path of a dataset below shared_datasets_dir(); when it does not exist, prints why and ends the test
+// process with the skip code (77) that ctest reports as "skipped".
+std::string require_shared_dataset(const std::string& relative);
+
+// A fresh empty directory under the system temp dir for one test's files.
+std::string make_temp_dir(const std::string& tag);
+
+}  // namespace deepkf::test
