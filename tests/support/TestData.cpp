@@ -17,10 +17,11 @@ std::string shared_datasets_dir() {
 std::string require_shared_dataset(const std::string& relative) {
   const fs::path path = fs::path(shared_datasets_dir()) / relative;
   if (!fs::exists(path)) {
-    std::fprintf(stderr,
-                 "skipped: dataset %s not found (tests read the real datasets from ../shared/datasets next to "
-                 "the checkout, or from $DEEPKF_SHARED_DATASETS)\n",
-                 path.string().c_str());
+    std::fprintf(
+        stderr,
+        "skipped: dataset %s not found (tests read the real datasets from ../shared/datasets next to "
+        "the checkout, or from $DEEPKF_SHARED_DATASETS)\n",
+        path.string().c_str());
     std::fflush(stderr);
     std::_Exit(77);
   }
