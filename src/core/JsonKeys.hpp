@@ -1,0 +1,32 @@
+#pragma once
+// Strict reading of JSON input sections: unknown or misspelt keys are errors that name the key, where it
+// was found, and the nearest known key. Keys starting with '_' are comments (DeePMD-kit's convention).
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace deepkf {
+
+// Levenshtein edit distance between a and b (case-sensitive).
+std::size_t edit_distance(const std::string& a, const std::string& b);
+
+// The known key nearest to `key`, or "" when none is close (distance > max(2, |key|/3)).
+std::string nearest_key(const std::string& key, const std::vector<std::string>& known);
+
+// Throws ConfigError when `section` is not an object or has a key outside `known`:
+//   "unknown key 'rcutt' in model.descriptor of input.json; did you mean 'rcut'?"
+// `path` is the section's dotted path ("model.descriptor"), `file` the input file's name.
+void check_keys(const nlohmann::json& section, const std::string& path, const std::vector<std::string>& known,
+                const std::string& file);
+
+// Typed access with a clear error naming the key path, the expected type and the value found.
+template <typename T>
+T get_or(const nlohmann::json& section, const std::string& key, const T& fallback, const std::string& path,
+         const std::string& file);
+template <typename T>
+T get_required(const nlohmann::json& section, const std::string& key, const std::string& path,
+               const std::string& file);
+
+}  // namespace deepkf
+
+#include "src/core/JsonKeys.inl"
