@@ -1,0 +1,326 @@
+#include "src/train/TrainConfig.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "src/core/Error.hpp"
+#include "src/core/JsonKeys.hpp"
+
+namespace deepkf {
+namespace {
+
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+
+// DeePMD-kit keys that are valid in its input files but have no effect in deepkf.
+const std::vector<std::string> kIgnoredTraining = {"disp_training",    "time_training",
+                                                   "profiling",        "profiling_file",
+                                                   "tensorboard",      "tensorboard_log_dir",
+                                                   "tensorboard_freq", "numb_test",
+                                                   "max_ckpt_keep",    "change_bias_after_training",
+                                                   "enable_profiler",  "gradient_max_norm",
+                                                   "warmup_steps",     "stat_file",
+                                                   "mixed_precision"};
+const std::vector<std::string> kIgnoredData = {"set_prefix", "auto_prob", "auto_prob_style", "sys_probs"};
+const std::vector<std::string> kIgnoredLoss = {"start_pref_ae", "limit_pref_ae", "start_pref_pf",
+                                               "limit_pref_pf", "relative_f",    "enable_atom_ener_coeff"};
+
+std::vector<std::string> joined(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+void note_ignored(const json& section, const std::string& path, const std::vector<std::string>& ignored,
+                  std::vector<std::string>& out) {
+  for (const auto& key : ignored) {
+    if (section.contains(key)) out.push_back(path + "." + key);
+  }
+}
+
+void require(bool ok, const std::string& file, const std::string& key, const json& value,
+             const std::string& rule) {
+  if (!ok) throw ConfigError("'" + key + "' in " + file + " is " + value.dump() + ": " + rule);
+}
+
+double positive(const json& s, const std::string& key, double fallback, const std::string& path,
+                const std::string& file) {
+  const double v = get_or<double>(s, key, fallback, path, file);
+  require(v > 0.0, file, path + "." + key, json(v), "must be positive");
+  return v;
+}
+
+double non_negative(const json& s, const std::string& key, double fallback, const std::string& path,
+                    const std::string& file) {
+  const double v = get_or<double>(s, key, fallback, path, file);
+  require(v >= 0.0, file, path + "." + key, json(v), "must not be negative");
+  return v;
+}
+
+DataSection read_data(const json& s, const std::string& path, const std::string& file, bool validation,
+                      std::vector<std::string>& ignored) {
+  std::vector<std::string> known = {"systems", "batch_size"};
+  if (validation) known.push_back("numb_btch");
+  check_keys(s, path, joined(known, kIgnoredData), file);
+  note_ignored(s, path, kIgnoredData, ignored);
+  DataSection d;
+  const json systems = s.contains("systems") ? s.at("systems") : json();
+  if (systems.is_string()) {
+    d.systems.push_back(systems.get<std::string>());
+  } else if (systems.is_array() && !systems.empty()) {
+    for (const auto& item : systems) {
+      require(item.is_string(), file, path + ".systems", systems, "must be a list of paths");
+      d.systems.push_back(item.get<std::string>());
+    }
+  } else {
+    throw ConfigError("'" + path + ".systems' in " + file +
+                      " must be a path or a non-empty list of paths, found " + systems.dump());
+  }
+  if (s.contains("batch_size")) {
+    const json& b = s.at("batch_size");
+    if (b.is_string()) {
+      require(b.get<std::string>() == "auto", file, path + ".batch_size", b,
+              "must be a positive integer or \"auto\"");
+      d.batch_auto = true;
+    } else {
+      require(b.is_number_integer() && b.get<int>() >= 1, file, path + ".batch_size", b,
+              "must be a positive integer or \"auto\"");
+      d.batch_size = b.get<int>();
+    }
+  }
+  if (validation) {
+    d.numb_btch = get_or<int>(s, "numb_btch", 1, path, file);
+    require(d.numb_btch >= 1, file, path + ".numb_btch", json(d.numb_btch), "must be at least 1");
+  }
+  return d;
+}
+
+// Kalman settings may come from the "optimizer" section or, as DeePMD-kit's PyTorch backend writes them,
+// from training.kf_blocksize and loss.kf_*_pref_*.
+void read_kalman_prefs(const json& s, const std::string& path, const std::string& file, KalmanSection& k) {
+  k.start_pref_e = non_negative(s, "kf_start_pref_e", k.start_pref_e, path, file);
+  k.limit_pref_e = non_negative(s, "kf_limit_pref_e", k.limit_pref_e, path, file);
+  k.start_pref_f = non_negative(s, "kf_start_pref_f", k.start_pref_f, path, file);
+  k.limit_pref_f = non_negative(s, "kf_limit_pref_f", k.limit_pref_f, path, file);
+  k.start_pref_v = non_negative(s, "kf_start_pref_v", k.start_pref_v, path, file);
+  k.limit_pref_v = non_negative(s, "kf_limit_pref_v", k.limit_pref_v, path, file);
+}
+
+void read_adam_prefs(const json& s, const std::string& path, const std::string& file, AdamSection& a) {
+  a.start_pref_e = non_negative(s, "start_pref_e", a.start_pref_e, path, file);
+  a.limit_pref_e = non_negative(s, "limit_pref_e", a.limit_pref_e, path, file);
+  a.start_pref_f = non_negative(s, "start_pref_f", a.start_pref_f, path, file);
+  a.limit_pref_f = non_negative(s, "limit_pref_f", a.limit_pref_f, path, file);
+  a.start_pref_v = non_negative(s, "start_pref_v", a.start_pref_v, path, file);
+  a.limit_pref_v = non_negative(s, "limit_pref_v", a.limit_pref_v, path, file);
+}
+
+void read_learning_rate(const json& s, const std::string& path, const std::string& file, AdamSection& a) {
+  check_keys(s, path, {"type", "start_lr", "stop_lr", "decay_steps", "scale_by_worker"}, file);
+  const std::string type = get_or<std::string>(s, "type", "exp", path, file);
+  require(type == "exp", file, path + ".type", json(type), "only \"exp\" (exponential decay) is supported");
+  a.start_lr = positive(s, "start_lr", a.start_lr, path, file);
+  a.stop_lr = positive(s, "stop_lr", a.stop_lr, path, file);
+  a.decay_steps = get_or<std::int64_t>(s, "decay_steps", a.decay_steps, path, file);
+  require(a.decay_steps >= 1, file, path + ".decay_steps", json(a.decay_steps), "must be at least 1");
+}
+
+const std::vector<std::string> kKalmanKeys = {
+    "kf_blocksize",    "kalman_lambda",   "kalman_nue",      "p0",
+    "nselect",         "groupsize",       "kf_start_pref_e", "kf_limit_pref_e",
+    "kf_start_pref_f", "kf_limit_pref_f", "kf_start_pref_v", "kf_limit_pref_v",
+    "p_precision"};
+const std::vector<std::string> kAdamPrefKeys = {"start_pref_e", "limit_pref_e", "start_pref_f",
+                                                "limit_pref_f", "start_pref_v", "limit_pref_v"};
+
+std::string optimizer_name(const std::string& raw, const std::string& file, const std::string& key) {
+  if (raw == "LKF" || raw == "RLEKF" || raw == "lkf" || raw == "rlekf") return "LKF";
+  if (raw == "Adam" || raw == "adam") return "Adam";
+  throw ConfigError("'" + key + "' in " + file + " is \"" + raw + "\": use \"LKF\" (RLEKF) or \"Adam\"");
+}
+
+void read_kalman_core(const json& s, const std::string& path, const std::string& file, KalmanSection& k) {
+  k.blocksize = get_or<std::int64_t>(s, "kf_blocksize", k.blocksize, path, file);
+  require(k.blocksize >= 1, file, path + ".kf_blocksize", json(k.blocksize), "must be at least 1");
+  k.lambda0 = get_or<double>(s, "kalman_lambda", k.lambda0, path, file);
+  require(k.lambda0 > 0.0 && k.lambda0 <= 1.0, file, path + ".kalman_lambda", json(k.lambda0),
+          "must be in (0, 1]");
+  k.nu = get_or<double>(s, "kalman_nue", k.nu, path, file);
+  require(k.nu > 0.0 && k.nu <= 1.0, file, path + ".kalman_nue", json(k.nu), "must be in (0, 1]");
+  k.p0 = positive(s, "p0", k.p0, path, file);
+  k.nselect = get_or<int>(s, "nselect", k.nselect, path, file);
+  require(k.nselect >= 1, file, path + ".nselect", json(k.nselect), "must be at least 1");
+  k.groupsize = get_or<int>(s, "groupsize", k.groupsize, path, file);
+  require(k.groupsize >= 1 && k.groupsize <= k.nselect, file, path + ".groupsize", json(k.groupsize),
+          "must be between 1 and nselect (" + std::to_string(k.nselect) + ")");
+  k.p_precision = get_or<std::string>(s, "p_precision", k.p_precision, path, file);
+  require(k.p_precision == "float64" || k.p_precision == "float32", file, path + ".p_precision",
+          json(k.p_precision), "must be \"float64\" or \"float32\"");
+}
+
+}  // namespace
+
+TrainConfig TrainConfig::from_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw ConfigError("cannot open input file " + path);
+  json doc;
+  try {
+    doc = json::parse(in, nullptr, true, /*ignore_comments=*/true);
+  } catch (const json::parse_error& e) {
+    throw ConfigError("input file " + path + " is not valid JSON: " + e.what());
+  }
+  const fs::path parent = fs::absolute(fs::path(path)).parent_path();
+  return from_json(doc, path, parent.string());
+}
+
+TrainConfig TrainConfig::from_json(const json& doc, const std::string& file, const std::string& base_dir) {
+  TrainConfig c;
+  c.file = file;
+  c.base_dir = base_dir;
+  check_keys(doc, "", {"model", "learning_rate", "loss", "training", "optimizer", "device"}, file);
+  if (!doc.contains("model")) throw ConfigError("missing required section 'model' in " + file);
+  c.model = doc.at("model");
+  if (!doc.contains("training")) throw ConfigError("missing required section 'training' in " + file);
+  const json& t = doc.at("training");
+
+  std::vector<std::string> training_keys = {"training_data",
+                                            "validation_data",
+                                            "numb_steps",
+                                            "seed",
+                                            "disp_file",
+                                            "disp_freq",
+                                            "save_freq",
+                                            "save_ckpt",
+                                            "validation_fraction",
+                                            "validation_split",
+                                            "device",
+                                            "num_threads",
+                                            "opt_type"};
+  training_keys = joined(joined(training_keys, kKalmanKeys), kIgnoredTraining);
+  check_keys(t, "training", training_keys, file);
+  note_ignored(t, "training", kIgnoredTraining, c.ignored_keys);
+
+  // Optimizer: the "optimizer" section, or DeePMD-kit's training.opt_type with kf_* keys beside it.
+  if (t.contains("opt_type")) {
+    c.optimizer =
+        optimizer_name(get_required<std::string>(t, "opt_type", "training", file), file, "training.opt_type");
+  }
+  read_kalman_core(t, "training", file, c.kalman);
+
+  if (doc.contains("loss")) {
+    const json& l = doc.at("loss");
+    check_keys(l, "loss",
+               joined({"type", "start_pref_e", "limit_pref_e", "start_pref_f", "limit_pref_f", "start_pref_v",
+                       "limit_pref_v", "kf_start_pref_e", "kf_limit_pref_e", "kf_start_pref_f",
+                       "kf_limit_pref_f", "kf_start_pref_v", "kf_limit_pref_v"},
+                      kIgnoredLoss),
+               file);
+    note_ignored(l, "loss", kIgnoredLoss, c.ignored_keys);
+    const std::string type = get_or<std::string>(l, "type", "ener", "loss", file);
+    require(type == "ener", file, "loss.type", json(type), "only \"ener\" is supported");
+    read_adam_prefs(l, "loss", file, c.adam);
+    read_kalman_prefs(l, "loss", file, c.kalman);
+  }
+  if (doc.contains("learning_rate"))
+    read_learning_rate(doc.at("learning_rate"), "learning_rate", file, c.adam);
+
+  if (doc.contains("optimizer")) {
+    const json& o = doc.at("optimizer");
+    check_keys(o, "optimizer", joined(joined({"type", "learning_rate"}, kKalmanKeys), kAdamPrefKeys), file);
+    c.optimizer = optimizer_name(get_or<std::string>(o, "type", c.optimizer, "optimizer", file), file,
+                                 "optimizer.type");
+    read_kalman_core(o, "optimizer", file, c.kalman);
+    read_kalman_prefs(o, "optimizer", file, c.kalman);
+    read_adam_prefs(o, "optimizer", file, c.adam);
+    if (o.contains("learning_rate"))
+      read_learning_rate(o.at("learning_rate"), "optimizer.learning_rate", file, c.adam);
+  }
+  read_kalman_prefs(t, "training", file, c.kalman);
+
+  if (!t.contains("training_data"))
+    throw ConfigError("missing required key 'training.training_data' in " + file);
+  c.training_data = read_data(t.at("training_data"), "training.training_data", file, false, c.ignored_keys);
+  if (t.contains("validation_data") && !t.at("validation_data").is_null()) {
+    c.validation_data =
+        read_data(t.at("validation_data"), "training.validation_data", file, true, c.ignored_keys);
+  }
+  c.validation_fraction = get_or<double>(t, "validation_fraction", 0.0, "training", file);
+  require(c.validation_fraction >= 0.0 && c.validation_fraction < 1.0, file, "training.validation_fraction",
+          json(c.validation_fraction), "must be in [0, 1)");
+  c.validation_split = get_or<std::string>(t, "validation_split", "frame", "training", file);
+  require(c.validation_split == "frame" || c.validation_split == "system", file, "training.validation_split",
+          json(c.validation_split), "must be \"frame\" or \"system\"");
+
+  c.numb_steps = get_required<std::int64_t>(t, "numb_steps", "training", file);
+  require(c.numb_steps >= 1, file, "training.numb_steps", json(c.numb_steps), "must be at least 1");
+  c.seed = get_or<std::uint64_t>(t, "seed", c.seed, "training", file);
+  c.disp_freq = get_or<int>(t, "disp_freq", c.disp_freq, "training", file);
+  require(c.disp_freq >= 1, file, "training.disp_freq", json(c.disp_freq), "must be at least 1");
+  c.save_freq = get_or<int>(t, "save_freq", c.save_freq, "training", file);
+  require(c.save_freq >= 1, file, "training.save_freq", json(c.save_freq), "must be at least 1");
+  c.disp_file = get_or<std::string>(t, "disp_file", c.disp_file, "training", file);
+  c.save_ckpt = get_or<std::string>(t, "save_ckpt", c.save_ckpt, "training", file);
+  c.device = get_or<std::string>(doc, "device", c.device, "", file);
+  c.device = get_or<std::string>(t, "device", c.device, "training", file);
+  require(c.device == "auto" || c.device == "cpu" || c.device.rfind("cuda", 0) == 0, file, "device",
+          json(c.device), "must be \"auto\", \"cpu\", \"cuda\" or \"cuda:N\"");
+  c.num_threads = get_or<int>(t, "num_threads", 0, "training", file);
+  require(c.num_threads >= 0, file, "training.num_threads", json(c.num_threads), "must not be negative");
+  return c;
+}
+
+json TrainConfig::to_json() const {
+  auto data = [](const DataSection& d, bool validation) {
+    json j = {{"systems", d.systems}};
+    if (validation) j["numb_btch"] = d.numb_btch;
+    j["batch_size"] = d.batch_auto ? json("auto") : json(d.batch_size);
+    return j;
+  };
+  json out;
+  out["model"] = model;
+  if (optimizer == "LKF") {
+    out["optimizer"] = {{"type", "LKF"},
+                        {"kf_blocksize", kalman.blocksize},
+                        {"kalman_lambda", kalman.lambda0},
+                        {"kalman_nue", kalman.nu},
+                        {"p0", kalman.p0},
+                        {"nselect", kalman.nselect},
+                        {"groupsize", kalman.groupsize},
+                        {"kf_start_pref_e", kalman.start_pref_e},
+                        {"kf_limit_pref_e", kalman.limit_pref_e},
+                        {"kf_start_pref_f", kalman.start_pref_f},
+                        {"kf_limit_pref_f", kalman.limit_pref_f},
+                        {"kf_start_pref_v", kalman.start_pref_v},
+                        {"kf_limit_pref_v", kalman.limit_pref_v},
+                        {"p_precision", kalman.p_precision}};
+  } else {
+    out["optimizer"] = {{"type", "Adam"},
+                        {"learning_rate",
+                         {{"type", "exp"},
+                          {"start_lr", adam.start_lr},
+                          {"stop_lr", adam.stop_lr},
+                          {"decay_steps", adam.decay_steps}}},
+                        {"start_pref_e", adam.start_pref_e},
+                        {"limit_pref_e", adam.limit_pref_e},
+                        {"start_pref_f", adam.start_pref_f},
+                        {"limit_pref_f", adam.limit_pref_f},
+                        {"start_pref_v", adam.start_pref_v},
+                        {"limit_pref_v", adam.limit_pref_v}};
+  }
+  json t = {{"training_data", data(training_data, false)},
+            {"numb_steps", numb_steps},
+            {"seed", seed},
+            {"disp_file", disp_file},
+            {"disp_freq", disp_freq},
+            {"save_freq", save_freq},
+            {"save_ckpt", save_ckpt},
+            {"device", device},
+            {"num_threads", num_threads},
+            {"validation_fraction", validation_fraction},
+            {"validation_split", validation_split}};
+  if (!validation_data.systems.empty()) t["validation_data"] = data(validation_data, true);
+  out["training"] = t;
+  return out;
+}
+
+}  // namespace deepkf

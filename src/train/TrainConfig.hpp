@@ -1,0 +1,74 @@
+#pragma once
+// The training input file (DeePMD-kit's input.json layout) in typed form. Unknown or misspelt keys are
+// errors naming the key and the nearest known one; keys DeePMD-kit has but deepkf does not use are accepted
+// and listed in `ignored_keys` so the log can say so.
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace deepkf {
+
+struct DataSection {
+  std::vector<std::string> systems;  // npy folders, file.h5, file.h5#group (relative to the input file)
+  int batch_size = 1;                // frames per batch; "auto" resolves to ceil(32 / natoms) per system
+  bool batch_auto = false;
+  int numb_btch = 1;  // validation batches per display (validation_data only)
+};
+
+struct KalmanSection {
+  std::int64_t blocksize = 5120;  // kf_blocksize
+  double lambda0 = 0.98;          // kalman_lambda
+  double nu = 0.9987;             // kalman_nue
+  double p0 = 1.0;                // initial covariance P_i = p0 I
+  int nselect = 24;               // atoms drawn per frame for the force steps
+  int groupsize = 6;              // atoms per force Kalman step
+  double start_pref_e = 1.0, limit_pref_e = 1.0;
+  double start_pref_f = 1.0, limit_pref_f = 1.0;
+  double start_pref_v = 0.0, limit_pref_v = 0.0;  // a virial step runs when either is non-zero
+  std::string p_precision = "float64";            // covariance precision: float64 or float32
+};
+
+struct AdamSection {
+  double start_lr = 1e-3;
+  double stop_lr = 3.51e-8;
+  std::int64_t decay_steps = 5000;
+  double start_pref_e = 0.02, limit_pref_e = 1.0;
+  double start_pref_f = 1000.0, limit_pref_f = 1.0;
+  double start_pref_v = 0.0, limit_pref_v = 0.0;
+};
+
+struct TrainConfig {
+  std::string file;               // the input file, for messages
+  std::string base_dir;           // relative system paths are resolved against this
+  nlohmann::json model;           // the "model" section, parsed by ModelConfig::from_json
+  std::string optimizer = "LKF";  // "LKF" (RLEKF) or "Adam"
+  KalmanSection kalman;
+  AdamSection adam;
+
+  DataSection training_data;
+  DataSection validation_data;
+  double validation_fraction = 0.0;  // with no validation_data: hold out this fraction...
+  std::string validation_split =
+      "frame";  // ...of the frames of each system ("frame") or of systems ("system")
+  std::int64_t numb_steps = 0;
+  std::uint64_t seed = 1;
+  int disp_freq = 100;
+  int save_freq = 1000;
+  std::string disp_file = "lcurve.out";
+  std::string save_ckpt = "model.ckpt";
+  std::string device = "auto";  // "cpu", "cuda", "cuda:N" or "auto"
+  int num_threads = 0;          // 0: one per core
+
+  std::vector<std::string> ignored_keys;  // DeePMD-kit keys accepted but without effect here
+
+  // Reads and validates `path`; throws ConfigError naming the file, key and value on any problem.
+  static TrainConfig from_file(const std::string& path);
+  // Same from an already-parsed document; `file` is used in messages and `base_dir` for relative paths.
+  static TrainConfig from_json(const nlohmann::json& doc, const std::string& file,
+                               const std::string& base_dir);
+  // The resolved configuration with every default filled in (written next to the outputs).
+  nlohmann::json to_json() const;
+};
+
+}  // namespace deepkf

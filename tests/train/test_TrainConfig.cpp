@@ -1,0 +1,138 @@
+#include <catch2/catch.hpp>
+#include <fstream>
+
+#include "src/core/Error.hpp"
+#include "src/train/TrainConfig.hpp"
+#include "tests/support/TestData.hpp"
+
+using deepkf::ConfigError;
+using deepkf::TrainConfig;
+using json = nlohmann::json;
+
+namespace {
+
+json minimal() {
+  return json::parse(R"({
+    "model": {"type_map": ["O", "H"]},
+    "training": {"training_data": {"systems": ["a", "b"], "batch_size": 2}, "numb_steps": 10}
+  })");
+}
+
+std::string error_of(const json& doc) {
+  try {
+    TrainConfig::from_json(doc, "in.json", "/tmp");
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+}  // namespace
+
+TEST_CASE("the DeePMD-kit water reference input is accepted", "[train][config]") {
+  const std::string dir = deepkf::test::require_shared_dataset("water");
+  const TrainConfig c = TrainConfig::from_file(dir + "/input_se_e2_a.reference.json");
+  CHECK(c.numb_steps == 1000000);
+  CHECK(c.seed == 10);
+  CHECK(c.training_data.systems.size() == 3);
+  CHECK(c.training_data.batch_auto);
+  CHECK(c.validation_data.systems.size() == 1);
+  CHECK(c.validation_data.numb_btch == 3);
+  CHECK(c.adam.start_lr == 0.001);
+  CHECK(c.adam.decay_steps == 5000);
+  CHECK(c.adam.start_pref_f == 1000);
+  CHECK(c.disp_freq == 100);
+  CHECK(c.model.at("descriptor").at("sel") == json::array({46, 92}));
+  CHECK(c.base_dir == dir);
+}
+
+TEST_CASE("defaults and the optimizer section", "[train][config]") {
+  json doc = minimal();
+  TrainConfig c = TrainConfig::from_json(doc, "in.json", "/tmp");
+  CHECK(c.optimizer == "LKF");
+  CHECK(c.kalman.blocksize == 5120);
+  CHECK(c.kalman.lambda0 == 0.98);
+  CHECK(c.kalman.nu == 0.9987);
+  CHECK(c.kalman.nselect == 24);
+  CHECK(c.kalman.groupsize == 6);
+  CHECK(c.training_data.batch_size == 2);
+
+  doc["optimizer"] =
+      json::parse(R"({"type": "LKF", "kf_blocksize": 10240, "kf_start_pref_f": 2, "p0": 0.01})");
+  c = TrainConfig::from_json(doc, "in.json", "/tmp");
+  CHECK(c.kalman.blocksize == 10240);
+  CHECK(c.kalman.start_pref_f == 2);
+  CHECK(c.kalman.p0 == 0.01);
+
+  // DeePMD-kit's PyTorch layout: training.opt_type and loss.kf_*.
+  json dp = minimal();
+  dp["training"]["opt_type"] = "LKF";
+  dp["training"]["kf_blocksize"] = 1024;
+  dp["loss"] = json::parse(R"({"type": "ener", "kf_start_pref_e": 1, "kf_limit_pref_e": 2})");
+  c = TrainConfig::from_json(dp, "in.json", "/tmp");
+  CHECK(c.kalman.blocksize == 1024);
+  CHECK(c.kalman.limit_pref_e == 2);
+
+  json adam = minimal();
+  adam["optimizer"] = json::parse(R"({"type": "Adam", "learning_rate": {"start_lr": 0.01, "stop_lr": 1e-5,
+                                     "decay_steps": 100}, "start_pref_f": 100})");
+  c = TrainConfig::from_json(adam, "in.json", "/tmp");
+  CHECK(c.optimizer == "Adam");
+  CHECK(c.adam.start_lr == 0.01);
+  CHECK(c.adam.start_pref_f == 100);
+  // The resolved configuration reads back to the same settings.
+  const TrainConfig again = TrainConfig::from_json(c.to_json(), "resolved.json", "/tmp");
+  CHECK(again.optimizer == "Adam");
+  CHECK(again.adam.decay_steps == 100);
+  CHECK(again.numb_steps == c.numb_steps);
+}
+
+TEST_CASE("misspelt and bad keys name the key, the file and a suggestion", "[train][config]") {
+  json doc = minimal();
+  doc["training"]["numb_step"] = 5;
+  CHECK(error_of(doc) == "unknown key 'numb_step' in training of in.json; did you mean 'numb_steps'?");
+
+  doc = minimal();
+  doc["optimizer"] = json::parse(R"({"type": "LKF", "kf_blocksze": 10})");
+  CHECK(error_of(doc) == "unknown key 'kf_blocksze' in optimizer of in.json; did you mean 'kf_blocksize'?");
+
+  doc = minimal();
+  doc["optimizer"] = json::parse(R"({"type": "SGD"})");
+  CHECK(error_of(doc) == "'optimizer.type' in in.json is \"SGD\": use \"LKF\" (RLEKF) or \"Adam\"");
+
+  doc = minimal();
+  doc["training"]["training_data"]["batch_size"] = 0;
+  CHECK(error_of(doc) ==
+        "'training.training_data.batch_size' in in.json is 0: must be a positive integer or \"auto\"");
+
+  doc = minimal();
+  doc["training"].erase("numb_steps");
+  CHECK(error_of(doc) == "missing required key 'training.numb_steps' in in.json");
+
+  doc = minimal();
+  doc["optimizer"] = json::parse(R"({"kalman_lambda": 1.5})");
+  CHECK(error_of(doc) == "'optimizer.kalman_lambda' in in.json is 1.5: must be in (0, 1]");
+
+  doc = minimal();
+  doc["trainning"] = json::object();
+  CHECK(error_of(doc) == "unknown key 'trainning' in the top level of in.json; did you mean 'training'?");
+}
+
+TEST_CASE("DeePMD-kit keys without effect are accepted and listed", "[train][config]") {
+  json doc = minimal();
+  doc["training"]["disp_training"] = true;
+  doc["training"]["training_data"]["set_prefix"] = "set";
+  const TrainConfig c = TrainConfig::from_json(doc, "in.json", "/tmp");
+  REQUIRE(c.ignored_keys.size() == 2);
+  CHECK(c.ignored_keys[0] == "training.disp_training");
+  CHECK(c.ignored_keys[1] == "training.training_data.set_prefix");
+}
+
+TEST_CASE("an unreadable or invalid input file is reported", "[train][config]") {
+  CHECK_THROWS_WITH(TrainConfig::from_file("/nonexistent/in.json"),
+                    "cannot open input file /nonexistent/in.json");
+  const std::string dir = deepkf::test::make_temp_dir("config");
+  std::ofstream(dir + "/bad.json") << "{\"model\": {";
+  CHECK_THROWS_WITH(TrainConfig::from_file(dir + "/bad.json"),
+                    Catch::Matchers::StartsWith("input file " + dir + "/bad.json is not valid JSON"));
+}
