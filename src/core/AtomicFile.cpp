@@ -1,0 +1,61 @@
+#include "src/core/AtomicFile.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "src/core/Error.hpp"
+
+namespace deepkf {
+namespace fs = std::filesystem;
+
+namespace {
+
+// fsync a file or directory so that the rename below is durable.
+void sync_path(const std::string& path, bool directory) {
+  const int fd = ::open(path.c_str(), directory ? O_RDONLY | O_DIRECTORY : O_RDONLY);
+  if (fd < 0) return;  // best effort: some file systems refuse to open directories
+  ::fsync(fd);
+  ::close(fd);
+}
+
+}  // namespace
+
+void write_atomically(const std::string& path,
+                      const std::function<void(const std::string& tmp_path)>& write) {
+  const fs::path target(path);
+  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  if (!fs::is_directory(dir))
+    throw Error("cannot write " + path + ": directory " + dir.string() + " does not exist");
+  std::random_device rd;
+  const fs::path tmp = dir / ("." + target.filename().string() + ".tmp-" + std::to_string(rd()));
+  try {
+    write(tmp.string());
+    if (!fs::exists(tmp)) throw Error("cannot write " + path + ": nothing was written");
+    sync_path(tmp.string(), false);
+    std::error_code ec;
+    fs::rename(tmp, target, ec);
+    if (ec) throw Error("cannot write " + path + ": " + ec.message());
+    sync_path(dir.string(), true);
+  } catch (...) {
+    std::error_code ignored;
+    fs::remove(tmp, ignored);
+    throw;
+  }
+}
+
+void write_text_atomically(const std::string& path, const std::string& content) {
+  write_atomically(path, [&](const std::string& tmp) {
+    std::ofstream out(tmp, std::ios::binary);
+    out << content;
+    out.close();
+    if (!out) throw Error("cannot write " + path + ": " + std::strerror(errno));
+  });
+}
+
+}  // namespace deepkf
