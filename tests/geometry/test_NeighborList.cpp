@@ -1,0 +1,572 @@
+#include <algorithm>
+#include <array>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "src/core/Error.hpp"
+#include "src/geometry/NeighborList.hpp"
+#include "tests/support/TestData.hpp"
+
+using deepkf::NeighborList;
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------------------
+// Independent brute-force reference: every atom j, every image n in [-K, K]^3, no binning.
+
+struct RefNeighbor {
+  double r2;
+  std::int64_t j;
+  std::array<double, 3> s;  // Cartesian shift (A)
+};
+
+// ref[i][t]: neighbours of centre i with type t, sorted by distance.
+using Reference = std::vector<std::vector<std::vector<RefNeighbor>>>;
+
+struct System {
+  std::vector<double> x;  // natoms x 3
+  std::vector<int> types;
+  std::vector<double> box;  // 9 or empty
+  std::int64_t natoms() const { return static_cast<std::int64_t>(types.size()); }
+  const double* box_ptr() const { return box.empty() ? nullptr : box.data(); }
+};
+
+// Solves f H = x for f by Cramer's rule (independent of Cell).
+std::array<double, 3> fractional(const std::vector<double>& h, const double* x) {
+  auto det3 = [](const std::array<double, 9>& m) {
+    return m[0] * (m[4] * m[8] - m[5] * m[7]) - m[1] * (m[3] * m[8] - m[5] * m[6]) +
+           m[2] * (m[3] * m[7] - m[4] * m[6]);
+  };
+  // f H = x  <=>  H^T f^T = x^T; column k of H^T is row k of H.
+  std::array<double, 9> ht{};
+  for (int r = 0; r < 3; ++r)
+    for (int c = 0; c < 3; ++c) ht[3 * r + c] = h[3 * c + r];
+  const double d = det3(ht);
+  std::array<double, 3> f{};
+  for (int k = 0; k < 3; ++k) {
+    std::array<double, 9> m = ht;
+    for (int r = 0; r < 3; ++r) m[3 * r + k] = x[r];
+    f[k] = det3(m) / d;
+  }
+  return f;
+}
+
+Reference brute_force(const System& sys, double rcut, int ntypes) {
+  const std::int64_t n = sys.natoms();
+  std::array<int, 3> K{0, 0, 0};
+  if (!sys.box.empty()) {
+    const auto& h = sys.box;
+    // Face distance along k: V / |h_{k+1} x h_{k+2}|; images up to rcut / w plus the spread of fractional
+    // coordinates (atoms may lie outside the cell) are needed, plus one for safety.
+    const double* a = h.data();
+    double bxc[3] = {a[4] * a[8] - a[5] * a[7], a[5] * a[6] - a[3] * a[8], a[3] * a[7] - a[4] * a[6]};
+    const double vol = std::abs(a[0] * bxc[0] + a[1] * bxc[1] + a[2] * bxc[2]);
+    std::array<double, 3> fmin{1e300, 1e300, 1e300}, fmax{-1e300, -1e300, -1e300};
+    for (std::int64_t i = 0; i < n; ++i) {
+      const auto f = fractional(h, sys.x.data() + 3 * i);
+      for (int k = 0; k < 3; ++k) fmin[k] = std::min(fmin[k], f[k]), fmax[k] = std::max(fmax[k], f[k]);
+    }
+    for (int k = 0; k < 3; ++k) {
+      const double* p = a + 3 * ((k + 1) % 3);
+      const double* q = a + 3 * ((k + 2) % 3);
+      const double c[3] = {p[1] * q[2] - p[2] * q[1], p[2] * q[0] - p[0] * q[2], p[0] * q[1] - p[1] * q[0]};
+      const double w = vol / std::sqrt(c[0] * c[0] + c[1] * c[1] + c[2] * c[2]);
+      K[k] = static_cast<int>(std::ceil(rcut / w + (fmax[k] - fmin[k]))) + 1;
+    }
+  }
+  Reference ref(static_cast<std::size_t>(n), std::vector<std::vector<RefNeighbor>>(ntypes));
+  const double rc2 = rcut * rcut;
+  for (std::int64_t i = 0; i < n; ++i) {
+    for (std::int64_t j = 0; j < n; ++j) {
+      for (int n0 = -K[0]; n0 <= K[0]; ++n0) {
+        for (int n1 = -K[1]; n1 <= K[1]; ++n1) {
+          for (int n2 = -K[2]; n2 <= K[2]; ++n2) {
+            if (i == j && n0 == 0 && n1 == 0 && n2 == 0) continue;
+            std::array<double, 3> s{0, 0, 0};
+            if (!sys.box.empty()) {
+              for (int d = 0; d < 3; ++d) s[d] = n0 * sys.box[d] + n1 * sys.box[3 + d] + n2 * sys.box[6 + d];
+            }
+            double r2 = 0.0;
+            for (int d = 0; d < 3; ++d) {
+              const double r = (sys.x[3 * j + d] + s[d]) - sys.x[3 * i + d];
+              r2 += r * r;
+            }
+            if (r2 < rc2) ref[i][sys.types[j]].push_back({r2, j, s});
+          }
+        }
+      }
+    }
+    for (auto& list : ref[i]) {
+      std::stable_sort(list.begin(), list.end(),
+                       [](const RefNeighbor& p, const RefNeighbor& q) { return p.r2 < q.r2; });
+    }
+  }
+  return ref;
+}
+
+bool same_r2(double a, double b) { return std::abs(a - b) <= 1e-11 * (1.0 + std::abs(a)); }
+
+bool same_shift(const std::array<double, 3>& a, const double* b) {
+  return std::abs(a[0] - b[0]) < 1e-8 && std::abs(a[1] - b[1]) < 1e-8 && std::abs(a[2] - b[2]) < 1e-8;
+}
+
+// Compares a neighbour list with the reference: per centre and type the kept neighbours are the nearest
+// min(count, sel) in increasing distance (any order among exactly tied distances), no duplicates, empty slots
+// are -1 with zero shift, and the counters agree. `owner` maps list indices to atoms (identity for
+// build_neighbor_list; ghost -> owner for sort_neighbors); `xs` are the positions list indices refer to.
+void compare(const NeighborList& nl, const Reference& ref, const System& sys, const std::vector<int>& sel,
+             const std::string& label) {
+  INFO(label);
+  const std::int64_t n = sys.natoms();
+  REQUIRE(nl.nloc == n);
+  std::int64_t nnei = 0;
+  for (int s : sel) nnei += s;
+  REQUIRE(nl.nnei == nnei);
+  REQUIRE(nl.index.size() == static_cast<std::size_t>(n * nnei));
+  REQUIRE(nl.shift.size() == static_cast<std::size_t>(n * nnei * 3));
+  std::int64_t dropped = 0;
+  std::vector<std::int64_t> maxc(sel.size(), 0);
+  std::int64_t failures = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    std::int64_t slot0 = 0;
+    for (std::size_t t = 0; t < sel.size(); ++t) {
+      const auto& list = ref[i][t];
+      const std::int64_t count = static_cast<std::int64_t>(list.size());
+      maxc[t] = std::max(maxc[t], count);
+      dropped += std::max<std::int64_t>(0, count - sel[t]);
+      const std::int64_t kept = std::min<std::int64_t>(count, sel[t]);
+      std::vector<std::pair<std::int64_t, std::array<double, 3>>> seen;
+      for (std::int64_t p = 0; p < sel[t]; ++p) {
+        const std::int64_t slot = slot0 + p;
+        const std::int64_t j = nl.index[i * nnei + slot];
+        const double* s = nl.shift.data() + (i * nnei + slot) * 3;
+        if (p >= kept) {
+          if (j != -1 || s[0] != 0.0 || s[1] != 0.0 || s[2] != 0.0) {
+            ++failures;
+            FAIL_CHECK("centre " << i << " type " << t << " slot " << p << " should be empty (count " << count
+                                 << "), holds atom " << j);
+          }
+          continue;
+        }
+        if (j < 0 || j >= n) {
+          ++failures;
+          FAIL_CHECK("centre " << i << " type " << t << " slot " << p << " holds invalid atom " << j
+                               << " (reference count " << count << ")");
+          continue;
+        }
+        double r2 = 0.0;
+        for (int d = 0; d < 3; ++d) {
+          const double r = (sys.x[3 * j + d] + s[d]) - sys.x[3 * i + d];
+          r2 += r * r;
+        }
+        // The p-th nearest distance must match, and (j, shift) must be one of the reference neighbours
+        // at exactly that distance.
+        bool found = false;
+        for (const auto& c : list) {
+          if (same_r2(c.r2, list[p].r2) && c.j == j && same_shift(c.s, s)) found = true;
+        }
+        bool dup = false;
+        for (const auto& q : seen) dup = dup || (q.first == j && same_shift(q.second, s));
+        seen.push_back({j, {s[0], s[1], s[2]}});
+        if (!same_r2(r2, list[p].r2) || !found || dup || sys.types[j] != static_cast<int>(t)) {
+          ++failures;
+          FAIL_CHECK("centre " << i << " type " << t << " slot " << p << ": got atom " << j << " shift ("
+                               << s[0] << ", " << s[1] << ", " << s[2] << ") at r = " << std::sqrt(r2)
+                               << ", reference p-th nearest is atom " << list[p].j
+                               << " at r = " << std::sqrt(list[p].r2) << (dup ? " (duplicate)" : ""));
+        }
+        if (failures > 20) return;
+      }
+      slot0 += sel[t];
+    }
+  }
+  CHECK(nl.ndropped == dropped);
+  CHECK(nl.max_count == maxc);
+}
+
+// A random triclinic cell with diagonal lengths in [lo, hi] and off-diagonal tilts up to `skew` times the
+// length of the vector they tilt (right-handed since the matrix is diagonally dominant... not required).
+std::vector<double> random_box(std::mt19937_64& rng, double lo, double hi, double skew) {
+  std::uniform_real_distribution<double> len(lo, hi), u(-1.0, 1.0);
+  std::vector<double> h(9, 0.0);
+  for (int r = 0; r < 3; ++r) {
+    const double l = len(rng);
+    for (int c = 0; c < 3; ++c) h[3 * r + c] = (r == c) ? l : skew * l * u(rng);
+  }
+  return h;
+}
+
+// natoms random atoms with fractional coordinates uniform in [flo, fhi)^3.
+System random_system(std::mt19937_64& rng, std::vector<double> box, std::int64_t natoms, int ntypes,
+                     double flo, double fhi) {
+  System sys;
+  sys.box = std::move(box);
+  std::uniform_real_distribution<double> f(flo, fhi);
+  std::uniform_int_distribution<int> ty(0, ntypes - 1);
+  for (std::int64_t a = 0; a < natoms; ++a) {
+    const double fr[3] = {f(rng), f(rng), f(rng)};
+    for (int d = 0; d < 3; ++d) {
+      sys.x.push_back(fr[0] * sys.box[d] + fr[1] * sys.box[3 + d] + fr[2] * sys.box[6 + d]);
+    }
+    sys.types.push_back(ty(rng));
+  }
+  return sys;
+}
+
+std::vector<std::int64_t> ref_max_counts(const Reference& ref, int ntypes) {
+  std::vector<std::int64_t> m(ntypes, 0);
+  for (const auto& centre : ref)
+    for (int t = 0; t < ntypes; ++t) m[t] = std::max<std::int64_t>(m[t], centre[t].size());
+  return m;
+}
+
+// Runs build_neighbor_list with sel = the reference maxima (all fit) and with sel = half of them (drops).
+void check_system(const System& sys, double rcut, int ntypes, const std::string& label) {
+  const Reference ref = brute_force(sys, rcut, ntypes);
+  const auto maxc = ref_max_counts(ref, ntypes);
+  std::vector<int> sel_fit(ntypes), sel_small(ntypes);
+  for (int t = 0; t < ntypes; ++t) {
+    sel_fit[t] = static_cast<int>(maxc[t]) + 3;
+    sel_small[t] = static_cast<int>(maxc[t] / 2);
+  }
+  const NeighborList fit =
+      deepkf::build_neighbor_list(sys.x.data(), sys.natoms(), sys.types.data(), sys.box_ptr(), rcut, sel_fit);
+  compare(fit, ref, sys, sel_fit, label + " (sel fits)");
+  CHECK(fit.ndropped == 0);
+  const NeighborList small = deepkf::build_neighbor_list(sys.x.data(), sys.natoms(), sys.types.data(),
+                                                         sys.box_ptr(), rcut, sel_small);
+  compare(small, ref, sys, sel_small, label + " (sel too small)");
+  CHECK(deepkf::max_neighbor_counts(sys.x.data(), sys.natoms(), sys.types.data(), ntypes, sys.box_ptr(),
+                                    rcut) == maxc);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// A minimal .npy reader for the dataset test: little-endian float32/float64, C order.
+std::vector<double> read_npy(const std::string& path, std::vector<std::int64_t>& shape) {
+  std::ifstream in(path, std::ios::binary);
+  REQUIRE(in.good());
+  char magic[8];
+  in.read(magic, 8);
+  REQUIRE(std::memcmp(magic, "\x93NUMPY", 6) == 0);
+  std::uint32_t hlen = 0;
+  if (magic[6] == 1) {
+    unsigned char b[2];
+    in.read(reinterpret_cast<char*>(b), 2);
+    hlen = b[0] | (b[1] << 8);
+  } else {
+    unsigned char b[4];
+    in.read(reinterpret_cast<char*>(b), 4);
+    hlen = b[0] | (b[1] << 8) | (b[2] << 16) | (static_cast<std::uint32_t>(b[3]) << 24);
+  }
+  std::string header(hlen, ' ');
+  in.read(&header[0], hlen);
+  REQUIRE(header.find("'fortran_order': False") != std::string::npos);
+  const bool f4 = header.find("'<f4'") != std::string::npos;
+  REQUIRE((f4 || header.find("'<f8'") != std::string::npos));
+  const auto open = header.find('(', header.find("'shape'"));
+  const auto close = header.find(')', open);
+  shape.clear();
+  std::int64_t total = 1;
+  std::string dims = header.substr(open + 1, close - open - 1);
+  for (std::size_t p = 0; p < dims.size();) {
+    const auto comma = dims.find(',', p);
+    const std::string tok = dims.substr(p, comma == std::string::npos ? std::string::npos : comma - p);
+    if (tok.find_first_of("0123456789") != std::string::npos) {
+      shape.push_back(std::stoll(tok));
+      total *= shape.back();
+    }
+    if (comma == std::string::npos) break;
+    p = comma + 1;
+  }
+  std::vector<double> out(static_cast<std::size_t>(total));
+  if (f4) {
+    std::vector<float> tmp(out.size());
+    in.read(reinterpret_cast<char*>(tmp.data()), static_cast<std::streamsize>(tmp.size() * sizeof(float)));
+    std::copy(tmp.begin(), tmp.end(), out.begin());
+  } else {
+    in.read(reinterpret_cast<char*>(out.data()), static_cast<std::streamsize>(out.size() * sizeof(double)));
+  }
+  REQUIRE(in.good());
+  return out;
+}
+
+// Frame 0 of water/data_0: 192 atoms, types from type.raw (0 = O, 1 = H).
+System water_frame0() {
+  const std::string dir = deepkf::test::require_shared_dataset("water/data_0");
+  std::vector<std::int64_t> shape;
+  const auto coord = read_npy(dir + "/set.000/coord.npy", shape);
+  const std::int64_t natoms = shape.at(1) / 3;
+  const auto box = read_npy(dir + "/set.000/box.npy", shape);
+  System sys;
+  sys.x.assign(coord.begin(), coord.begin() + 3 * natoms);
+  sys.box.assign(box.begin(), box.begin() + 9);
+  std::ifstream tin(dir + "/type.raw");
+  int t = 0;
+  while (tin >> t) sys.types.push_back(t);
+  REQUIRE(sys.natoms() == natoms);
+  return sys;
+}
+
+// The system repeated rep x rep x rep times (a supercell).
+System replicate(const System& sys, int rep) {
+  System out;
+  for (int d = 0; d < 9; ++d) out.box.push_back(sys.box[d] * rep);
+  for (int a = 0; a < rep; ++a)
+    for (int b = 0; b < rep; ++b)
+      for (int c = 0; c < rep; ++c)
+        for (std::int64_t i = 0; i < sys.natoms(); ++i) {
+          for (int d = 0; d < 3; ++d) {
+            out.x.push_back(sys.x[3 * i + d] + a * sys.box[d] + b * sys.box[3 + d] + c * sys.box[6 + d]);
+          }
+          out.types.push_back(sys.types[i]);
+        }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("neighbour list matches brute force on random triclinic cells", "[geometry][neighbor]") {
+  std::mt19937_64 rng(20240607);
+  std::uniform_real_distribution<double> rc(2.5, 6.0);
+  SECTION("ordinary cells, 1 to 3 types") {
+    for (int trial = 0; trial < 20; ++trial) {
+      const double rcut = rc(rng);
+      const int ntypes = 1 + trial % 3;
+      const System sys =
+          random_system(rng, random_box(rng, 6.0, 14.0, 0.2), 10 + 3 * trial, ntypes, 0.0, 1.0);
+      check_system(sys, rcut, ntypes, "ordinary cell trial " + std::to_string(trial));
+    }
+  }
+  SECTION("strongly skewed cells") {
+    for (int trial = 0; trial < 12; ++trial) {
+      const System sys = random_system(rng, random_box(rng, 5.0, 12.0, 0.9), 25, 2, 0.0, 1.0);
+      check_system(sys, rc(rng), 2, "skewed cell trial " + std::to_string(trial));
+    }
+  }
+  SECTION("tiny cells (perpendicular widths below rcut / 2)") {
+    for (int trial = 0; trial < 10; ++trial) {
+      const System sys = random_system(rng, random_box(rng, 1.2, 2.8, 0.3), 1 + trial % 4, 2, 0.0, 1.0);
+      check_system(sys, 6.0, 2, "tiny cell trial " + std::to_string(trial));
+    }
+  }
+  SECTION("mixed: one direction thin, others wide") {
+    for (int trial = 0; trial < 6; ++trial) {
+      auto box = random_box(rng, 9.0, 16.0, 0.3);
+      for (int d = 0; d < 3; ++d) box[3 * (trial % 3) + d] *= 0.15;
+      const System sys = random_system(rng, box, 12, 2, 0.0, 1.0);
+      check_system(sys, 4.5, 2, "thin-slab trial " + std::to_string(trial));
+    }
+  }
+  SECTION("cells larger than 4 rcut (several bins per direction)") {
+    for (int trial = 0; trial < 4; ++trial) {
+      const System sys = random_system(rng, random_box(rng, 14.0, 18.0, 0.3), 200, 2, 0.0, 1.0);
+      check_system(sys, 3.2, 2, "large cell trial " + std::to_string(trial));
+    }
+  }
+  SECTION("atoms outside the cell (unwrapped coordinates)") {
+    for (int trial = 0; trial < 10; ++trial) {
+      const System sys = random_system(rng, random_box(rng, 3.0, 10.0, 0.5), 20, 2, -2.5, 3.5);
+      check_system(sys, rc(rng), 2, "outside-the-cell trial " + std::to_string(trial));
+    }
+  }
+  SECTION("sparse atoms in a huge cell (bin count capped)") {
+    const System sys = random_system(rng, random_box(rng, 150.0, 200.0, 0.2), 30, 2, 0.0, 1.0);
+    check_system(sys, 60.0, 2, "huge cell");
+  }
+}
+
+TEST_CASE("neighbour list of a non-periodic cluster matches brute force", "[geometry][neighbor]") {
+  std::mt19937_64 rng(77);
+  for (int trial = 0; trial < 8; ++trial) {
+    System sys;
+    std::uniform_real_distribution<double> u(-6.0 - trial, 6.0 + 2 * trial);
+    const std::int64_t n = 5 + 10 * trial;
+    for (std::int64_t a = 0; a < n; ++a) {
+      for (int d = 0; d < 3; ++d) sys.x.push_back(u(rng) * (d == trial % 3 ? 0.05 : 1.0));
+      sys.types.push_back(static_cast<int>(a % 3));
+    }
+    check_system(sys, 4.0, 3, "cluster trial " + std::to_string(trial));
+  }
+  SECTION("no images: two atoms 3 A apart in a non-periodic system") {
+    const double x[6] = {0, 0, 0, 3, 0, 0};
+    const int types[2] = {0, 0};
+    const auto nl = deepkf::build_neighbor_list(x, 2, types, nullptr, 6.0, {4});
+    CHECK(nl.index == std::vector<std::int64_t>{1, -1, -1, -1, 0, -1, -1, -1});
+    CHECK(nl.max_count == std::vector<std::int64_t>{1});
+  }
+}
+
+TEST_CASE("a single atom in a small cubic cell sees its own images", "[geometry][neighbor]") {
+  // Cubic cell of side 2 A, rcut 6: the images are the lattice points n != 0 with |2n| < 6, i.e.
+  // |n|^2 <= 8. Counting points per |n|^2 = 1, 2, 3, 4, 5, 6, 8: 6 + 12 + 8 + 6 + 24 + 24 + 12 = 92.
+  const double box[9] = {2, 0, 0, 0, 2, 0, 0, 0, 2};
+  const double x[3] = {0.3, -0.7, 5.1};  // outside the cell on purpose
+  const int types[1] = {0};
+  const auto nl = deepkf::build_neighbor_list(x, 1, types, box, 6.0, {100});
+  REQUIRE(nl.max_count == std::vector<std::int64_t>{92});
+  CHECK(nl.ndropped == 0);
+  for (int p = 0; p < 100; ++p) CHECK(nl.index[p] == (p < 92 ? 0 : -1));
+  // First six are the face neighbours at exactly 2 A, then the 12 at 2 sqrt 2.
+  for (int p = 0; p < 18; ++p) {
+    const double* s = nl.shift.data() + 3 * p;
+    const double r = std::sqrt(s[0] * s[0] + s[1] * s[1] + s[2] * s[2]);
+    CHECK(r == Approx(p < 6 ? 2.0 : 2.0 * std::sqrt(2.0)));
+  }
+  System sys;
+  sys.x.assign(x, x + 3);
+  sys.types = {0};
+  sys.box.assign(box, box + 9);
+  check_system(sys, 6.0, 1, "single atom");
+  // Ties are broken deterministically: a second build gives the same slots.
+  const auto again = deepkf::build_neighbor_list(x, 1, types, box, 6.0, {100});
+  CHECK(again.shift == nl.shift);
+}
+
+TEST_CASE("sort_neighbors on explicit ghost atoms agrees with build_neighbor_list", "[geometry][neighbor]") {
+  std::mt19937_64 rng(4242);
+  for (int trial = 0; trial < 6; ++trial) {
+    const double rcut = 4.0;
+    // Trials 0-2: cells wider than 2 rcut; 3-5: cells narrower than rcut (many images of each atom).
+    const auto box = trial < 3 ? random_box(rng, 9.0, 12.0, 0.3) : random_box(rng, 2.5, 3.5, 0.3);
+    const System sys = random_system(rng, box, 15, 2, -0.5, 1.5);
+    const std::int64_t nloc = sys.natoms();
+    // Extended system: the local atoms first, then every image n != 0 in [-K, K]^3 as ghosts.
+    const int K = trial < 3 ? 2 : 4;
+    std::vector<double> xe(sys.x);
+    std::vector<int> te(sys.types);
+    std::vector<std::int64_t> owner;
+    for (std::int64_t i = 0; i < nloc; ++i) owner.push_back(i);
+    for (int n0 = -K; n0 <= K; ++n0)
+      for (int n1 = -K; n1 <= K; ++n1)
+        for (int n2 = -K; n2 <= K; ++n2) {
+          if (n0 == 0 && n1 == 0 && n2 == 0) continue;
+          for (std::int64_t j = 0; j < nloc; ++j) {
+            for (int d = 0; d < 3; ++d)
+              xe.push_back(sys.x[3 * j + d] + n0 * box[d] + n1 * box[3 + d] + n2 * box[6 + d]);
+            te.push_back(sys.types[j]);
+            owner.push_back(j);
+          }
+        }
+    const std::int64_t nall = static_cast<std::int64_t>(te.size());
+    // Every extended atom is a candidate of every centre (LAMMPS would pre-filter by a skin distance).
+    std::vector<std::int64_t> offset(nloc + 1), neigh;
+    for (std::int64_t i = 0; i < nloc; ++i) {
+      offset[i] = static_cast<std::int64_t>(neigh.size());
+      for (std::int64_t j = 0; j < nall; ++j) neigh.push_back(j);
+    }
+    offset[nloc] = static_cast<std::int64_t>(neigh.size());
+
+    const Reference ref = brute_force(sys, rcut, 2);
+    const auto maxc = ref_max_counts(ref, 2);
+    const std::vector<int> sel = {static_cast<int>(maxc[0]) + 2, static_cast<int>(maxc[1]) + 2};
+    const NeighborList built =
+        deepkf::build_neighbor_list(sys.x.data(), nloc, sys.types.data(), sys.box_ptr(), rcut, sel);
+    const NeighborList sorted =
+        deepkf::sort_neighbors(xe.data(), te.data(), nloc, offset.data(), neigh.data(), rcut, sel);
+
+    // LAMMPS-style arrays give the same result.
+    std::vector<int> numneigh(nloc);
+    std::vector<std::vector<int>> lists(nloc);
+    std::vector<const int*> firstneigh(nloc);
+    for (std::int64_t i = 0; i < nloc; ++i) {
+      for (std::int64_t p = offset[i]; p < offset[i + 1]; ++p) lists[i].push_back(static_cast<int>(neigh[p]));
+      numneigh[i] = static_cast<int>(lists[i].size());
+      firstneigh[i] = lists[i].data();
+    }
+    const NeighborList lmp =
+        deepkf::sort_neighbors(xe.data(), te.data(), nloc, numneigh.data(), firstneigh.data(), rcut, sel);
+    CHECK(lmp.index == sorted.index);
+
+    REQUIRE(sorted.nnei == built.nnei);
+    CHECK(sorted.max_count == built.max_count);
+    CHECK(sorted.ndropped == 0);
+    for (double s : sorted.shift) CHECK(s == 0.0);
+    // Map ghosts back to (owner, shift) and compare with the periodic list slot by slot; where distances
+    // tie exactly, the ghost order may differ, so compare within a distance tie by the brute-force check.
+    NeighborList mapped = sorted;
+    for (std::size_t p = 0; p < sorted.index.size(); ++p) {
+      const std::int64_t g = sorted.index[p];
+      if (g < 0) continue;
+      mapped.index[p] = owner[g];
+      for (int d = 0; d < 3; ++d) mapped.shift[3 * p + d] = xe[3 * g + d] - sys.x[3 * owner[g] + d];
+    }
+    compare(mapped, ref, sys, sel, "sort_neighbors trial " + std::to_string(trial));
+    compare(built, ref, sys, sel, "build_neighbor_list trial " + std::to_string(trial));
+  }
+}
+
+TEST_CASE("neighbour list input errors", "[geometry][neighbor]") {
+  using Catch::Matchers::Contains;
+  const double x[6] = {0, 0, 0, 1, 0, 0};
+  const double box[9] = {5, 0, 0, 0, 5, 0, 0, 0, 5};
+  const int bad_types[2] = {0, 2};
+  CHECK_THROWS_AS(deepkf::build_neighbor_list(x, 2, bad_types, box, 3.0, {4, 4}), deepkf::DataError);
+  CHECK_THROWS_WITH(deepkf::build_neighbor_list(x, 2, bad_types, box, 3.0, {4, 4}),
+                    Contains("atom 1 has type 2"));
+  const int types[2] = {0, 1};
+  CHECK_THROWS_AS(deepkf::build_neighbor_list(x, 2, types, box, 0.0, {4, 4}), deepkf::ConfigError);
+  CHECK_THROWS_AS(deepkf::build_neighbor_list(x, 2, types, box, 3.0, {4, -1}), deepkf::ConfigError);
+  const double nan_x[6] = {0, 0, 0, 1, std::numeric_limits<double>::quiet_NaN(), 0};
+  CHECK_THROWS_WITH(deepkf::build_neighbor_list(nan_x, 2, types, box, 3.0, {4, 4}),
+                    Contains("atom 1") && Contains("not finite"));
+  const double flat[9] = {5, 0, 0, 0, 5, 0, 5, 5, 0};
+  CHECK_THROWS_AS(deepkf::build_neighbor_list(x, 2, types, flat, 3.0, {4, 4}), deepkf::DataError);
+}
+
+TEST_CASE("auto_sel is ceil(1.1 max) rounded up to a multiple of 4", "[geometry][neighbor]") {
+  // 40 -> 44 exactly (not 48: 1.1 * 40 is 44.000000000000007 in floating point); 41 -> 45.1 -> 46 -> 48;
+  // 10 -> 11 -> 12; 1 -> 1.1 -> 2 -> 4; 0 -> 0; 42 -> 46.2 -> 47 -> 48; 83 -> 91.3 -> 92 -> 92.
+  CHECK(deepkf::auto_sel({40, 41, 10, 1, 0, 42, 83}) == std::vector<int>{44, 48, 12, 4, 0, 48, 92});
+}
+
+TEST_CASE("water data_0 frame 0: neighbour counts fit the reference sel and O(N) timing",
+          "[geometry][neighbor][dataset]") {
+  const System water = water_frame0();
+  REQUIRE(water.natoms() == 192);
+  const double rcut = 6.0;
+  const auto counts = deepkf::max_neighbor_counts(water.x.data(), water.natoms(), water.types.data(), 2,
+                                                  water.box_ptr(), rcut);
+  const Reference ref = brute_force(water, rcut, 2);
+  CHECK(counts == ref_max_counts(ref, 2));
+  INFO("max neighbour counts O " << counts[0] << ", H " << counts[1]);
+  CHECK(counts[0] <= 46);
+  CHECK(counts[1] <= 92);
+  // Liquid water at ~1 g/cm^3 has about 0.0334 molecules/A^3: 4/3 pi 6^3 * 0.0334 ~ 30 O and 60 H.
+  CHECK(counts[0] >= 25);
+  CHECK(counts[1] >= 50);
+  const std::vector<int> sel = {46, 92};
+  const NeighborList nl = deepkf::build_neighbor_list(water.x.data(), water.natoms(), water.types.data(),
+                                                      water.box_ptr(), rcut, sel);
+  compare(nl, ref, water, sel, "water frame 0");
+  std::printf("water data_0 frame 0: max neighbour counts O %lld, H %lld; auto sel [%d, %d]\n",
+              static_cast<long long>(counts[0]), static_cast<long long>(counts[1]),
+              deepkf::auto_sel(counts)[0], deepkf::auto_sel(counts)[1]);
+
+  // Supercells keep every atom's environment, so the maxima stay the same; time per atom should be flat.
+  for (int rep : {1, 2, 4}) {
+    const System big = replicate(water, rep);
+    const int reps = rep == 4 ? 3 : 20;
+    NeighborList out;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int r = 0; r < reps; ++r) {
+      out =
+          deepkf::build_neighbor_list(big.x.data(), big.natoms(), big.types.data(), big.box_ptr(), rcut, sel);
+    }
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / reps;
+    std::printf(
+        "build_neighbor_list: %lld atoms (%dx%dx%d water), rcut 6, sel [46, 92]: %.2f ms, %.3f us/atom\n",
+        static_cast<long long>(big.natoms()), rep, rep, rep, ms, 1000.0 * ms / big.natoms());
+    CHECK(out.max_count == counts);
+    CHECK(out.ndropped == 0);
+  }
+}
