@@ -30,6 +30,14 @@ struct Candidate {
   double s[3];     // Cartesian image shift (A)
 };
 
+inline bool nearer(const Candidate& p, const Candidate& q) {
+  if (p.r2 != q.r2) return p.r2 < q.r2;
+  if (p.j != q.j) return p.j < q.j;
+  if (p.s[0] != q.s[0]) return p.s[0] < q.s[0];
+  if (p.s[1] != q.s[1]) return p.s[1] < q.s[1];
+  return p.s[2] < q.s[2];
+}
+
 void check_rcut_sel(double rcut, const std::vector<int>& sel, const char* where) {
   if (!std::isfinite(rcut) || rcut <= 0.0) {
     throw ConfigError(std::string(where) + ": rcut must be a positive finite distance, got " + num(rcut));
@@ -71,33 +79,38 @@ NeighborList make_empty(std::int64_t nloc, const std::vector<int>& sel) {
 }
 
 // Places the candidates of centre i into its slots: per neighbour type the sel[t] nearest, ordered by
-// (distance, owner index, shift x, y, z); counts the rest as dropped. Reorders `cands`.
-void fill_centre(std::vector<Candidate>& cands, const int* types, const std::vector<int>& sel, std::int64_t i,
-                 std::vector<std::int64_t>& count, NeighborList& nl) {
-  std::sort(cands.begin(), cands.end(), [types](const Candidate& p, const Candidate& q) {
-    const int tp = types[p.j], tq = types[q.j];
-    if (tp != tq) return tp < tq;
-    if (p.r2 != q.r2) return p.r2 < q.r2;
-    if (p.j != q.j) return p.j < q.j;
-    if (p.s[0] != q.s[0]) return p.s[0] < q.s[0];
-    if (p.s[1] != q.s[1]) return p.s[1] < q.s[1];
-    return p.s[2] < q.s[2];
-  });
+// (distance, owner index, shift x, y, z); counts the rest as dropped.
+void fill_centre(const std::vector<Candidate>& cands, const int* types, const std::vector<int>& sel,
+                 std::int64_t i, std::vector<std::int64_t>& count, std::vector<Candidate>& by_type,
+                 NeighborList& nl) {
+  // Counting partition by neighbour type into by_type, type 0 first.
   std::fill(count.begin(), count.end(), 0);
+  for (const Candidate& c : cands) ++count[types[c.j]];
+  std::vector<std::int64_t> begin(count.size() + 1, 0);
+  for (std::size_t t = 0; t < count.size(); ++t) begin[t + 1] = begin[t] + count[t];
+  by_type.resize(cands.size());
+  {
+    std::vector<std::int64_t> next(begin.begin(), begin.end() - 1);
+    for (const Candidate& c : cands) by_type[next[types[c.j]]++] = c;
+  }
   std::int64_t* row = nl.index.data() + i * nl.nnei;
   double* srow = nl.shift.data() + i * nl.nnei * 3;
-  for (const Candidate& c : cands) {
-    const int t = types[c.j];
-    const std::int64_t k = count[t]++;
-    if (k < sel[t]) {
+  for (std::size_t t = 0; t < count.size(); ++t) {
+    const auto first = by_type.begin() + begin[t];
+    const auto last = by_type.begin() + begin[t + 1];
+    const std::int64_t keep = std::min<std::int64_t>(count[t], sel[t]);
+    // Only the sel[t] nearest need to be in order.
+    if (keep < count[t]) std::nth_element(first, first + keep, last, nearer);
+    std::sort(first, first + keep, nearer);
+    for (std::int64_t k = 0; k < keep; ++k) {
+      const Candidate& c = first[k];
       const std::int64_t slot = nl.type_begin[t] + k;
       row[slot] = c.j;
       for (int d = 0; d < 3; ++d) srow[3 * slot + d] = c.s[d];
-    } else {
-      ++nl.ndropped;
     }
+    nl.ndropped += count[t] - keep;
+    nl.max_count[t] = std::max(nl.max_count[t], count[t]);
   }
-  for (std::size_t t = 0; t < count.size(); ++t) nl.max_count[t] = std::max(nl.max_count[t], count[t]);
 }
 
 std::int64_t floor_div(std::int64_t a, std::int64_t b) {
@@ -215,13 +228,36 @@ NeighborList build_neighbor_list(const double* coord, std::int64_t natoms, const
     std::vector<std::int64_t> fill(bin_start.begin(), bin_start.end() - 1);
     for (std::int64_t a = 0; a < natoms; ++a) bin_atoms[fill[bin_of[a]]++] = a;
   }
+  // Wrapped positions in bin order, x_j - img_j H, for a contiguous screening loop.
+  std::vector<double> xb(static_cast<std::size_t>(3 * natoms));
+  for (std::int64_t p = 0; p < natoms; ++p) {
+    const std::int64_t a = bin_atoms[p];
+    for (int d = 0; d < 3; ++d) {
+      xb[3 * p + d] = coord[3 * a + d];
+      if (periodic) {
+        xb[3 * p + d] -= static_cast<double>(img[3 * a]) * h[d] +
+                         static_cast<double>(img[3 * a + 1]) * h[3 + d] +
+                         static_cast<double>(img[3 * a + 2]) * h[6 + d];
+      }
+    }
+  }
 
   const double rc2 = rcut * rcut;
-  std::vector<Candidate> cands;
+  // Screening works on wrapped positions, whose rounding differs from the final r_ij by ~1e-15 A: it
+  // keeps a slightly larger sphere, and the exact test r < rcut is made on (x_j + shift) - x_i.
+  const double screen2 = rc2 * (1.0 + 1e-9) + 1e-18;
+  std::vector<Candidate> cands, by_type;
   std::vector<std::int64_t> count(sel.size(), 0);
   for (std::int64_t i = 0; i < natoms; ++i) {
     cands.clear();
     const double* xi = coord + 3 * i;
+    double xwi[3] = {xi[0], xi[1], xi[2]};
+    if (periodic) {
+      for (int d = 0; d < 3; ++d) {
+        xwi[d] -= static_cast<double>(img[3 * i]) * h[d] + static_cast<double>(img[3 * i + 1]) * h[3 + d] +
+                  static_cast<double>(img[3 * i + 2]) * h[6 + d];
+      }
+    }
     const std::int64_t bi = bin_of[i];
     const std::int64_t b0 = bi / (g.nb[1] * g.nb[2]), b1 = (bi / g.nb[2]) % g.nb[1], b2 = bi % g.nb[2];
     for (std::int64_t d0 = -g.k[0]; d0 <= g.k[0]; ++d0) {
@@ -238,7 +274,17 @@ NeighborList build_neighbor_list(const double* coord, std::int64_t natoms, const
           if (!periodic && (B2 < 0 || B2 >= g.nb[2])) continue;
           const std::int64_t S2 = periodic ? floor_div(B2, g.nb[2]) : 0, w2 = B2 - S2 * g.nb[2];
           const std::int64_t wb = (w0 * g.nb[1] + w1) * g.nb[2] + w2;
+          // t = S H - wrapped(x_i): the screened vector is wrapped(x_j) + t
+          double t[3];
+          for (int d = 0; d < 3; ++d) {
+            t[d] = (periodic ? static_cast<double>(S0) * h[d] + static_cast<double>(S1) * h[3 + d] +
+                                   static_cast<double>(S2) * h[6 + d]
+                             : 0.0) -
+                   xwi[d];
+          }
           for (std::int64_t p = bin_start[wb]; p < bin_start[wb + 1]; ++p) {
+            const double r0 = xb[3 * p] + t[0], r1 = xb[3 * p + 1] + t[1], r2s = xb[3 * p + 2] + t[2];
+            if (r0 * r0 + r1 * r1 + r2s * r2s >= screen2) continue;
             const std::int64_t j = bin_atoms[p];
             Candidate c{0.0, j, {0.0, 0.0, 0.0}};
             if (periodic) {
@@ -266,7 +312,7 @@ NeighborList build_neighbor_list(const double* coord, std::int64_t natoms, const
         }
       }
     }
-    fill_centre(cands, types, sel, i, count, nl);
+    fill_centre(cands, types, sel, i, count, by_type, nl);
   }
   return nl;
 }
@@ -278,7 +324,7 @@ NeighborList sort_neighbors(const double* x, const int* types, std::int64_t nloc
   check_types(types, nloc, sel.size(), "sort neighbours");
   NeighborList nl = make_empty(nloc, sel);
   const double rc2 = rcut * rcut;
-  std::vector<Candidate> cands;
+  std::vector<Candidate> cands, by_type;
   std::vector<std::int64_t> count(sel.size(), 0);
   for (std::int64_t i = 0; i < nloc; ++i) {
     if (offset[i + 1] < offset[i]) {
@@ -307,7 +353,7 @@ NeighborList sort_neighbors(const double* x, const int* types, std::int64_t nloc
       }
       cands.push_back(Candidate{r2, j, {0.0, 0.0, 0.0}});
     }
-    fill_centre(cands, types, sel, i, count, nl);
+    fill_centre(cands, types, sel, i, count, by_type, nl);
   }
   return nl;
 }
