@@ -36,7 +36,8 @@ class Cell {
   // frac: 3 values -> cart: 3 values (A), x = f H. In-place use is fine.
   void to_cartesian(const double* frac, double* cart) const;
 
-  // Moves the point x (3 values, A) by a lattice vector so that its fractional coordinates lie in [0, 1).
+  // Moves the point x (3 values, A) by a lattice vector so that its fractional coordinates lie in [0, 1)
+  // (up to rounding: a coordinate a hair below 0 may land a hair below 1 or at 1).
   void wrap(double* x) const;
 
  private:

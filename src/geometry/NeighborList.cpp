@@ -186,6 +186,10 @@ NeighborList build_neighbor_list(const double* coord, std::int64_t natoms, const
       for (int d = 0; d < 3; ++d) {
         // f = (f - floor f) + floor f, the wrapped part in [0, 1) up to rounding
         const double n = std::floor(f[d]);
+        if (std::abs(n) > 1e9) {
+          throw DataError("neighbour list: atom " + std::to_string(a) + " lies " + num(n) +
+                          " cell lengths outside the cell (fractional coordinate " + num(f[d]) + ")");
+        }
         u[3 * a + d] = f[d] - n;
         img[3 * a + d] = static_cast<std::int64_t>(n);
       }

@@ -230,7 +230,8 @@ std::vector<std::int64_t> ref_max_counts(const Reference& ref, int ntypes) {
 }
 
 // Runs build_neighbor_list with sel = the reference maxima (all fit) and with sel = half of them (drops).
-void check_system(const System& sys, double rcut, int ntypes, const std::string& label) {
+// Returns the reference maxima.
+std::vector<std::int64_t> check_system(const System& sys, double rcut, int ntypes, const std::string& label) {
   const Reference ref = brute_force(sys, rcut, ntypes);
   const auto maxc = ref_max_counts(ref, ntypes);
   std::vector<int> sel_fit(ntypes), sel_small(ntypes);
@@ -247,6 +248,7 @@ void check_system(const System& sys, double rcut, int ntypes, const std::string&
   compare(small, ref, sys, sel_small, label + " (sel too small)");
   CHECK(deepkf::max_neighbor_counts(sys.x.data(), sys.natoms(), sys.types.data(), ntypes, sys.box_ptr(),
                                     rcut) == maxc);
+  return maxc;
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -378,9 +380,11 @@ TEST_CASE("neighbour list matches brute force on random triclinic cells", "[geom
       check_system(sys, rc(rng), 2, "outside-the-cell trial " + std::to_string(trial));
     }
   }
-  SECTION("sparse atoms in a huge cell (bin count capped)") {
-    const System sys = random_system(rng, random_box(rng, 150.0, 200.0, 0.2), 30, 2, 0.0, 1.0);
-    check_system(sys, 60.0, 2, "huge cell");
+  SECTION("a few atoms in a huge cell (bin count capped), neighbours across the periodic faces") {
+    // Atoms within about +-6 A of a corner: unwrapped, half of them wrap to the far side of the cell.
+    const System sys = random_system(rng, random_box(rng, 150.0, 200.0, 0.2), 40, 2, -0.03, 0.03);
+    const auto maxc = check_system(sys, 5.0, 2, "huge cell");
+    CHECK(maxc[0] + maxc[1] >= 5);
   }
 }
 
@@ -518,6 +522,9 @@ TEST_CASE("neighbour list input errors", "[geometry][neighbor]") {
   const double nan_x[6] = {0, 0, 0, 1, std::numeric_limits<double>::quiet_NaN(), 0};
   CHECK_THROWS_WITH(deepkf::build_neighbor_list(nan_x, 2, types, box, 3.0, {4, 4}),
                     Contains("atom 1") && Contains("not finite"));
+  const double far_x[6] = {0, 0, 0, 1e12, 0, 0};
+  CHECK_THROWS_WITH(deepkf::build_neighbor_list(far_x, 2, types, box, 3.0, {4, 4}),
+                    Contains("atom 1") && Contains("outside the cell"));
   const double flat[9] = {5, 0, 0, 0, 5, 0, 5, 5, 0};
   CHECK_THROWS_AS(deepkf::build_neighbor_list(x, 2, types, flat, 3.0, {4, 4}), deepkf::DataError);
 }
