@@ -186,7 +186,8 @@ NeighborList build_neighbor_list(const double* coord, std::int64_t natoms, const
       for (int d = 0; d < 3; ++d) {
         // f = (f - floor f) + floor f, the wrapped part in [0, 1) up to rounding
         const double n = std::floor(f[d]);
-        if (std::abs(n) > 1e9) {
+        // Wrapping loses about |n| ulps of the position; beyond 1e5 cells that nears the rcut margin.
+        if (std::abs(n) > 1e5) {
           throw DataError("neighbour list: atom " + std::to_string(a) + " lies " + num(n) +
                           " cell lengths outside the cell (fractional coordinate " + num(f[d]) + ")");
         }
