@@ -29,8 +29,8 @@ struct NeighborList {
 // coord: natoms x 3 (A), may lie outside the cell; types: natoms values in [0, sel.size());
 // box: 9 values (rows = cell vectors a, b, c, A) or nullptr for a non-periodic system; rcut (A) > 0;
 // sel: slots per neighbour type (>= 0 each). Shifts are relative to the given (unwrapped) coordinates.
-// Throws ConfigError for a bad rcut or sel, DataError for bad types, non-finite coordinates or a singular
-// box.
+// Throws ConfigError for a bad rcut or sel, DataError for bad types, non-finite coordinates, a singular box
+// or an atom more than 1e5 cell lengths outside the cell. A left-handed box is accepted here.
 NeighborList build_neighbor_list(const double* coord, std::int64_t natoms, const int* types,
                                  const double* box, double rcut, const std::vector<int>& sel);
 
