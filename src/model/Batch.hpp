@@ -1,0 +1,37 @@
+#pragma once
+// B frames of one System as tensors ready for DeepPot and the losses (nall = nloc = natoms: periodic images
+// enter through the neighbour list's shifts).
+#include <torch/types.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "src/data/System.hpp"
+#include "src/model/ModelConfig.hpp"
+
+namespace deepkf {
+
+struct Batch {
+  torch::Tensor coord;   // B x natoms x 3 (A), dtype
+  torch::Tensor atype;   // B x natoms (int64, model type index)
+  torch::Tensor nlist;   // B x natoms x nnei (int64, -1 empty)
+  torch::Tensor shift;   // B x natoms x nnei x 3 (A), dtype
+  torch::Tensor box;     // B x 9 (A), undefined for a non-periodic system
+  torch::Tensor energy;  // B (eV)
+  torch::Tensor force;   // B x natoms x 3 (eV/A), undefined when the system has no forces
+  torch::Tensor virial;  // B x 9 (eV), undefined when the system has no virials
+  std::int64_t natoms = 0;
+  bool has_force = false;
+  bool has_virial = false;
+  std::vector<std::int64_t> frames;     // source frame indices in the System
+  std::int64_t ndropped = 0;            // neighbours within rcut beyond sel, summed over frames and atoms
+  std::vector<std::int64_t> max_count;  // per neighbour type, the most neighbours any centre had
+};
+
+// Neighbour lists by build_neighbor_list with config.rcut and config.sel; the System's types are mapped to
+// the model's type_map by name. Throws DataError naming the system for a frame index out of range or an
+// element missing from the model's type map.
+Batch make_batch(const System& system, const std::vector<std::int64_t>& frames, const ModelConfig& config,
+                 torch::Device device, torch::Dtype dtype);
+
+}  // namespace deepkf

@@ -1,0 +1,202 @@
+#include "src/model/DeepPot.hpp"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/torch.h>
+
+#include "src/core/Error.hpp"
+#include "src/model/EnvMatrix.hpp"
+
+namespace deepkf {
+
+namespace {
+
+std::string shape_of(const torch::Tensor& t) {
+  if (!t.defined()) return "undefined";
+  std::string s = "[";
+  for (int64_t d = 0; d < t.dim(); ++d) s += (d ? ", " : "") + std::to_string(t.size(d));
+  return s + "]";
+}
+
+void check_inputs(const ModelConfig& config, const torch::Tensor& coord, const torch::Tensor& atype,
+                  const torch::Tensor& nlist, const torch::Tensor& shift) {
+  const bool ok = coord.defined() && atype.defined() && nlist.defined() && coord.dim() == 3 &&
+                  coord.size(2) == 3 && atype.dim() == 2 && nlist.dim() == 3 &&
+                  atype.size(0) == coord.size(0) && atype.size(1) == coord.size(1) &&
+                  nlist.size(0) == coord.size(0) && nlist.size(1) <= coord.size(1) &&
+                  nlist.size(2) == config.nnei() && atype.scalar_type() == torch::kInt64 &&
+                  nlist.scalar_type() == torch::kInt64 &&
+                  (!shift.defined() ||
+                   (shift.dim() == 4 && shift.size(0) == nlist.size(0) && shift.size(1) == nlist.size(1) &&
+                    shift.size(2) == nlist.size(2) && shift.size(3) == 3));
+  if (!ok) {
+    throw ModelError("model input shapes do not fit (nnei = " + std::to_string(config.nnei()) + "): coord " +
+                     shape_of(coord) + ", atype " + shape_of(atype) + " (int64), nlist " + shape_of(nlist) +
+                     " (int64), shift " + shape_of(shift));
+  }
+}
+
+}  // namespace
+
+DeepPotImpl::DeepPotImpl(const ModelConfig& config) : config_(config) {
+  config_.validate();
+  const int nt = config_.ntypes();
+  const auto dtype = config_.precision;
+  auto gen = at::detail::createCPUGenerator(static_cast<uint64_t>(config_.seed));
+  const auto& tm = config_.type_map;
+  // embedding nets: per neighbour type, or per (centre, neighbour) pair, centre-major
+  const int ncentre = config_.type_one_side ? 1 : nt;
+  for (int c = 0; c < ncentre; ++c) {
+    for (int n = 0; n < nt; ++n) {
+      const std::string name = config_.type_one_side
+                                   ? "embedding_" + std::to_string(n)
+                                   : "embedding_" + std::to_string(c) + "_" + std::to_string(n);
+      net_names_.push_back(config_.type_one_side ? "embedding[" + tm[n] + "]"
+                                                 : "embedding[" + tm[c] + "," + tm[n] + "]");
+      embedding_.push_back(
+          register_module(name, DenseNet(DenseNetImpl::Kind::Embedding, 1, config_.embedding_neuron,
+                                         config_.embedding_resnet_dt, gen, dtype)));
+    }
+  }
+  for (int c = 0; c < nt; ++c) {
+    net_names_.push_back("fitting[" + tm[c] + "]");
+    fitting_.push_back(
+        register_module("fitting_" + std::to_string(c),
+                        DenseNet(DenseNetImpl::Kind::Fitting, config_.descriptor_dim(),
+                                 config_.fitting_neuron, config_.fitting_resnet_dt, gen, dtype)));
+  }
+  const auto opts = torch::TensorOptions().dtype(dtype);
+  davg_ = register_buffer("davg", torch::zeros({nt, config_.nnei(), 4}, opts));
+  dstd_ = register_buffer("dstd", torch::ones({nt, config_.nnei(), 4}, opts));
+  energy_bias_ = register_buffer("energy_bias", torch::zeros({nt}, opts));
+}
+
+DenseNet& DeepPotImpl::embedding(int centre_type, int neighbour_type) {
+  const int idx = config_.type_one_side ? neighbour_type : centre_type * config_.ntypes() + neighbour_type;
+  return embedding_[static_cast<std::size_t>(idx)];
+}
+
+void DeepPotImpl::set_statistics(const torch::Tensor& davg, const torch::Tensor& dstd) {
+  const std::vector<int64_t> want{config_.ntypes(), config_.nnei(), 4};
+  if (davg.sizes() != torch::IntArrayRef(want) || dstd.sizes() != torch::IntArrayRef(want)) {
+    throw ModelError("statistics must be [ntypes, nnei, 4] = [" + std::to_string(want[0]) + ", " +
+                     std::to_string(want[1]) + ", 4], got davg " + shape_of(davg) + ", dstd " +
+                     shape_of(dstd));
+  }
+  torch::NoGradGuard guard;
+  davg_.copy_(davg);
+  dstd_.copy_(dstd);
+}
+
+void DeepPotImpl::set_energy_bias(const torch::Tensor& bias) {
+  if (bias.dim() != 1 || bias.size(0) != config_.ntypes()) {
+    throw ModelError("energy bias must have ntypes = " + std::to_string(config_.ntypes()) + " entries, got " +
+                     shape_of(bias));
+  }
+  torch::NoGradGuard guard;
+  energy_bias_.copy_(bias);
+}
+
+torch::Tensor DeepPotImpl::energy_from_pairs(const torch::Tensor& rij, const torch::Tensor& centre_types) {
+  const auto nf = rij.size(0);
+  const auto nloc = rij.size(1);
+  const auto nnei = rij.size(2);
+  const int nt = config_.ntypes();
+  const auto nc = static_cast<double>(config_.nnei());
+  const auto axis = config_.axis_neuron;
+  const auto m = config_.embedding_width();
+
+  // R~: (nf nloc) x nnei x 4
+  const auto env = environment_matrix(rij, config_.rcut, config_.rcut_smth).reshape({nf * nloc, nnei, 4});
+  const auto types = centre_types.reshape({nf * nloc});
+  auto atom_energy = torch::zeros({nf * nloc}, rij.options());
+  for (int c = 0; c < nt; ++c) {
+    const auto idx = torch::nonzero(types.eq(c)).squeeze(1);
+    const auto n = idx.size(0);
+    // R^ = (R~ - davg[c]) / dstd[c] : n x nnei x 4
+    const auto env_c = (env.index_select(0, idx) - davg_[c]) / dstd_[c];
+    // T = (1/N_c) sum_t R^_t^T G_t : n x 4 x M
+    auto t_mat = torch::zeros({n, 4, m}, rij.options());
+    for (int t = 0; t < nt; ++t) {
+      const auto sel_t = config_.sel[static_cast<std::size_t>(t)];
+      if (sel_t == 0) continue;
+      const auto block = env_c.narrow(1, config_.sel_offset(t), sel_t);  // n x sel_t x 4
+      const auto g = embedding(c, t)->forward(block.narrow(2, 0, 1));    // n x sel_t x M
+      t_mat = t_mat + torch::matmul(block.transpose(1, 2), g);
+    }
+    t_mat = t_mat / nc;
+    // D = T^T T[:, :M<] : n x M x M< -> n x (M M<)
+    const auto d = torch::matmul(t_mat.transpose(1, 2), t_mat.narrow(2, 0, axis)).reshape({n, m * axis});
+    // E_i = F_c(D_i) + bias[c]
+    const auto e = fitting_[static_cast<std::size_t>(c)]->forward(d).squeeze(-1) + energy_bias_[c];
+    atom_energy = atom_energy.index_add(0, idx, e);
+  }
+  return atom_energy.reshape({nf, nloc});
+}
+
+torch::Tensor DeepPotImpl::atomic_energy(const torch::Tensor& coord, const torch::Tensor& atype,
+                                         const torch::Tensor& nlist, const torch::Tensor& shift) {
+  check_inputs(config_, coord, atype, nlist, shift);
+  const auto rij = pair_vectors(coord, nlist, shift, config_.rcut).to(config_.precision);
+  return energy_from_pairs(rij, atype.narrow(1, 0, nlist.size(1)));
+}
+
+ModelOutput DeepPotImpl::evaluate(const torch::Tensor& coord, const torch::Tensor& atype,
+                                  const torch::Tensor& nlist, const torch::Tensor& shift, bool create_graph,
+                                  bool need_atom_virial) {
+  check_inputs(config_, coord, atype, nlist, shift);
+  torch::AutoGradMode grad_mode(true);
+  const auto nf = nlist.size(0);
+  const auto nloc = nlist.size(1);
+  const auto nnei = nlist.size(2);
+  const auto nall = coord.size(1);
+  // r_ij as the leaf the forces and virials are derived from: nf x nloc x nnei x 3
+  const auto rij =
+      pair_vectors(coord.detach(), nlist, shift, config_.rcut).to(config_.precision).requires_grad_(true);
+  ModelOutput out;
+  out.atom_energy = energy_from_pairs(rij, atype.narrow(1, 0, nloc));
+  out.energy = out.atom_energy.sum(1);
+  // g_ij = dE/dr_ij, zero on empty slots
+  auto g = torch::autograd::grad({out.energy.sum()}, {rij}, {}, /*retain_graph=*/create_graph,
+                                 /*create_graph=*/create_graph)[0];
+  const auto mask = nlist.ge(0).unsqueeze(-1);
+  g = torch::where(mask, g, torch::zeros({}, g.options()));
+  // F_i = -dE/dx_i = sum_j g_ij (r_ij = x_j - x_i) ; F_j -= g_ij over every slot naming j
+  const auto frame_offset = torch::arange(nf, nlist.options()).mul(nall).view({nf, 1, 1});
+  const auto flat_j = (nlist.clamp_min(0) + frame_offset).reshape({-1});
+  const auto centre = torch::constant_pad_nd(g.sum(2), {0, 0, 0, nall - nloc});
+  out.force =
+      centre -
+      torch::zeros({nf * nall, 3}, g.options()).index_add(0, flat_j, g.reshape({-1, 3})).view({nf, nall, 3});
+  // W_ab = -sum_ij g_ij,a r_ij,b
+  const auto pair_virial = -(g.unsqueeze(-1) * rij.unsqueeze(-2)).reshape({nf, nloc, nnei, 9});
+  out.virial = pair_virial.sum({1, 2});
+  if (need_atom_virial) {
+    out.atom_virial = torch::zeros({nf * nall, 9}, g.options())
+                          .index_add(0, flat_j, pair_virial.reshape({-1, 9}))
+                          .view({nf, nall, 9});
+  }
+  if (!create_graph) {
+    out.energy = out.energy.detach();
+    out.atom_energy = out.atom_energy.detach();
+    out.force = out.force.detach();
+    out.virial = out.virial.detach();
+    if (out.atom_virial.defined()) out.atom_virial = out.atom_virial.detach();
+  }
+  return out;
+}
+
+std::int64_t DeepPotImpl::parameter_count() const {
+  std::int64_t n = 0;
+  for (const auto& p : parameters()) n += p.numel();
+  return n;
+}
+
+std::vector<std::pair<std::string, std::int64_t>> DeepPotImpl::parameter_counts() const {
+  std::vector<std::pair<std::string, std::int64_t>> out;
+  std::size_t k = 0;
+  for (const auto& net : embedding_) out.emplace_back(net_names_[k++], net->parameter_count());
+  for (const auto& net : fitting_) out.emplace_back(net_names_[k++], net->parameter_count());
+  return out;
+}
+
+}  // namespace deepkf

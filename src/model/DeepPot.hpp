@@ -1,0 +1,76 @@
+#pragma once
+// The Deep Potential model DeepPot-SE (descriptor se_e2_a, fitting "ener"), as defined in
+// docs/deep-potential.md: per-atom energies from the smooth environment of each atom, forces and virials by
+// autograd. Batched over frames, vectorised over atoms and neighbours, device- and precision-agnostic.
+#include <torch/nn/module.h>
+#include <torch/nn/pimpl.h>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "src/model/DenseNet.hpp"
+#include "src/model/ModelConfig.hpp"
+
+namespace deepkf {
+
+struct ModelOutput {
+  torch::Tensor energy;       // nframes (eV)
+  torch::Tensor atom_energy;  // nframes x nloc (eV)
+  torch::Tensor force;        // nframes x nall x 3 (eV/A)
+  torch::Tensor virial;       // nframes x 9, row-major W_ab (eV)
+  torch::Tensor atom_virial;  // nframes x nall x 9 (eV), only when asked for
+};
+
+class DeepPotImpl : public torch::nn::Module {
+ public:
+  // Builds the networks from `config` (validated; sel must be resolved) with random weights drawn from
+  // config.seed, in config.precision, on the CPU (move with ->to(device)). Registration order of the
+  // parameters: embedding nets (type_one_side: per neighbour type; else per (centre, neighbour) pair,
+  // centre-major), then the fitting nets per centre type; each net layer by layer (w, b, dt).
+  // Statistics davg = 0, dstd = 1 ([ntypes, nnei, 4]) and the energy bias 0 ([ntypes]) are buffers.
+  explicit DeepPotImpl(const ModelConfig& config);
+
+  const ModelConfig& config() const { return config_; }
+
+  // coord: nframes x nall x 3 (A); atype: nframes x nall (int64, type index); nlist: nframes x nloc x nnei
+  // (int64 index into nall, -1 empty, slots grouped by neighbour type as sel); shift: nframes x nloc x nnei x
+  // 3 (A) or undefined (= zero). Centres are the first nloc atoms. Returns per-atom energies nframes x nloc
+  // (eV) in the model's dtype, differentiable with respect to coord and the parameters.
+  torch::Tensor atomic_energy(const torch::Tensor& coord, const torch::Tensor& atype,
+                              const torch::Tensor& nlist, const torch::Tensor& shift);
+
+  // Energies, forces F = -dE/dx (eV/A) and the virial W_ab = -sum_ij (dE/dr_ij)_a (r_ij)_b (eV); the per-atom
+  // virial gives each pair's term to the neighbour atom j, so it sums to the virial. create_graph = true
+  // keeps the graph of all outputs for training (double backward); otherwise the outputs are detached.
+  ModelOutput evaluate(const torch::Tensor& coord, const torch::Tensor& atype, const torch::Tensor& nlist,
+                       const torch::Tensor& shift, bool create_graph, bool need_atom_virial = false);
+
+  // davg, dstd: ntypes x nnei x 4 (1/A); copied into the buffers (device and dtype of the model).
+  void set_statistics(const torch::Tensor& davg, const torch::Tensor& dstd);
+  // bias: ntypes (eV).
+  void set_energy_bias(const torch::Tensor& bias);
+  const torch::Tensor& davg() const { return davg_; }
+  const torch::Tensor& dstd() const { return dstd_; }
+  const torch::Tensor& energy_bias() const { return energy_bias_; }
+
+  std::int64_t parameter_count() const;
+  // (net name, parameter count) in registration order: "embedding[O]" / "embedding[O,H]" / "fitting[O]".
+  std::vector<std::pair<std::string, std::int64_t>> parameter_counts() const;
+
+ private:
+  // rij: nframes x nloc x nnei x 3 (model dtype); centre_types: nframes x nloc -> nframes x nloc (eV).
+  torch::Tensor energy_from_pairs(const torch::Tensor& rij, const torch::Tensor& centre_types);
+  DenseNet& embedding(int centre_type, int neighbour_type);
+
+  ModelConfig config_;
+  std::vector<DenseNet> embedding_;
+  std::vector<DenseNet> fitting_;
+  std::vector<std::string> net_names_;
+  torch::Tensor davg_, dstd_, energy_bias_;
+};
+
+TORCH_MODULE(DeepPot);
+
+}  // namespace deepkf

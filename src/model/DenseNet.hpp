@@ -1,0 +1,42 @@
+#pragma once
+// The two network shapes of DeepPot-SE: the embedding net G (tanh layers with DeePMD's skip rules) and the
+// fitting net F (tanh layers, equal-width residual layers, a final linear layer to one output).
+#include <torch/nn/module.h>
+#include <torch/nn/pimpl.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace deepkf {
+
+class DenseNetImpl : public torch::nn::Module {
+ public:
+  enum class Kind { Embedding, Fitting };
+
+  // n_in: input width; widths: the hidden layer widths. Parameters are registered layer by layer as
+  // w<k> [n_in, n_out] (y = x W + b), b<k> [n_out], then dt<k> [n_out] when the layer has one; the fitting
+  // net ends with a linear layer w<L>, b<L> to 1 output. Initialised with W ~ N(0, 1/sqrt(n_in + n_out)),
+  // b ~ N(0, 1), dt ~ N(0.1, 0.001) drawn from `generator`, stored in `dtype`.
+  DenseNetImpl(Kind kind, std::int64_t n_in, const std::vector<int>& widths, bool resnet_dt,
+               at::Generator generator, c10::ScalarType dtype);
+
+  // x: ... x n_in -> ... x n_out (n_out = widths.back() for the embedding net, 1 for the fitting net).
+  torch::Tensor forward(const torch::Tensor& x);
+
+  Kind kind() const { return kind_; }
+  std::int64_t parameter_count() const;
+
+ private:
+  struct Layer {
+    torch::Tensor w, b, dt;  // dt undefined when the layer has none
+    bool skip = false;       // y = x + h (embedding also: y = [x, x] + h when out == 2 in)
+    bool doubled = false;    // out == 2 in
+    bool activation = true;  // false for the fitting net's last layer
+  };
+  Kind kind_;
+  std::vector<Layer> layers_;
+};
+
+TORCH_MODULE(DenseNet);
+
+}  // namespace deepkf

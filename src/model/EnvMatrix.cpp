@@ -1,0 +1,36 @@
+#include "src/model/EnvMatrix.hpp"
+
+#include <torch/torch.h>
+
+namespace deepkf {
+
+torch::Tensor pair_vectors(const torch::Tensor& coord, const torch::Tensor& nlist, const torch::Tensor& shift,
+                           double rcut) {
+  const auto nf = nlist.size(0);
+  const auto nloc = nlist.size(1);
+  const auto nnei = nlist.size(2);
+  const auto mask = nlist.ge(0);
+  // x_j: gather the neighbours' positions by nlist (empty slots read atom 0 and are replaced below)
+  const auto index = nlist.clamp_min(0).reshape({nf, nloc * nnei, 1}).expand({nf, nloc * nnei, 3});
+  auto xj = coord.gather(1, index).reshape({nf, nloc, nnei, 3});
+  if (shift.defined()) xj = xj + shift.to(coord.dtype());
+  // r_ij = x_j - x_i
+  const auto xi = coord.narrow(1, 0, nloc).unsqueeze(2);
+  const auto rij = xj - xi;
+  const auto far =
+      torch::zeros({3}, coord.options()).index_fill(0, torch::zeros({1}, nlist.options()), 2.0 * rcut);
+  return torch::where(mask.unsqueeze(-1), rij, far);
+}
+
+torch::Tensor environment_matrix(const torch::Tensor& rij, double rcut, double rcut_smth) {
+  const auto r = rij.norm(2, -1, /*keepdim=*/true);
+  // u = (r - rcut_smth) / (rcut - rcut_smth), clamped to [0, 1]
+  const auto u = ((r - rcut_smth) / (rcut - rcut_smth)).clamp(0.0, 1.0);
+  // w(r) = u^3 (-6 u^2 + 15 u - 10) + 1
+  const auto w = u * u * u * (u * (u * -6.0 + 15.0) - 10.0) + 1.0;
+  // s = w / r ; row = (s, s x/r, s y/r, s z/r)
+  const auto s = w / r;
+  return torch::cat({s, rij * (s / r)}, -1);
+}
+
+}  // namespace deepkf

@@ -1,0 +1,19 @@
+#pragma once
+// The smooth environment matrix of se_e2_a and the pair vectors it is built from.
+#include <torch/types.h>
+
+namespace deepkf {
+
+// Pair vectors r_ij = x_j + shift_ij - x_i (A) for every slot of the neighbour list.
+//   coord: nframes x nall x 3 (A); nlist: nframes x nloc x nnei (int64 index into nall, -1 empty);
+//   shift: nframes x nloc x nnei x 3 (A) or undefined (= zero). Centres are the first nloc atoms.
+// Returns nframes x nloc x nnei x 3 in coord's dtype. Empty slots get the vector (2 rcut, 0, 0), which lies
+// beyond the cutoff: its environment row is exactly zero and its gradient exactly zero.
+torch::Tensor pair_vectors(const torch::Tensor& coord, const torch::Tensor& nlist, const torch::Tensor& shift,
+                           double rcut);
+
+// The unnormalised environment matrix R~ of every slot, rows (s, s x/r, s y/r, s z/r) with s = w(r)/r.
+//   rij: ... x 3 (A) -> ... x 4 (1/A). Slots at or beyond rcut give zero rows.
+torch::Tensor environment_matrix(const torch::Tensor& rij, double rcut, double rcut_smth);
+
+}  // namespace deepkf

@@ -1,0 +1,213 @@
+#include "src/model/ModelConfig.hpp"
+
+#include <numeric>
+
+#include "src/core/Error.hpp"
+
+namespace deepkf {
+
+namespace {
+
+std::string dump(const nlohmann::json& v) { return v.dump(); }
+
+const nlohmann::json* find(const nlohmann::json& section, const std::string& key) {
+  auto it = section.find(key);
+  return it == section.end() ? nullptr : &*it;
+}
+
+double read_number(const nlohmann::json& section, const std::string& key, double fallback,
+                   const std::string& path) {
+  const nlohmann::json* v = find(section, key);
+  if (v == nullptr) return fallback;
+  if (!v->is_number()) {
+    throw ConfigError("model key '" + path + "." + key + "' must be a number, got " + dump(*v));
+  }
+  return v->get<double>();
+}
+
+bool read_bool(const nlohmann::json& section, const std::string& key, bool fallback,
+               const std::string& path) {
+  const nlohmann::json* v = find(section, key);
+  if (v == nullptr) return fallback;
+  if (!v->is_boolean()) {
+    throw ConfigError("model key '" + path + "." + key + "' must be true or false, got " + dump(*v));
+  }
+  return v->get<bool>();
+}
+
+std::vector<int> read_int_list(const nlohmann::json& section, const std::string& key,
+                               const std::vector<int>& fallback, const std::string& path) {
+  const nlohmann::json* v = find(section, key);
+  if (v == nullptr) return fallback;
+  if (!v->is_array()) {
+    throw ConfigError("model key '" + path + "." + key + "' must be a list of integers, got " + dump(*v));
+  }
+  std::vector<int> out;
+  for (const auto& x : *v) {
+    if (!x.is_number_integer()) {
+      throw ConfigError("model key '" + path + "." + key + "' must be a list of integers, got " + dump(*v));
+    }
+    out.push_back(x.get<int>());
+  }
+  return out;
+}
+
+c10::ScalarType read_precision(const nlohmann::json& section, const std::string& path) {
+  const nlohmann::json* v = find(section, "precision");
+  if (v == nullptr) return c10::ScalarType::Double;
+  if (v->is_string()) {
+    const auto s = v->get<std::string>();
+    if (s == "float64" || s == "default") return c10::ScalarType::Double;
+    if (s == "float32") return c10::ScalarType::Float;
+  }
+  throw ConfigError("model key '" + path + ".precision' must be \"float64\" or \"float32\", got " + dump(*v));
+}
+
+}  // namespace
+
+std::int64_t ModelConfig::nnei() const { return std::accumulate(sel.begin(), sel.end(), std::int64_t{0}); }
+
+std::int64_t ModelConfig::sel_offset(int t) const {
+  return std::accumulate(sel.begin(), sel.begin() + t, std::int64_t{0});
+}
+
+std::string ModelConfig::precision_name() const {
+  return precision == c10::ScalarType::Float ? "float32" : "float64";
+}
+
+void ModelConfig::validate() const {
+  if (type_map.empty()) throw ConfigError("model key 'model.type_map' is empty");
+  if (!(rcut > 0.0))
+    throw ConfigError("model key 'model.descriptor.rcut' must be > 0, got " + std::to_string(rcut));
+  if (!(rcut_smth >= 0.0 && rcut_smth < rcut)) {
+    throw ConfigError("model key 'model.descriptor.rcut_smth' must lie in [0, rcut = " +
+                      std::to_string(rcut) + "), got " + std::to_string(rcut_smth));
+  }
+  if (sel.size() != type_map.size()) {
+    throw ConfigError("model key 'model.descriptor.sel' has " + std::to_string(sel.size()) +
+                      " entries (unresolved \"auto\"?) but type_map has " + std::to_string(type_map.size()));
+  }
+  for (int s : sel) {
+    if (s < 0)
+      throw ConfigError("model key 'model.descriptor.sel' has a negative entry " + std::to_string(s));
+  }
+  if (nnei() == 0) throw ConfigError("model key 'model.descriptor.sel' sums to 0");
+  if (embedding_neuron.empty()) throw ConfigError("model key 'model.descriptor.neuron' is empty");
+  for (int n : embedding_neuron) {
+    if (n < 1)
+      throw ConfigError("model key 'model.descriptor.neuron' has a width " + std::to_string(n) + " < 1");
+  }
+  if (axis_neuron < 1 || axis_neuron > embedding_width()) {
+    throw ConfigError("model key 'model.descriptor.axis_neuron' must lie in [1, " +
+                      std::to_string(embedding_width()) + "], got " + std::to_string(axis_neuron));
+  }
+  for (int n : fitting_neuron) {
+    if (n < 1)
+      throw ConfigError("model key 'model.fitting_net.neuron' has a width " + std::to_string(n) + " < 1");
+  }
+  if (precision != c10::ScalarType::Double && precision != c10::ScalarType::Float) {
+    throw ConfigError("model precision must be float64 or float32");
+  }
+}
+
+ModelConfig ModelConfig::from_json(const nlohmann::json& model) {
+  if (!model.is_object()) throw ConfigError("model section must be an object, got " + dump(model));
+  ModelConfig c;
+  const nlohmann::json* tm = find(model, "type_map");
+  if (tm == nullptr || !tm->is_array() || tm->empty()) {
+    throw ConfigError("model key 'model.type_map' must be a non-empty list of element names, got " +
+                      (tm ? dump(*tm) : std::string("nothing")));
+  }
+  for (const auto& name : *tm) {
+    if (!name.is_string())
+      throw ConfigError("model key 'model.type_map' has a non-string entry " + dump(name));
+    c.type_map.push_back(name.get<std::string>());
+  }
+
+  const nlohmann::json* desc = find(model, "descriptor");
+  if (desc == nullptr || !desc->is_object()) throw ConfigError("model key 'model.descriptor' is missing");
+  const std::string dp = "model.descriptor";
+  const nlohmann::json* type = find(*desc, "type");
+  if (type == nullptr || !type->is_string() ||
+      (type->get<std::string>() != "se_e2_a" && type->get<std::string>() != "se_a")) {
+    throw ConfigError("model key 'model.descriptor.type' must be \"se_e2_a\" (also written se_a), got " +
+                      (type ? dump(*type) : std::string("nothing")));
+  }
+  c.rcut = read_number(*desc, "rcut", c.rcut, dp);
+  c.rcut_smth = read_number(*desc, "rcut_smth", c.rcut_smth, dp);
+  const nlohmann::json* sel = find(*desc, "sel");
+  if (sel == nullptr) throw ConfigError("model key 'model.descriptor.sel' is missing");
+  if (sel->is_string()) {
+    const auto s = sel->get<std::string>();
+    if (s == "auto") {
+      c.sel_auto = true;
+    } else if (s.rfind("auto:", 0) == 0) {
+      c.sel_auto = true;
+      try {
+        c.sel_auto_factor = std::stod(s.substr(5));
+      } catch (const std::exception&) {
+        throw ConfigError("model key 'model.descriptor.sel' has a bad factor in " + dump(*sel));
+      }
+    } else {
+      throw ConfigError("model key 'model.descriptor.sel' must be a list of integers or \"auto\", got " +
+                        dump(*sel));
+    }
+  } else {
+    c.sel = read_int_list(*desc, "sel", {}, dp);
+  }
+  c.embedding_neuron = read_int_list(*desc, "neuron", c.embedding_neuron, dp);
+  c.axis_neuron = static_cast<int>(read_number(*desc, "axis_neuron", c.axis_neuron, dp));
+  c.type_one_side = read_bool(*desc, "type_one_side", c.type_one_side, dp);
+  c.embedding_resnet_dt = read_bool(*desc, "resnet_dt", c.embedding_resnet_dt, dp);
+  if (const auto* s = find(*desc, "seed"); s != nullptr && !s->is_null()) {
+    if (!s->is_number_integer())
+      throw ConfigError("model key 'model.descriptor.seed' must be an integer, got " + dump(*s));
+    c.seed = s->get<std::int64_t>();
+  }
+  c.precision = read_precision(*desc, dp);
+
+  const nlohmann::json* fit = find(model, "fitting_net");
+  if (fit != nullptr) {
+    const std::string fp = "model.fitting_net";
+    if (!fit->is_object())
+      throw ConfigError("model key 'model.fitting_net' must be an object, got " + dump(*fit));
+    if (const auto* t = find(*fit, "type");
+        t != nullptr && !(t->is_string() && t->get<std::string>() == "ener")) {
+      throw ConfigError("model key 'model.fitting_net.type' must be \"ener\", got " + dump(*t));
+    }
+    c.fitting_neuron = read_int_list(*fit, "neuron", c.fitting_neuron, fp);
+    c.fitting_resnet_dt = read_bool(*fit, "resnet_dt", c.fitting_resnet_dt, fp);
+    if (find(*fit, "precision") != nullptr && read_precision(*fit, fp) != c.precision) {
+      throw ConfigError("model keys 'model.descriptor.precision' and 'model.fitting_net.precision' differ (" +
+                        dump((*desc).value("precision", nlohmann::json("float64"))) + " vs " +
+                        dump((*fit)["precision"]) + ")");
+    }
+  }
+  if (!c.sel_auto) c.validate();
+  return c;
+}
+
+nlohmann::json ModelConfig::to_json() const {
+  nlohmann::json desc = {{"type", "se_e2_a"},
+                         {"rcut", rcut},
+                         {"rcut_smth", rcut_smth},
+                         {"neuron", embedding_neuron},
+                         {"axis_neuron", axis_neuron},
+                         {"type_one_side", type_one_side},
+                         {"resnet_dt", embedding_resnet_dt},
+                         {"seed", seed},
+                         {"precision", precision_name()}};
+  if (sel_auto && sel.empty()) {
+    desc["sel"] = "auto:" + std::to_string(sel_auto_factor);
+  } else {
+    desc["sel"] = sel;
+  }
+  nlohmann::json fit = {{"type", "ener"},
+                        {"neuron", fitting_neuron},
+                        {"resnet_dt", fitting_resnet_dt},
+                        {"seed", seed},
+                        {"precision", precision_name()}};
+  return {{"type_map", type_map}, {"descriptor", desc}, {"fitting_net", fit}};
+}
+
+}  // namespace deepkf

@@ -1,0 +1,52 @@
+#pragma once
+// Settings of a DeepPot-SE model (descriptor se_e2_a, fitting "ener"), read from DeePMD-kit's "model"
+// section of input.json with DeePMD-kit's defaults for missing keys.
+#include <c10/core/ScalarType.h>
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace deepkf {
+
+struct ModelConfig {
+  std::vector<std::string> type_map;  // element names; type index t means type_map[t]
+  double rcut = 6.0;                  // cutoff radius (A)
+  double rcut_smth = 0.5;             // the switch starts here (A)
+  std::vector<int> sel;               // neighbour slots per neighbour type
+  bool sel_auto = false;              // input said "auto": the caller fills `sel` from the data
+  double sel_auto_factor = 1.1;       // "auto:1.2" -> 1.2
+  std::vector<int> embedding_neuron{10, 20, 40};
+  int axis_neuron = 4;         // M< of the descriptor D = T^T T[:, :M<]
+  bool type_one_side = false;  // true: one embedding net per neighbour type
+  bool embedding_resnet_dt = false;
+  std::vector<int> fitting_neuron{120, 120, 120};
+  bool fitting_resnet_dt = true;
+  std::int64_t seed = 1;                                // initialisation seed
+  c10::ScalarType precision = c10::ScalarType::Double;  // kFloat64 or kFloat32
+
+  int ntypes() const { return static_cast<int>(type_map.size()); }
+  // N_c = sum_t sel[t]
+  std::int64_t nnei() const;
+  // First slot of neighbour type t: sum_{u < t} sel[u].
+  std::int64_t sel_offset(int t) const;
+  // M = last embedding width
+  std::int64_t embedding_width() const { return embedding_neuron.empty() ? 0 : embedding_neuron.back(); }
+  // Descriptor length M * M<.
+  std::int64_t descriptor_dim() const { return embedding_width() * axis_neuron; }
+  // "float64" or "float32".
+  std::string precision_name() const;
+
+  // Throws ConfigError naming the key and value when a setting is unusable (sel unresolved or of the wrong
+  // length, rcut_smth >= rcut, a width < 1, axis_neuron > M, ...).
+  void validate() const;
+
+  // model_section: the "model" object of a DeePMD-kit input (type_map, descriptor, fitting_net).
+  // Throws ConfigError for a missing or bad key; "sel": "auto" sets sel_auto and leaves sel empty.
+  static ModelConfig from_json(const nlohmann::json& model_section);
+  // The same "model" object, with every value written out (sel resolved when it is).
+  nlohmann::json to_json() const;
+};
+
+}  // namespace deepkf

@@ -1,0 +1,36 @@
+#pragma once
+// The model file (default name model.pt): one self-describing LibTorch archive holding the weights, the
+// statistics buffers and a metadata JSON string: {"format_version": 1, "model": ModelConfig::to_json(),
+// "type_map", "rcut", "sel", "precision", "provenance": {...}}. Written atomically (temporary file in the
+// same directory, then rename).
+#include <torch/types.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "src/model/DeepPot.hpp"
+#include "src/model/ModelConfig.hpp"
+
+namespace deepkf {
+
+constexpr int kModelFormatVersion = 1;
+
+struct LoadedModel {
+  DeepPot model{nullptr};
+  ModelConfig config;
+  nlohmann::json provenance;  // as given to save_model (data paths, steps, optimizer, ...)
+  int format_version = 0;
+};
+
+// Writes `model` (weights, davg/dstd, energy bias, config) and the opaque `provenance` object to `path`.
+// Throws ModelError naming the file when it cannot be written.
+void save_model(const std::string& path, const DeepPot& model, const nlohmann::json& provenance);
+
+// Reads a model written by save_model onto `device`. Throws ModelError naming the file when it is missing,
+// truncated or corrupt, or has a format version newer than kModelFormatVersion.
+LoadedModel load_model(const std::string& path, torch::Device device = torch::kCPU);
+
+// Only the metadata JSON of a model file (same errors as load_model).
+nlohmann::json read_model_metadata(const std::string& path);
+
+}  // namespace deepkf

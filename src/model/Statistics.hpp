@@ -1,0 +1,50 @@
+#pragma once
+// Data statistics of a DeepPot-SE model, kept as sums so that they can be accumulated over many batches and
+// systems and summed over ranks (pack() -> allreduce -> unpack()):
+//  - davg/dstd of the environment matrix per centre type (padding slots counted as zero rows):
+//      davg = (mean of column 0, 0, 0, 0), dstd = (std of column 0, pooled std of columns 1..3 x3),
+//      std = sqrt(max(E[x^2] - E[x]^2, 0)) floored at 1e-2;
+//  - the per-type energy bias: least squares of frame energies on per-type atom counts.
+#include <torch/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace deepkf {
+
+struct EnergyBias {
+  torch::Tensor bias;                 // ntypes (eV), float64, CPU
+  std::vector<std::string> warnings;  // e.g. a type absent from the data
+};
+
+struct StatisticsSums {
+  int ntypes = 0;
+  // per centre type: number of (atom, slot) rows, sums of column 0 and its square, sums over columns 1..3
+  // and their squares
+  std::vector<double> rows, sum0, sumsq0, sum123, sumsq123;
+  // normal equations of the energy fit: A^T A (ntypes x ntypes, row-major) and A^T y (ntypes), where a row
+  // of A holds one frame's per-type atom counts and y its energy (eV)
+  std::vector<double> ata, aty;
+  double nframes = 0.0;
+
+  explicit StatisticsSums(int ntypes_ = 0);
+
+  // env: nframes x nloc x nnei x 4 (the unnormalised R~, 1/A); centre_types: nframes x nloc (int64).
+  void add_environment(const torch::Tensor& env, const torch::Tensor& centre_types);
+  // energy: nframes (eV); atom_types: nframes x natoms (int64).
+  void add_energy(const torch::Tensor& energy, const torch::Tensor& atom_types);
+  // this += other (same ntypes).
+  void merge(const StatisticsSums& other);
+  // All sums in one vector (for an allreduce) and back.
+  std::vector<double> pack() const;
+  void unpack(const std::vector<double>& values);
+
+  // davg, dstd: ntypes x nnei x 4 (float64, CPU), the same values in every slot of a centre type. A type
+  // with no centres gets davg 0, dstd 1.
+  std::pair<torch::Tensor, torch::Tensor> descriptor_statistics(std::int64_t nnei) const;
+  // Minimum-norm least-squares solution of A b = y; types with no atoms get 0 and a warning.
+  EnergyBias energy_bias(const std::vector<std::string>& type_map) const;
+};
+
+}  // namespace deepkf

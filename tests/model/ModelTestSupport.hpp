@@ -1,0 +1,200 @@
+#pragma once
+// Shared helpers of the model tests: small random systems, neighbour lists turned into model inputs, and
+// an independent per-atom reference implementation of the DeepPot-SE energy written from the definition.
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "src/geometry/NeighborList.hpp"
+#include "src/model/DeepPot.hpp"
+#include "src/model/ModelConfig.hpp"
+
+namespace deepkf::test {
+
+// One configuration: natoms x 3 coordinates (A), types, a box (9 values, rows a b c) or none.
+struct Config {
+  std::vector<double> coord;
+  std::vector<int> types;
+  std::vector<double> box;  // empty: non-periodic
+  std::int64_t natoms() const { return static_cast<std::int64_t>(types.size()); }
+};
+
+// Model inputs for one frame built with build_neighbor_list.
+struct Inputs {
+  torch::Tensor coord, atype, nlist, shift;
+  std::int64_t ndropped = 0;
+};
+
+inline Inputs make_inputs(const Config& c, const ModelConfig& mc) {
+  const auto n = c.natoms();
+  const auto nl = build_neighbor_list(c.coord.data(), n, c.types.data(),
+                                      c.box.empty() ? nullptr : c.box.data(), mc.rcut, mc.sel);
+  Inputs in;
+  in.coord = torch::tensor(c.coord, torch::kFloat64).view({1, n, 3});
+  in.atype = torch::tensor(std::vector<int64_t>(c.types.begin(), c.types.end()), torch::kInt64).view({1, n});
+  in.nlist = torch::tensor(nl.index, torch::kInt64).view({1, n, mc.nnei()});
+  in.shift = torch::tensor(nl.shift, torch::kFloat64).view({1, n, mc.nnei(), 3});
+  in.ndropped = nl.ndropped;
+  return in;
+}
+
+inline ModelOutput run(DeepPot& model, const Config& c) {
+  const auto in = make_inputs(c, model->config());
+  return model->evaluate(in.coord, in.atype, in.nlist, in.shift, false);
+}
+
+inline double energy(DeepPot& model, const Config& c) { return run(model, c).energy.item<double>(); }
+
+// Atoms on a jittered grid of the cell h (9 values) so that no two atoms are closer than ~0.5 of a spacing.
+inline Config jittered_cell(const std::vector<double>& h, int per_side, int ntypes, unsigned seed,
+                            double jitter = 0.15) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<double> u(-jitter, jitter);
+  Config c;
+  c.box = h;
+  for (int i = 0; i < per_side; ++i) {
+    for (int j = 0; j < per_side; ++j) {
+      for (int k = 0; k < per_side; ++k) {
+        const double f[3] = {(i + 0.5 + u(gen)) / per_side, (j + 0.5 + u(gen)) / per_side,
+                             (k + 0.5 + u(gen)) / per_side};
+        for (int d = 0; d < 3; ++d) c.coord.push_back(f[0] * h[d] + f[1] * h[3 + d] + f[2] * h[6 + d]);
+        c.types.push_back(static_cast<int>(c.types.size() * 7 % static_cast<std::size_t>(ntypes)));
+      }
+    }
+  }
+  return c;
+}
+
+// A small two-type model with non-trivial statistics (constant over each centre type's slots, different
+// per type and column).
+inline ModelConfig small_config(bool type_one_side, bool resnet_dt) {
+  ModelConfig mc;
+  mc.type_map = {"A", "B"};
+  mc.rcut = 3.0;
+  mc.rcut_smth = 1.0;
+  mc.sel = {20, 20};
+  mc.embedding_neuron = {4, 8, 8, 16};
+  mc.axis_neuron = 3;
+  mc.type_one_side = type_one_side;
+  mc.embedding_resnet_dt = resnet_dt;
+  mc.fitting_neuron = {12, 12};
+  mc.fitting_resnet_dt = resnet_dt;
+  mc.seed = 7;
+  return mc;
+}
+
+inline DeepPot small_model(bool type_one_side, bool resnet_dt, c10::ScalarType precision = torch::kFloat64) {
+  auto mc = small_config(type_one_side, resnet_dt);
+  mc.precision = precision;
+  DeepPot model(mc);
+  const auto nnei = mc.nnei();
+  auto davg = torch::zeros({2, nnei, 4}, torch::kFloat64);
+  auto dstd = torch::ones({2, nnei, 4}, torch::kFloat64);
+  davg.select(2, 0)[0].fill_(0.21);
+  davg.select(2, 0)[1].fill_(0.34);
+  dstd.select(2, 0)[0].fill_(0.17);
+  dstd.select(2, 0)[1].fill_(0.23);
+  dstd.narrow(2, 1, 3)[0].fill_(0.11);
+  dstd.narrow(2, 1, 3)[1].fill_(0.13);
+  model->set_statistics(davg, dstd);
+  return model;
+}
+
+// ---- independent reference: per-atom loops over all periodic images, straight from the definition ----
+
+inline double switch_w(double r, double rc, double rs) {
+  const double u = std::clamp((r - rs) / (rc - rs), 0.0, 1.0);
+  return u * u * u * (-6 * u * u + 15 * u - 10) + 1;
+}
+
+// Dense layers of one net, read back from the model's named parameters ("<net>.w0", "<net>.b0", ...).
+inline torch::Tensor reference_net(const DeepPot& model, const std::string& net, torch::Tensor x,
+                                   bool fitting, bool resnet_dt) {
+  const auto params = model->named_parameters();
+  for (int k = 0;; ++k) {
+    const auto key = net + ".w" + std::to_string(k);
+    if (!params.contains(key)) break;
+    const auto w = params[key].detach().to(torch::kFloat64);
+    const auto b = params[net + ".b" + std::to_string(k)].detach().to(torch::kFloat64);
+    const bool last = fitting && !params.contains(net + ".w" + std::to_string(k + 1));
+    const auto z = x.matmul(w) + b;
+    if (last) return z;
+    auto h = torch::tanh(z);
+    const auto in = w.size(0), out = w.size(1);
+    const bool has_dt = resnet_dt && (!fitting || (k > 0 && in == out));
+    if (has_dt) h = h * params[net + ".dt" + std::to_string(k)].detach().to(torch::kFloat64);
+    if (!fitting && out == 2 * in) {
+      x = torch::cat({x, x}, -1) + h;
+    } else if (out == in && (!fitting || k > 0)) {
+      x = x + h;
+    } else {
+      x = h;
+    }
+  }
+  return x;
+}
+
+// Total energy by brute force: every image within rcut (images n in [-m, m]^3), per-type slots sorted by
+// distance, padded with zero rows, normalised, embedded, contracted and fitted atom by atom.
+inline double reference_energy(const DeepPot& model, const Config& c, int images = 3) {
+  const auto& mc = model->config();
+  const auto n = c.natoms();
+  const int m = c.box.empty() ? 0 : images;
+  const auto davg = model->davg().to(torch::kFloat64);
+  const auto dstd = model->dstd().to(torch::kFloat64);
+  const auto bias = model->energy_bias().to(torch::kFloat64);
+  double total = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const int ti = c.types[i];
+    // neighbours per type: (r, row of R~)
+    std::vector<std::vector<std::pair<double, std::array<double, 4>>>> by_type(mc.sel.size());
+    for (std::int64_t j = 0; j < n; ++j) {
+      for (int a = -m; a <= m; ++a) {
+        for (int b = -m; b <= m; ++b) {
+          for (int cc = -m; cc <= m; ++cc) {
+            if (j == i && a == 0 && b == 0 && cc == 0) continue;
+            double r[3];
+            for (int d = 0; d < 3; ++d) {
+              r[d] = c.coord[3 * j + d] - c.coord[3 * i + d];
+              if (m > 0) r[d] += a * c.box[d] + b * c.box[3 + d] + cc * c.box[6 + d];
+            }
+            const double len = std::sqrt(r[0] * r[0] + r[1] * r[1] + r[2] * r[2]);
+            if (len >= mc.rcut) continue;
+            const double s = switch_w(len, mc.rcut, mc.rcut_smth) / len;
+            by_type[c.types[j]].push_back({len, {s, s * r[0] / len, s * r[1] / len, s * r[2] / len}});
+          }
+        }
+      }
+    }
+    auto env = torch::zeros({mc.nnei(), 4}, torch::kFloat64);
+    for (std::size_t t = 0; t < by_type.size(); ++t) {
+      auto& list = by_type[t];
+      std::sort(list.begin(), list.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+      const auto off = mc.sel_offset(static_cast<int>(t));
+      for (std::size_t k = 0; k < list.size() && static_cast<int>(k) < mc.sel[t]; ++k) {
+        for (int d = 0; d < 4; ++d) env[off + static_cast<int64_t>(k)][d] = list[k].second[d];
+      }
+    }
+    const auto env_hat = (env - davg[ti]) / dstd[ti];
+    auto tmat = torch::zeros({4, mc.embedding_width()}, torch::kFloat64);
+    for (int t = 0; t < mc.ntypes(); ++t) {
+      const auto block = env_hat.narrow(0, mc.sel_offset(t), mc.sel[t]);
+      const std::string net = mc.type_one_side ? "embedding_" + std::to_string(t)
+                                               : "embedding_" + std::to_string(ti) + "_" + std::to_string(t);
+      const auto g = reference_net(model, net, block.narrow(1, 0, 1), false, mc.embedding_resnet_dt);
+      tmat += block.t().matmul(g);
+    }
+    tmat /= static_cast<double>(mc.nnei());
+    const auto d = tmat.t().matmul(tmat.narrow(1, 0, mc.axis_neuron)).reshape({1, -1});
+    const auto e = reference_net(model, "fitting_" + std::to_string(ti), d, true, mc.fitting_resnet_dt);
+    total += e.item<double>() + bias[ti].item<double>();
+  }
+  return total;
+}
+
+}  // namespace deepkf::test
