@@ -8,5 +8,6 @@ namespace deepkf::cli {
 
 void add_data_command(CLI::App& app);     // deepkf data summary PATH...
 void add_convert_command(CLI::App& app);  // deepkf convert INPUT... -o OUT.h5
+void add_info_command(CLI::App& app);     // deepkf info MODEL
 
 }  // namespace deepkf::cli

@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   deepkf::cli::add_data_command(app);
   deepkf::cli::add_convert_command(app);
+  deepkf::cli::add_info_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
