@@ -1,0 +1,174 @@
+// Energy + force evaluation time of DeepPot-SE with the water reference settings on the 192-atom water
+// frames, float64 and float32, batches of 1 and 4 frames, and the FLOP/s achieved against torch::mm of the
+// dominant layer shapes measured in the same run. Random weights (the cost does not depend on them).
+//
+// usage: bench_model [DATASETS_DIR] [REPEATS]   (DATASETS_DIR defaults to <source>/../shared/datasets)
+//
+// FLOPs per atom of one energy evaluation (multiply-add = 2 FLOPs), N_c = sum(sel), M = last embedding
+// width, M< = axis_neuron, e_k / f_k the embedding / fitting layer widths (e_0 = 1, f_0 = M M<, f_last = 1):
+//   F_E = N_c * 2 sum_k e_k e_{k+1}        (embedding net on every slot)
+//       + 2 * 4 * M * N_c                  (T = R^T G)
+//       + 2 * 4 * M * M<                   (D = T^T T<)
+//       + 2 sum_k f_k f_{k+1}              (fitting net)
+// Forces by autograd with respect to the pair vectors only (no weight gradients) cost one more pass of the
+// same matrix products: F_EF = 2 F_E.
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "src/model/Batch.hpp"
+#include "src/model/DeepPot.hpp"
+#include "src/model/EnvMatrix.hpp"
+#include "src/model/Statistics.hpp"
+
+namespace {
+
+std::vector<double> read_npy(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot open " + path);
+  char magic[10];
+  in.read(magic, 10);
+  const std::size_t header_len =
+      static_cast<unsigned char>(magic[8]) | (static_cast<unsigned char>(magic[9]) << 8);
+  std::string header(header_len, ' ');
+  in.read(header.data(), static_cast<std::streamsize>(header_len));
+  const bool f4 = header.find("<f4") != std::string::npos;
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<double> out;
+  const std::size_t w = f4 ? 4 : 8;
+  for (std::size_t k = 0; k + w <= bytes.size(); k += w) {
+    if (f4) {
+      float v;
+      std::memcpy(&v, bytes.data() + k, 4);
+      out.push_back(v);
+    } else {
+      double v;
+      std::memcpy(&v, bytes.data() + k, 8);
+      out.push_back(v);
+    }
+  }
+  return out;
+}
+
+deepkf::System read_system(const std::string& dir) {
+  deepkf::System s;
+  s.source = dir;
+  std::ifstream tm(dir + "/type_map.raw");
+  for (std::string name; tm >> name;) s.type_map.push_back(name);
+  std::ifstream ty(dir + "/type.raw");
+  for (int t; ty >> t;) s.atom_types.push_back(t);
+  s.natoms = static_cast<std::int64_t>(s.atom_types.size());
+  s.coord = read_npy(dir + "/set.000/coord.npy");
+  s.box = read_npy(dir + "/set.000/box.npy");
+  s.energy = read_npy(dir + "/set.000/energy.npy");
+  s.nframes = static_cast<std::int64_t>(s.energy.size());
+  return s;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+template <typename F>
+double time_median(int repeats, F&& f) {
+  f();  // warm-up
+  f();
+  std::vector<double> t;
+  for (int r = 0; r < repeats; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return median(t);
+}
+
+double model_flops_per_atom(const deepkf::ModelConfig& c) {
+  const double nc = static_cast<double>(c.nnei());
+  const double m = static_cast<double>(c.embedding_width());
+  double emb = 0, prev = 1;
+  for (int w : c.embedding_neuron) {
+    emb += 2 * prev * w;
+    prev = w;
+  }
+  double fit = 0;
+  prev = static_cast<double>(c.descriptor_dim());
+  for (int w : c.fitting_neuron) {
+    fit += 2 * prev * w;
+    prev = w;
+  }
+  fit += 2 * prev;
+  return nc * emb + 2 * 4 * m * nc + 2 * 4 * m * c.axis_neuron + fit;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string datasets = argc > 1 ? argv[1] : std::string(DEEPKF_SOURCE_DIR) + "/../shared/datasets";
+  const int repeats = argc > 2 ? std::stoi(argv[2]) : 10;
+  torch::set_num_threads(2);
+  std::printf("threads: torch %d (hardware %u)\n", torch::get_num_threads(),
+              std::thread::hardware_concurrency());
+
+  deepkf::ModelConfig mc;
+  mc.type_map = {"O", "H"};
+  mc.rcut = 6.0;
+  mc.rcut_smth = 0.5;
+  mc.sel = {46, 92};
+  mc.embedding_neuron = {25, 50, 100};
+  mc.axis_neuron = 16;
+  mc.type_one_side = true;
+  mc.fitting_neuron = {240, 240, 240};
+  const double fe = model_flops_per_atom(mc);
+  std::printf(
+      "model: water reference (type_one_side true), F_E = %.3f MFLOP/atom, F_EF = 2 F_E = %.3f MFLOP/atom\n",
+      fe / 1e6, 2 * fe / 1e6);
+
+  const auto sys = read_system(datasets + "/water/data_0");
+  std::printf("%-8s %-6s %12s %14s %12s %16s %16s %8s\n", "dtype", "frames", "ms/eval", "us/atom", "GFLOP/s",
+              "mm emb GFLOP/s", "mm fit GFLOP/s", "ratio");
+  for (auto dtype : {torch::kFloat64, torch::kFloat32}) {
+    mc.precision = dtype;
+    deepkf::DeepPot model(mc);
+    const auto stats_batch = deepkf::make_batch(sys, {0, 1, 2, 3}, mc, torch::kCPU, torch::kFloat64);
+    deepkf::StatisticsSums stats(2);
+    stats.add_environment(
+        deepkf::environment_matrix(
+            deepkf::pair_vectors(stats_batch.coord, stats_batch.nlist, stats_batch.shift, mc.rcut), mc.rcut,
+            mc.rcut_smth),
+        stats_batch.atype);
+    const auto [davg, dstd] = stats.descriptor_statistics(mc.nnei());
+    model->set_statistics(davg, dstd);
+    // matrix products of the two dominant shapes: embedding 50 -> 100 over 192 x 138 slots, fitting
+    // 1600 -> 240 over 192 atoms (x 4 to time a comparable amount of work)
+    const auto a1 = torch::rand({192 * mc.nnei(), 50}, dtype), b1 = torch::rand({50, 100}, dtype);
+    const auto a2 = torch::rand({192 * 4, 1600}, dtype), b2 = torch::rand({1600, 240}, dtype);
+    const double t_mm1 = time_median(repeats, [&] { torch::mm(a1, b1); });
+    const double t_mm2 = time_median(repeats, [&] { torch::mm(a2, b2); });
+    const double mm1 = 2.0 * a1.size(0) * 50 * 100 / t_mm1 / 1e9;
+    const double mm2 = 2.0 * a2.size(0) * 1600 * 240 / t_mm2 / 1e9;
+    for (int nb : {1, 4}) {
+      std::vector<std::int64_t> frames(static_cast<std::size_t>(nb));
+      for (int k = 0; k < nb; ++k) frames[static_cast<std::size_t>(k)] = k;
+      const auto batch = deepkf::make_batch(sys, frames, mc, torch::kCPU, torch::kFloat64);
+      const double t = time_median(repeats, [&] {
+        const auto out = model->evaluate(batch.coord, batch.atype, batch.nlist, batch.shift, false);
+        (void)out;
+      });
+      const double atoms = static_cast<double>(nb * batch.natoms);
+      const double gflops = 2 * fe * atoms / t / 1e9;
+      std::printf("%-8s %-6d %12.2f %14.2f %12.2f %16.2f %16.2f %8.2f\n",
+                  dtype == torch::kFloat64 ? "float64" : "float32", nb, t * 1e3, t / atoms * 1e6, gflops, mm1,
+                  mm2, gflops / std::max(mm1, mm2));
+    }
+  }
+  return 0;
+}
