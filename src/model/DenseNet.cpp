@@ -43,26 +43,34 @@ DenseNetImpl::DenseNetImpl(Kind kind, std::int64_t n_in, const std::vector<int>&
 }
 
 torch::Tensor DenseNetImpl::forward(const torch::Tensor& x) {
-  auto y = x;
+  // work on rows: (...) x n_in -> rows x n_in, restored at the end
+  auto out_sizes = x.sizes().vec();
+  auto y = x.reshape({-1, x.size(-1)});
   for (const auto& layer : layers_) {
-    // z = x W + b
-    auto h = torch::matmul(y, layer.w) + layer.b;
+    const auto in = layer.w.size(0);
+    const auto out = layer.w.size(1);
+    // z = x W + b (one fused kernel; a width-1 input is a broadcast product)
+    auto z = in == 1 ? torch::addcmul(layer.b, y, layer.w) : torch::addmm(layer.b, y, layer.w);
     if (!layer.activation) {
-      y = h;
+      y = z;
       continue;
     }
-    // h = tanh(z) (* dt)
-    h = torch::tanh(h);
-    if (layer.dt.defined()) h = h * layer.dt;
+    // h = tanh(z)
+    const auto h = torch::tanh(z);
     if (layer.doubled) {
-      y = torch::cat({y, y}, -1) + h;  // y = [x, x] + h
+      // y = [x, x] + h (* dt), without materialising [x, x]
+      const auto xx = y.unsqueeze(1);
+      const auto h2 = h.view({-1, 2, in});
+      y = (layer.dt.defined() ? torch::addcmul(xx, h2, layer.dt.view({2, in})) : xx + h2).view({-1, out});
     } else if (layer.skip) {
-      y = y + h;  // y = x + h
+      // y = x + h (* dt)
+      y = layer.dt.defined() ? torch::addcmul(y, h, layer.dt) : y + h;
     } else {
-      y = h;
+      y = layer.dt.defined() ? h * layer.dt : h;
     }
   }
-  return y;
+  out_sizes.back() = y.size(-1);
+  return y.view(out_sizes);
 }
 
 std::int64_t DenseNetImpl::parameter_count() const {

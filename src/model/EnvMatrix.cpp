@@ -23,7 +23,8 @@ torch::Tensor pair_vectors(const torch::Tensor& coord, const torch::Tensor& nlis
 }
 
 torch::Tensor environment_matrix(const torch::Tensor& rij, double rcut, double rcut_smth) {
-  const auto r = rij.norm(2, -1, /*keepdim=*/true);
+  // r = |r_ij| (a plain sum of squares: the generic norm kernel is slow over a last dimension of 3)
+  const auto r = rij.square().sum(-1, /*keepdim=*/true).sqrt();
   // u = (r - rcut_smth) / (rcut - rcut_smth), clamped to [0, 1]
   const auto u = ((r - rcut_smth) / (rcut - rcut_smth)).clamp(0.0, 1.0);
   // w(r) = u^3 (-6 u^2 + 15 u - 10) + 1
