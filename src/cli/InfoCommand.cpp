@@ -24,7 +24,7 @@ void print_info(const std::string& path) {
   fmt::print("type map        {}\n", fmt::join(c.type_map, " "));
   fmt::print("rcut            {} A (switch from rcut_smth {} A)\n", c.rcut, c.rcut_smth);
   fmt::print("sel             {} (N_c = {})\n", fmt::join(c.sel, " "), c.nnei());
-  fmt::print("embedding net   1 -> {} , axis_neuron {} (descriptor {} numbers)\n",
+  fmt::print("embedding net   1 -> {}, axis_neuron {} (descriptor {} numbers)\n",
              fmt::join(c.embedding_neuron, " -> "), c.axis_neuron, c.descriptor_dim());
   fmt::print("fitting net     {} -> {} -> 1, resnet_dt {}\n", c.descriptor_dim(),
              fmt::join(c.fitting_neuron, " -> "), c.fitting_resnet_dt);

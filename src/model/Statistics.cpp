@@ -6,6 +6,8 @@
 #include <cmath>
 
 #include "src/core/Error.hpp"
+#include "src/model/Batch.hpp"
+#include "src/model/EnvMatrix.hpp"
 
 namespace deepkf {
 
@@ -78,6 +80,13 @@ void StatisticsSums::add_energy(const torch::Tensor& energy, const torch::Tensor
   for (std::size_t k = 0; k < ata.size(); ++k) ata[k] += ata_new[k];
   for (std::size_t k = 0; k < aty.size(); ++k) aty[k] += aty_new[k];
   nframes += static_cast<double>(energy.size(0));
+}
+
+void StatisticsSums::add_batch(const Batch& batch, const ModelConfig& config) {
+  torch::NoGradGuard guard;
+  const auto rij = pair_vectors(batch.coord, batch.nlist, batch.shift, config.rcut);
+  add_environment(environment_matrix(rij, config.rcut, config.rcut_smth), batch.atype);
+  add_energy(batch.energy, batch.atype);
 }
 
 void StatisticsSums::merge(const StatisticsSums& other) {

@@ -13,6 +13,9 @@
 
 namespace deepkf {
 
+struct Batch;
+struct ModelConfig;
+
 struct EnergyBias {
   torch::Tensor bias;                 // ntypes (eV), float64, CPU
   std::vector<std::string> warnings;  // e.g. a type absent from the data
@@ -34,6 +37,8 @@ struct StatisticsSums {
   void add_environment(const torch::Tensor& env, const torch::Tensor& centre_types);
   // energy: nframes (eV); atom_types: nframes x natoms (int64).
   void add_energy(const torch::Tensor& energy, const torch::Tensor& atom_types);
+  // Both of the above for one batch: R~ from its neighbour lists with config's rcut and rcut_smth.
+  void add_batch(const Batch& batch, const ModelConfig& config);
   // this += other (same ntypes).
   void merge(const StatisticsSums& other);
   // All sums in one vector (for an allreduce) and back.

@@ -336,12 +336,14 @@ TEST_CASE("water data_0 frames load into a batch and evaluate with finite output
   CHECK(batch.energy[1].item<double>() == Approx(sys.energy[5]));
 
   DeepPot model(mc);
-  // statistics and bias from the batch itself
-  StatisticsSums stats(2);
+  // statistics and bias from the batch itself, by add_batch and by hand from the same tensors
+  StatisticsSums stats(2), by_hand(2);
+  stats.add_batch(batch, mc);
   const auto env =
       environment_matrix(pair_vectors(batch.coord, batch.nlist, batch.shift, mc.rcut), mc.rcut, mc.rcut_smth);
-  stats.add_environment(env, batch.atype);
-  stats.add_energy(batch.energy, batch.atype);
+  by_hand.add_environment(env, batch.atype);
+  by_hand.add_energy(batch.energy, batch.atype);
+  CHECK(stats.pack() == by_hand.pack());
   const auto [davg, dstd] = stats.descriptor_statistics(mc.nnei());
   model->set_statistics(davg, dstd);
   model->set_energy_bias(stats.energy_bias(mc.type_map).bias);
