@@ -43,7 +43,10 @@ class DeepPotImpl : public torch::nn::Module {
 
   // Energies, forces F = -dE/dx (eV/A) and the virial W_ab = -sum_ij (dE/dr_ij)_a (r_ij)_b (eV); the per-atom
   // virial gives each pair's term to the neighbour atom j, so it sums to the virial. create_graph = true
-  // keeps the graph of all outputs for training (double backward); otherwise the outputs are detached.
+  // keeps the graph of all outputs for training (double backward: the outputs depend on the parameters; they
+  // are not differentiable with respect to coord); otherwise the outputs are detached. Centre types must lie
+  // in [0, ntypes) (not checked here: make_batch and the LAMMPS type mapping guarantee it). One host
+  // synchronisation per centre type (torch::nonzero groups the centres by type).
   ModelOutput evaluate(const torch::Tensor& coord, const torch::Tensor& atype, const torch::Tensor& nlist,
                        const torch::Tensor& shift, bool create_graph, bool need_atom_virial = false);
 
