@@ -55,9 +55,9 @@ KINDS = {
 # name -> settings. frames: (full, quick).
 SYSTEMS = {
     "Si8": dict(material="si", frames=(60, 2), kpoints=(4, 4, 4), cutoff=300, rel_cutoff=40),
-    "H2O_24": dict(material="water", frames=(30, 1), kpoints=None, cutoff=600, rel_cutoff=60),
-    "Si16": dict(material="si", frames=(24, 1), kpoints=(2, 4, 4), cutoff=300, rel_cutoff=40),
-    "Si15": dict(material="si", frames=(20, 1), kpoints=(2, 4, 4), cutoff=300, rel_cutoff=40),
+    "H2O_24": dict(material="water", frames=(20, 1), kpoints=None, cutoff=600, rel_cutoff=60),
+    "Si16": dict(material="si", frames=(12, 1), kpoints=(2, 4, 4), cutoff=300, rel_cutoff=40),
+    "Si15": dict(material="si", frames=(10, 1), kpoints=(2, 4, 4), cutoff=300, rel_cutoff=40),
 }
 MATERIALS = {
     "si": dict(file="si_cp2k.h5", type_map=["Si"]),
