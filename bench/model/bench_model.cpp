@@ -2,7 +2,10 @@
 // frames, float64 and float32, batches of 1 and 4 frames, and the FLOP/s achieved against torch::mm of the
 // dominant layer shapes measured in the same run. Random weights (the cost does not depend on them).
 //
-// usage: bench_model [DATASETS_DIR] [REPEATS]   (DATASETS_DIR defaults to <source>/../shared/datasets)
+// usage: bench_model [DATASETS_DIR] [REPEATS] [THREADS]
+//   DATASETS_DIR defaults to <source>/../shared/datasets, REPEATS (median of) to 10, THREADS (torch) to 2.
+//   OpenBLAS keeps its own thread pool: OPENBLAS_NUM_THREADS=1 in the environment stops the two pools
+//   from competing for the cores (see docs/benchmarks-model.md).
 //
 // FLOPs per atom of one energy evaluation (multiply-add = 2 FLOPs), N_c = sum(sel), M = last embedding
 // width, M< = axis_neuron, e_k / f_k the embedding / fitting layer widths (e_0 = 1, f_0 = M M<, f_last = 1):
@@ -17,6 +20,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -114,7 +118,8 @@ double model_flops_per_atom(const deepkf::ModelConfig& c) {
 int main(int argc, char** argv) {
   const std::string datasets = argc > 1 ? argv[1] : std::string(DEEPKF_SOURCE_DIR) + "/../shared/datasets";
   const int repeats = argc > 2 ? std::stoi(argv[2]) : 10;
-  torch::set_num_threads(2);
+  const int threads = argc > 3 ? std::stoi(argv[3]) : 2;
+  torch::set_num_threads(threads);
   std::printf("threads: torch %d (hardware %u)\n", torch::get_num_threads(),
               std::thread::hardware_concurrency());
 
