@@ -120,8 +120,10 @@ int main(int argc, char** argv) {
   const int repeats = argc > 2 ? std::stoi(argv[2]) : 10;
   const int threads = argc > 3 ? std::stoi(argv[3]) : 2;
   torch::set_num_threads(threads);
-  std::printf("threads: torch %d (hardware %u)\n", torch::get_num_threads(),
-              std::thread::hardware_concurrency());
+  const char* blas_threads = std::getenv("OPENBLAS_NUM_THREADS");
+  std::printf("threads: torch %d, OPENBLAS_NUM_THREADS %s (hardware %u), median of %d runs\n",
+              torch::get_num_threads(), blas_threads ? blas_threads : "unset",
+              std::thread::hardware_concurrency(), repeats);
 
   deepkf::ModelConfig mc;
   mc.type_map = {"O", "H"};
