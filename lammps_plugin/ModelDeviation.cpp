@@ -1,0 +1,57 @@
+#include "lammps_plugin/ModelDeviation.hpp"
+
+#include <cmath>
+
+namespace deepkf {
+
+std::vector<double> force_deviation(const double* forces, std::size_t natoms, std::size_t nmodels,
+                                    double relative_level) {
+  std::vector<double> out(natoms, 0.0);
+  if (nmodels == 0) return out;
+  const double inv_k = 1.0 / static_cast<double>(nmodels);
+  for (std::size_t i = 0; i < natoms; ++i) {
+    const double* fi = forces + 3 * nmodels * i;
+    // <F_i> = (1/K) sum_k F_ik
+    double mean[3] = {0.0, 0.0, 0.0};
+    for (std::size_t k = 0; k < nmodels; ++k) {
+      for (int d = 0; d < 3; ++d) mean[d] += fi[3 * k + d];
+    }
+    for (double& m : mean) m *= inv_k;
+    // eps_i^2 = (1/K) sum_k |F_ik - <F_i>|^2
+    double var = 0.0;
+    for (std::size_t k = 0; k < nmodels; ++k) {
+      for (int d = 0; d < 3; ++d) {
+        const double diff = fi[3 * k + d] - mean[d];
+        var += diff * diff;
+      }
+    }
+    out[i] = std::sqrt(var * inv_k);
+    if (relative_level >= 0.0) {
+      // eps_i / (|<F_i>| + L)
+      const double norm = std::sqrt(mean[0] * mean[0] + mean[1] * mean[1] + mean[2] * mean[2]);
+      out[i] /= norm + relative_level;
+    }
+  }
+  return out;
+}
+
+std::array<double, 9> virial_deviation(const double* virials, std::size_t nmodels, double natoms) {
+  std::array<double, 9> out{};
+  if (nmodels == 0 || natoms <= 0.0) return out;
+  const double inv_k = 1.0 / static_cast<double>(nmodels);
+  for (int c = 0; c < 9; ++c) {
+    double mean = 0.0;
+    for (std::size_t k = 0; k < nmodels; ++k) mean += virials[9 * k + c];
+    mean *= inv_k;
+    double var = 0.0;
+    for (std::size_t k = 0; k < nmodels; ++k) {
+      const double diff = virials[9 * k + c] - mean;
+      var += diff * diff;
+    }
+    // sigma_c = sqrt(var / K) / natoms
+    out[c] = std::sqrt(var * inv_k) / natoms;
+  }
+  return out;
+}
+
+}  // namespace deepkf

@@ -1,0 +1,516 @@
+#include "lammps_plugin/PairDeepkf.hpp"
+
+#include <mpi.h>
+#include <torch/cuda.h>
+#include <torch/types.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <limits>
+#include <numeric>
+#include <utility>
+
+#include "atom.h"
+#include "comm.h"
+#include "domain.h"
+#include "error.h"
+#include "force.h"
+#include "lammps_plugin/ModelDeviation.hpp"
+#include "memory.h"
+#include "neigh_list.h"
+#include "neigh_request.h"
+#include "neighbor.h"
+#include "src/core/Error.hpp"
+#include "src/geometry/NeighborList.hpp"
+#include "src/model/ModelFile.hpp"
+#include "update.h"
+#include "utils.h"
+
+namespace LAMMPS_NS {
+
+namespace {
+
+constexpr double kNoRelative = -1.0;
+
+// Runs `body` (deepkf and LibTorch calls only, never LAMMPS's error handler) and returns the message of a
+// deepkf::Error, c10::Error or other std::exception it threw, or an empty string. The caller hands the
+// message to error->one / error->all, so each failure is translated exactly once.
+template <typename F>
+std::string guarded(F&& body) {
+  try {
+    body();
+  } catch (const deepkf::Error& e) {
+    return e.what();
+  } catch (const c10::Error& e) {
+    return std::string("libtorch: ") + e.what_without_backtrace();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return {};
+}
+
+std::string join(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : " ") + n;
+  return out;
+}
+
+}  // namespace
+
+// Models, device and per-step scratch: everything that needs LibTorch.
+struct PairDeepkf::Impl {
+  struct Model {
+    deepkf::LoadedModel loaded;
+    std::string path;
+    std::vector<int> type_of;  // LAMMPS type (1-based) -> model type index, -1 = NULL (other style)
+  };
+
+  // One model's output for the packed atoms of a step (float64, CPU).
+  struct Output {
+    double energy = 0.0;              // eV
+    std::vector<double> atom_energy;  // ncentre (eV)
+    std::vector<double> force;        // npacked x 3 (eV/A)
+    std::array<double, 9> virial{};   // W_ab = sum F_a r_b (eV), row-major
+    std::vector<double> atom_virial;  // npacked x 9 (eV), only when asked for
+  };
+
+  std::vector<Model> models;
+  torch::Device device{torch::kCPU};
+
+  // Packed atoms of the current step: the centres (the list's ilist) first, then every other local or ghost
+  // atom of a mapped type. packed_of: LAMMPS index -> packed index (-1: not packed).
+  std::vector<int> packed_of;
+  std::vector<int> lammps_of;
+  std::vector<double> x;             // npacked x 3 (A)
+  std::vector<std::int64_t> offset;  // ncentre + 1
+  std::vector<std::int64_t> neigh;   // candidate neighbours (packed indices)
+  std::int64_t ncentre = 0;
+
+  // Model-deviation scratch: forces of every model in LAMMPS order, nall x nmodels x 3.
+  std::vector<double> ensemble_force;
+
+  // Evaluates model m on the packed atoms; need_atom_virial adds the per-atom virial.
+  Output evaluate(std::size_t m, const int* lammps_type, bool need_atom_virial) {
+    auto& model = models[m];
+    const auto& config = model.loaded.config;
+    const auto npacked = static_cast<std::int64_t>(lammps_of.size());
+    std::vector<int> types(static_cast<std::size_t>(npacked));
+    std::vector<std::int64_t> types64(types.size());
+    for (std::int64_t k = 0; k < npacked; ++k) {
+      types[k] = model.type_of[lammps_type[lammps_of[k]]];
+      types64[k] = types[k];
+    }
+    const auto nl = deepkf::sort_neighbors(x.data(), types.data(), ncentre, offset.data(), neigh.data(),
+                                           config.rcut, config.sel);
+    const auto dtype = torch::TensorOptions().dtype(config.precision).device(device);
+    const auto cpu64 = torch::TensorOptions().dtype(torch::kFloat64);
+    const auto cpu_long = torch::TensorOptions().dtype(torch::kInt64);
+    // coord: 1 x npacked x 3 (A); atype: 1 x npacked; nlist: 1 x ncentre x nnei
+    const auto coord =
+        torch::from_blob(const_cast<double*>(x.data()), {1, npacked, 3}, cpu64).to(dtype, false, true);
+    const auto atype = torch::from_blob(types64.data(), {1, npacked}, cpu_long).to(device, false, true);
+    const auto nlist =
+        torch::from_blob(const_cast<std::int64_t*>(nl.index.data()), {1, ncentre, nl.nnei}, cpu_long)
+            .to(device, false, true);
+    auto result = model.loaded.model->evaluate(coord, atype, nlist, torch::Tensor(), false, need_atom_virial);
+
+    Output out;
+    const auto to_vector = [](const torch::Tensor& t) {
+      const auto c = t.detach().to(torch::kCPU, torch::kFloat64).contiguous();
+      return std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
+    };
+    out.energy = result.energy.to(torch::kCPU, torch::kFloat64).item<double>();
+    out.atom_energy = to_vector(result.atom_energy);
+    out.force = to_vector(result.force);
+    const auto w = to_vector(result.virial);
+    std::copy(w.begin(), w.end(), out.virial.begin());
+    if (need_atom_virial) out.atom_virial = to_vector(result.atom_virial);
+    return out;
+  }
+};
+
+PairDeepkf::PairDeepkf(LAMMPS* lammps) : Pair(lammps), impl_(std::make_unique<Impl>()) {
+  single_enable = 0;
+  restartinfo = 0;
+  one_coeff = 1;
+  manybody_flag = 1;
+  // The model gives the virial and the per-atom (centroid) virial directly.
+  no_virial_fdotr_compute = 1;
+  centroidstressflag = CENTROID_AVAIL;
+}
+
+PairDeepkf::~PairDeepkf() {
+  if (out_ != nullptr) std::fclose(static_cast<FILE*>(out_));
+  if (allocated) {
+    memory->destroy(setflag);
+    memory->destroy(cutsq);
+  }
+}
+
+const char* PairDeepkf::deviation_header() {
+  return "#       step         max_devi_v         min_devi_v         avg_devi_v         max_devi_f"
+         "         min_devi_f         avg_devi_f";
+}
+
+void PairDeepkf::allocate() {
+  allocated = 1;
+  const int n = atom->ntypes;
+  memory->create(setflag, n + 1, n + 1, "pair:setflag");
+  memory->create(cutsq, n + 1, n + 1, "pair:cutsq");
+  for (int i = 0; i <= n; ++i) {
+    for (int j = 0; j <= n; ++j) setflag[i][j] = 0;
+  }
+}
+
+// pair_style deepkf MODEL [MODEL2 ...] [out_freq N] [out_file FILE] [atomic] [relative L]
+void PairDeepkf::settings(int narg, char** arg) {
+  if (narg < 1) error->all(FLERR, "illegal pair_style deepkf command: expected at least one model file");
+  model_paths_.clear();
+  out_freq_ = 0;
+  out_file_ = "model_devi.out";
+  atomic_ = false;
+  relative_ = false;
+  relative_level_ = 0.0;
+  bool out_freq_given = false;
+  for (int i = 0; i < narg; ++i) {
+    const std::string a = arg[i];
+    if (a == "out_freq") {
+      if (i + 1 >= narg) error->all(FLERR, "illegal pair_style deepkf command: out_freq needs a value");
+      out_freq_ = utils::inumeric(FLERR, arg[++i], false, lmp);
+      if (out_freq_ < 1)
+        error->all(FLERR, "pair_style deepkf: out_freq must be >= 1, got " + std::string(arg[i]));
+      out_freq_given = true;
+    } else if (a == "out_file") {
+      if (i + 1 >= narg) error->all(FLERR, "illegal pair_style deepkf command: out_file needs a file name");
+      out_file_ = arg[++i];
+    } else if (a == "atomic") {
+      atomic_ = true;
+    } else if (a == "relative") {
+      if (i + 1 >= narg) error->all(FLERR, "illegal pair_style deepkf command: relative needs a level");
+      relative_ = true;
+      relative_level_ = utils::numeric(FLERR, arg[++i], false, lmp);
+      if (relative_level_ <= 0.0)
+        error->all(FLERR, "pair_style deepkf: relative level must be > 0 (eV/A), got " + std::string(arg[i]));
+    } else {
+      model_paths_.push_back(a);
+    }
+  }
+  if (model_paths_.empty()) error->all(FLERR, "illegal pair_style deepkf command: no model file given");
+  if (model_paths_.size() > 1 && !out_freq_given) out_freq_ = 100;
+
+  // The GPU of this node-local rank when LibTorch sees one; else the CPU.
+  impl_->device = torch::kCPU;
+  if (torch::cuda::is_available()) {
+    MPI_Comm node;
+    MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, comm->me, MPI_INFO_NULL, &node);
+    int node_rank = 0;
+    MPI_Comm_rank(node, &node_rank);
+    MPI_Comm_free(&node);
+    const auto count = static_cast<int>(torch::cuda::device_count());
+    impl_->device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(node_rank % count));
+  }
+
+  impl_->models.clear();
+  cutoff_ = 0.0;
+  for (const auto& path : model_paths_) {
+    Impl::Model m;
+    m.path = path;
+    const auto message = guarded([&] { m.loaded = deepkf::load_model(path, impl_->device); });
+    if (!message.empty())
+      error->all(FLERR, "pair_style deepkf cannot load model file " + path + ": " + message);
+    m.loaded.model->eval();
+    cutoff_ = std::max(cutoff_, m.loaded.config.rcut);
+    impl_->models.push_back(std::move(m));
+  }
+  comm_reverse = 3 * static_cast<int>(impl_->models.size());
+
+  if (out_ != nullptr) {
+    std::fclose(static_cast<FILE*>(out_));
+    out_ = nullptr;
+  }
+  if (impl_->models.size() > 1 && comm->me == 0) {
+    FILE* fp = std::fopen(out_file_.c_str(), "w");
+    if (fp == nullptr)
+      error->one(FLERR, "pair_style deepkf cannot open out_file " + out_file_ + " for writing");
+    std::fprintf(fp, "%s\n", deviation_header());
+    std::fflush(fp);
+    out_ = fp;
+  }
+
+  if (comm->me == 0) {
+    for (const auto& m : impl_->models) {
+      const auto& c = m.loaded.config;
+      utils::logmesg(lmp, "pair_style deepkf: " + m.path + ": types " + join(c.type_map) + ", rcut " +
+                              std::to_string(c.rcut) + " A, " + c.precision_name() + ", " +
+                              (impl_->device.is_cuda() ? "cuda" : "cpu") + "\n");
+    }
+  }
+}
+
+// pair_coeff * * E1 E2 ... : the element name (or NULL) of each LAMMPS type.
+void PairDeepkf::coeff(int narg, char** arg) {
+  if (!allocated) allocate();
+  const int ntypes = atom->ntypes;
+  if (narg != 2 + ntypes)
+    error->all(FLERR, "pair_coeff deepkf expects * * and one element name per atom type (" +
+                          std::to_string(ntypes) + " types), got " + std::to_string(narg) + " arguments");
+  if (std::strcmp(arg[0], "*") != 0 || std::strcmp(arg[1], "*") != 0)
+    error->all(FLERR, "pair_coeff deepkf must be pair_coeff * * followed by element names");
+  elements_.assign(static_cast<std::size_t>(ntypes) + 1, "NULL");
+  for (int t = 1; t <= ntypes; ++t) elements_[t] = arg[1 + t];
+  for (auto& m : impl_->models) {
+    const auto& names = m.loaded.config.type_map;
+    m.type_of.assign(static_cast<std::size_t>(ntypes) + 1, -1);
+    for (int t = 1; t <= ntypes; ++t) {
+      if (elements_[t] == "NULL") continue;
+      const auto it = std::find(names.begin(), names.end(), elements_[t]);
+      if (it == names.end())
+        error->all(FLERR, "pair_coeff deepkf: element " + elements_[t] + " of atom type " +
+                              std::to_string(t) + " is not in model file " + m.path +
+                              " (its types: " + join(names) + ")");
+      m.type_of[t] = static_cast<int>(it - names.begin());
+    }
+  }
+  int count = 0;
+  for (int i = 1; i <= ntypes; ++i) {
+    for (int j = i; j <= ntypes; ++j) {
+      if (elements_[i] != "NULL" && elements_[j] != "NULL") {
+        setflag[i][j] = 1;
+        ++count;
+      }
+    }
+  }
+  if (count == 0) error->all(FLERR, "pair_coeff deepkf maps no atom type to an element");
+}
+
+void PairDeepkf::init_style() {
+  if (force->newton_pair == 0)
+    error->all(FLERR,
+               "pair_style deepkf requires newton pair on (forces on ghost atoms reach their owners only "
+               "through reverse communication)");
+  if (std::strcmp(update->unit_style, "metal") != 0)
+    error->all(FLERR, "pair_style deepkf requires units metal (eV, Angstrom); this input uses units " +
+                          std::string(update->unit_style));
+  if (domain->dimension != 3) error->all(FLERR, "pair_style deepkf requires a 3d system");
+  if (impl_->models.empty()) error->all(FLERR, "pair_style deepkf has no model");
+  const int irequest = neighbor->request(this, instance_me);
+  neighbor->requests[irequest]->half = 0;
+  neighbor->requests[irequest]->full = 1;
+}
+
+double PairDeepkf::init_one(int i, int j) {
+  if (setflag[i][j] == 0) error->all(FLERR, "all pair coeffs are not set for pair_style deepkf");
+  return cutoff_;
+}
+
+void PairDeepkf::compute(int eflag, int vflag) {
+  ev_init(eflag, vflag);
+  auto& im = *impl_;
+  const int nlocal = atom->nlocal;
+  const int nall = nlocal + atom->nghost;
+  const int* type = atom->type;
+  double** x = atom->x;
+  double** f = atom->f;
+  const std::size_t nmodels = im.models.size();
+  const bool deviation = nmodels > 1 && out_freq_ > 0 && update->ntimestep % out_freq_ == 0;
+
+  // Pack the centres and the other mapped atoms, translate the candidate lists.
+  const int inum = list->inum;
+  const int* ilist = list->ilist;
+  const int* numneigh = list->numneigh;
+  int** firstneigh = list->firstneigh;
+  const auto& type_of = im.models.front().type_of;
+  im.packed_of.assign(static_cast<std::size_t>(nall), -1);
+  im.lammps_of.clear();
+  for (int ii = 0; ii < inum; ++ii) {
+    im.packed_of[ilist[ii]] = ii;
+    im.lammps_of.push_back(ilist[ii]);
+  }
+  for (int i = 0; i < nall; ++i) {
+    if (im.packed_of[i] < 0 && type_of[type[i]] >= 0) {
+      im.packed_of[i] = static_cast<int>(im.lammps_of.size());
+      im.lammps_of.push_back(i);
+    }
+  }
+  const std::size_t npacked = im.lammps_of.size();
+  im.x.resize(3 * npacked);
+  for (std::size_t k = 0; k < npacked; ++k) {
+    for (int d = 0; d < 3; ++d) im.x[3 * k + d] = x[im.lammps_of[k]][d];
+  }
+  im.ncentre = inum;
+  im.offset.assign(1, 0);
+  im.neigh.clear();
+  for (int ii = 0; ii < inum; ++ii) {
+    const int i = ilist[ii];
+    for (int jj = 0; jj < numneigh[i]; ++jj) {
+      const int p = im.packed_of[firstneigh[i][jj] & NEIGHMASK];
+      if (p >= 0) im.neigh.push_back(p);
+    }
+    im.offset.push_back(static_cast<std::int64_t>(im.neigh.size()));
+  }
+
+  const bool need_atom_virial = vflag_atom || cvflag_atom;
+  if (deviation) im.ensemble_force.assign(static_cast<std::size_t>(nall) * nmodels * 3, 0.0);
+  std::vector<double> model_virials(9 * nmodels, 0.0);
+
+  for (std::size_t m = 0; m < (deviation ? nmodels : 1); ++m) {
+    if (inum == 0) continue;  // a rank without centres has no energy and exerts no force
+    Impl::Output out;
+    const auto message = guarded([&] { out = im.evaluate(m, type, m == 0 && need_atom_virial); });
+    if (!message.empty())
+      error->one(FLERR, "pair_style deepkf: evaluating model " + im.models[m].path + " failed: " + message);
+    std::copy(out.virial.begin(), out.virial.end(), model_virials.begin() + 9 * m);
+    if (deviation) {
+      for (std::size_t k = 0; k < npacked; ++k) {
+        double* dst =
+            im.ensemble_force.data() + (static_cast<std::size_t>(im.lammps_of[k]) * nmodels + m) * 3;
+        for (int d = 0; d < 3; ++d) dst[d] += out.force[3 * k + d];
+      }
+    }
+    if (m != 0) continue;
+
+    // The first model drives the dynamics: forces on local and ghost atoms.
+    for (std::size_t k = 0; k < npacked; ++k) {
+      double* fi = f[im.lammps_of[k]];
+      for (int d = 0; d < 3; ++d) fi[d] += out.force[3 * k + d];
+    }
+    if (eflag_global) eng_vdwl += out.energy;
+    if (eflag_atom) {
+      for (int ii = 0; ii < inum; ++ii) eatom[ilist[ii]] += out.atom_energy[ii];
+    }
+    // LAMMPS orders the virial xx yy zz xy xz yz with xy = sum r_x f_y = W_yx (W_ab = sum F_a r_b).
+    const auto& w = out.virial;
+    if (vflag_global) {
+      virial[0] += w[0];
+      virial[1] += w[4];
+      virial[2] += w[8];
+      virial[3] += w[3];
+      virial[4] += w[6];
+      virial[5] += w[7];
+    }
+    if (vflag_atom) {
+      // Symmetric per-atom virial: xy = (W_xy + W_yx) / 2.
+      for (std::size_t k = 0; k < npacked; ++k) {
+        const double* a = out.atom_virial.data() + 9 * k;
+        double* v = vatom[im.lammps_of[k]];
+        v[0] += a[0];
+        v[1] += a[4];
+        v[2] += a[8];
+        v[3] += 0.5 * (a[1] + a[3]);
+        v[4] += 0.5 * (a[2] + a[6]);
+        v[5] += 0.5 * (a[5] + a[7]);
+      }
+    }
+    if (cvflag_atom) {
+      // Centroid virial, 9 components xx yy zz xy xz yz yx zx zy, with xy = r_x f_y = W_yx.
+      for (std::size_t k = 0; k < npacked; ++k) {
+        const double* a = out.atom_virial.data() + 9 * k;
+        double* v = cvatom[im.lammps_of[k]];
+        v[0] += a[0];
+        v[1] += a[4];
+        v[2] += a[8];
+        v[3] += a[3];
+        v[4] += a[6];
+        v[5] += a[7];
+        v[6] += a[1];
+        v[7] += a[2];
+        v[8] += a[5];
+      }
+    }
+  }
+
+  if (!deviation) return;
+  // Forces on ghost atoms to their owners, for every model.
+  comm->reverse_comm_pair(this);
+
+  // Per-atom deviation of this rank's centres (local atoms).
+  std::vector<double> local_forces(static_cast<std::size_t>(inum) * nmodels * 3);
+  for (int ii = 0; ii < inum; ++ii) {
+    std::copy_n(im.ensemble_force.data() + static_cast<std::size_t>(ilist[ii]) * nmodels * 3, nmodels * 3,
+                local_forces.data() + static_cast<std::size_t>(ii) * nmodels * 3);
+  }
+  const auto devi = deepkf::force_deviation(local_forces.data(), static_cast<std::size_t>(inum), nmodels,
+                                            relative_ ? relative_level_ : kNoRelative);
+
+  double local_max = 0.0, local_min = std::numeric_limits<double>::infinity(), local_sum = 0.0;
+  for (double e : devi) {
+    local_max = std::max(local_max, e);
+    local_min = std::min(local_min, e);
+    local_sum += e;
+  }
+  double max_f = 0.0, min_f = 0.0, sum_f = 0.0, natoms = 0.0;
+  const double local_n = inum;
+  MPI_Reduce(&local_max, &max_f, 1, MPI_DOUBLE, MPI_MAX, 0, world);
+  MPI_Reduce(&local_min, &min_f, 1, MPI_DOUBLE, MPI_MIN, 0, world);
+  MPI_Reduce(&local_sum, &sum_f, 1, MPI_DOUBLE, MPI_SUM, 0, world);
+  MPI_Reduce(&local_n, &natoms, 1, MPI_DOUBLE, MPI_SUM, 0, world);
+  std::vector<double> total_virials(model_virials.size(), 0.0);
+  MPI_Reduce(model_virials.data(), total_virials.data(), static_cast<int>(model_virials.size()), MPI_DOUBLE,
+             MPI_SUM, 0, world);
+
+  // Per-atom values in atom-ID order on rank 0 (keyword atomic).
+  std::vector<double> all_devi;
+  if (atomic_) {
+    const int me = comm->me, nprocs = comm->nprocs;
+    std::vector<double> pairs(2 * static_cast<std::size_t>(inum));  // (atom ID, deviation)
+    for (int ii = 0; ii < inum; ++ii) {
+      pairs[2 * ii] = static_cast<double>(atom->tag[ilist[ii]]);
+      pairs[2 * ii + 1] = devi[ii];
+    }
+    const int count = 2 * inum;
+    std::vector<int> counts(static_cast<std::size_t>(nprocs)), displs(static_cast<std::size_t>(nprocs));
+    MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, world);
+    std::vector<double> gathered;
+    if (me == 0) {
+      std::exclusive_scan(counts.begin(), counts.end(), displs.begin(), 0);
+      gathered.resize(static_cast<std::size_t>(displs.back() + counts.back()));
+    }
+    MPI_Gatherv(pairs.data(), count, MPI_DOUBLE, gathered.data(), counts.data(), displs.data(), MPI_DOUBLE, 0,
+                world);
+    if (me == 0) {
+      std::vector<std::pair<double, double>> by_id(gathered.size() / 2);
+      for (std::size_t k = 0; k < by_id.size(); ++k) by_id[k] = {gathered[2 * k], gathered[2 * k + 1]};
+      std::sort(by_id.begin(), by_id.end());
+      for (const auto& p : by_id) all_devi.push_back(p.second);
+    }
+  }
+
+  if (comm->me != 0 || out_ == nullptr) return;
+  const auto sigma_v = deepkf::virial_deviation(total_virials.data(), nmodels, natoms);
+  const double max_v = *std::max_element(sigma_v.begin(), sigma_v.end());
+  const double min_v = *std::min_element(sigma_v.begin(), sigma_v.end());
+  const double avg_v = std::accumulate(sigma_v.begin(), sigma_v.end(), 0.0) / 9.0;
+  const double avg_f = natoms > 0 ? sum_f / natoms : 0.0;
+  if (natoms == 0) min_f = 0.0;
+  FILE* fp = static_cast<FILE*>(out_);
+  std::fprintf(fp, "%12lld %18.10e %18.10e %18.10e %18.10e %18.10e %18.10e",
+               static_cast<long long>(update->ntimestep), max_v, min_v, avg_v, max_f, min_f, avg_f);
+  for (double e : all_devi) std::fprintf(fp, " %18.10e", e);
+  std::fprintf(fp, "\n");
+  std::fflush(fp);
+}
+
+int PairDeepkf::pack_reverse_comm(int n, int first, double* buf) {
+  const std::size_t width = 3 * impl_->models.size();
+  int m = 0;
+  for (int i = first; i < first + n; ++i) {
+    const double* src = impl_->ensemble_force.data() + static_cast<std::size_t>(i) * width;
+    for (std::size_t c = 0; c < width; ++c) buf[m++] = src[c];
+  }
+  return m;
+}
+
+void PairDeepkf::unpack_reverse_comm(int n, int* send_list, double* buf) {
+  const std::size_t width = 3 * impl_->models.size();
+  int m = 0;
+  for (int i = 0; i < n; ++i) {
+    double* dst = impl_->ensemble_force.data() + static_cast<std::size_t>(send_list[i]) * width;
+    for (std::size_t c = 0; c < width; ++c) dst[c] += buf[m++];
+  }
+}
+
+}  // namespace LAMMPS_NS

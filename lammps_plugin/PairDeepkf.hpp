@@ -1,0 +1,53 @@
+#pragma once
+// pair_style deepkf: DeepPot-SE models written by deepkf (model.pt), evaluated with LibTorch inside LAMMPS.
+//
+//   pair_style deepkf MODEL [MODEL2 ...] [out_freq N] [out_file FILE] [atomic] [relative L]
+//   pair_coeff * * O H          (element names of the model's type_map; NULL for types of other styles)
+//
+// The first model drives the dynamics. With several models, all are evaluated every out_freq steps and the
+// force and virial deviation between them is written to out_file (DeePMD-kit's model_devi.out layout).
+// Needs a full neighbour list, newton pair on and units metal (eV, Angstrom). LibTorch stays out of this
+// header: the models live in PairDeepkf::Impl.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "pair.h"
+
+namespace LAMMPS_NS {
+
+class PairDeepkf : public Pair {
+ public:
+  explicit PairDeepkf(LAMMPS* lammps);
+  ~PairDeepkf() override;
+
+  void compute(int eflag, int vflag) override;
+  void settings(int narg, char** arg) override;
+  void coeff(int narg, char** arg) override;
+  void init_style() override;
+  double init_one(int i, int j) override;
+
+  // Reverse communication of every model's forces on ghost atoms (only on model-deviation steps).
+  int pack_reverse_comm(int n, int first, double* buf) override;
+  void unpack_reverse_comm(int n, int* send_list, double* buf) override;
+
+  // The model-deviation file's header line (DeePMD-kit's model_devi.out).
+  static const char* deviation_header();
+
+ private:
+  struct Impl;
+  void allocate();
+
+  std::unique_ptr<Impl> impl_;
+  std::vector<std::string> model_paths_;
+  std::vector<std::string> elements_;  // per LAMMPS type (1-based, index 0 unused): element name or "NULL"
+  int out_freq_ = 0;
+  std::string out_file_ = "model_devi.out";
+  bool atomic_ = false;
+  bool relative_ = false;
+  double relative_level_ = 0.0;
+  double cutoff_ = 0.0;  // largest model cutoff (A)
+  void* out_ = nullptr;  // FILE* of out_file on rank 0
+};
+
+}  // namespace LAMMPS_NS

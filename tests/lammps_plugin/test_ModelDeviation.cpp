@@ -1,0 +1,32 @@
+// Model deviation formulas against hand-computed values.
+#include <catch2/catch.hpp>
+#include <cmath>
+
+#include "lammps_plugin/ModelDeviation.hpp"
+
+using Approx = Catch::Detail::Approx;
+
+TEST_CASE("force deviation is the rms distance to the ensemble mean", "[deviation]") {
+  // atom 0: models (1,0,0) and (3,0,0): mean (2,0,0), each 1 away -> 1
+  // atom 1: identical models -> 0
+  const double forces[] = {1, 0, 0, 3, 0, 0, /**/ 0.5, -2, 4, 0.5, -2, 4};
+  const auto devi = deepkf::force_deviation(forces, 2, 2);
+  REQUIRE(devi.size() == 2);
+  CHECK(devi[0] == Approx(1.0));
+  CHECK(devi[1] == 0.0);
+  // relative: 1 / (|(2,0,0)| + 0.5)
+  const auto rel = deepkf::force_deviation(forces, 2, 2, 0.5);
+  CHECK(rel[0] == Approx(1.0 / 2.5));
+  // three models in 3d: F = (0,0,0), (0,3,0), (0,0,3): mean (0,1,1); squared distances 2, 5, 5 -> sqrt(4)
+  const double three[] = {0, 0, 0, 0, 3, 0, 0, 0, 3};
+  CHECK(deepkf::force_deviation(three, 1, 3)[0] == Approx(2.0));
+}
+
+TEST_CASE("virial deviation is the per-component std divided by the atom count", "[deviation]") {
+  double virials[18] = {};
+  virials[4] = 2.0;      // model 0, yy
+  virials[9 + 4] = 6.0;  // model 1, yy: std 2
+  const auto s = deepkf::virial_deviation(virials, 2, 4.0);
+  CHECK(s[4] == Approx(0.5));
+  CHECK(s[0] == 0.0);
+}

@@ -1,0 +1,332 @@
+// pair_style deepkf in the real LAMMPS (plugin load) against the direct C++ evaluation of the same model on
+// the same frame through deepkf's own periodic neighbour list, and LAMMPS-level behaviour: rank counts,
+// energy conservation, model deviation and error messages.
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "src/geometry/NeighborList.hpp"
+#include "src/model/ModelFile.hpp"
+#include "tests/lammps_plugin/LammpsRunner.hpp"
+#include "tests/support/TestData.hpp"
+
+using namespace deepkf;
+using namespace deepkf::test;
+
+namespace {
+
+constexpr double kNktv2pMetal = 1.6021765e6;  // LAMMPS metal units: eV/A^3 -> bar
+
+struct Direct {
+  double energy = 0;
+  std::vector<double> atom_energy, force, virial, atom_virial;
+};
+
+// The model on the frame through build_neighbor_list with periodic shifts, float64.
+Direct direct(const std::string& model_path, const Frame& f) {
+  auto loaded = load_model(model_path);
+  const auto& mc = loaded.config;
+  const auto n = f.natoms();
+  const auto nl = build_neighbor_list(f.coord.data(), n, f.types.data(), f.box.data(), mc.rcut, mc.sel);
+  const auto coord = torch::tensor(f.coord, torch::kFloat64).view({1, n, 3});
+  const auto atype =
+      torch::tensor(std::vector<int64_t>(f.types.begin(), f.types.end()), torch::kInt64).view({1, n});
+  const auto nlist = torch::tensor(nl.index, torch::kInt64).view({1, n, mc.nnei()});
+  const auto shift = torch::tensor(nl.shift, torch::kFloat64).view({1, n, mc.nnei(), 3});
+  const auto out = loaded.model->evaluate(coord, atype, nlist, shift, false, true);
+  const auto vec = [](const torch::Tensor& t) {
+    const auto c = t.to(torch::kFloat64).contiguous();
+    return std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
+  };
+  Direct d;
+  d.energy = out.energy.item<double>();
+  d.atom_energy = vec(out.atom_energy);
+  d.force = vec(out.force);
+  d.virial = vec(out.virial);
+  d.atom_virial = vec(out.atom_virial);
+  return d;
+}
+
+double max_abs(const std::vector<double>& v) {
+  double m = 0;
+  for (double x : v) m = std::max(m, std::abs(x));
+  return m;
+}
+
+// Largest |a - b| relative to max |b|.
+double rel_diff(const std::vector<double>& a, const std::vector<double>& b) {
+  REQUIRE(a.size() == b.size());
+  double m = 0;
+  for (std::size_t k = 0; k < a.size(); ++k) m = std::max(m, std::abs(a[k] - b[k]));
+  return m / std::max(max_abs(b), 1e-300);
+}
+
+const char* kSetup = R"(units metal
+boundary p p p
+atom_style atomic
+atom_modify map yes
+read_data data.lmp
+)";
+
+std::string pair_lines(const std::string& style_args) {
+  return "pair_style deepkf " + style_args + "\npair_coeff * * O H\n";
+}
+
+// run 0 with dumps of forces, per-atom energy and (centroid) per-atom virial, thermo pe and virial.
+std::string run0_input(const std::string& style_args) {
+  return std::string(kSetup) + pair_lines(style_args) + R"(
+compute pe all pe/atom
+compute st all stress/atom NULL virial
+compute cs all centroid/stress/atom NULL virial
+compute vir all pressure NULL virial
+thermo_style custom step pe c_vir[1] c_vir[2] c_vir[3] c_vir[4] c_vir[5] c_vir[6] vol
+thermo_modify format float %.17g
+dump d all custom 1 dump.txt id type fx fy fz c_pe c_st[1] c_st[2] c_st[3] c_st[4] c_st[5] c_st[6] &
+  c_cs[1] c_cs[2] c_cs[3] c_cs[4] c_cs[5] c_cs[6] c_cs[7] c_cs[8] c_cs[9]
+dump_modify d sort id format float %.17g
+run 0
+)";
+}
+
+void check_run0(const Frame& frame, int np) {
+  const auto dir = make_temp_dir("lammps-run0");
+  write_water_model(dir + "/model.pt", 11);
+  write_data_file(dir + "/data.lmp", frame);
+  const auto r = run_lammps(dir, run0_input("model.pt"), np);
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  const auto ref = direct(dir + "/model.pt", frame);
+  const auto n = static_cast<std::size_t>(frame.natoms());
+
+  const auto thermo = thermo_rows(read_text(dir + "/log.lammps"), 9);
+  REQUIRE(thermo.size() >= 1);
+  const auto& t = thermo.front();
+  CHECK(t[1] == Approx(ref.energy).epsilon(1e-8));
+  // pressure virial p_k = W_k nktv2p / V, LAMMPS order xx yy zz xy xz yz with xy = sum r_x f_y = W_yx
+  const double vol = t[8];
+  const int from_model[6] = {0, 4, 8, 3, 6, 7};
+  std::vector<double> w_lmp(6), w_ref(6);
+  for (int k = 0; k < 6; ++k) {
+    w_lmp[k] = t[2 + k] * vol / kNktv2pMetal;
+    w_ref[k] = ref.virial[from_model[k]];
+  }
+  CHECK(rel_diff(w_lmp, w_ref) < 1e-8);
+
+  const auto rows = read_last_dump(dir + "/dump.txt");
+  REQUIRE(rows.size() == n);
+  std::vector<double> f(3 * n), e(n), st(6 * n), st_ref(6 * n), cs(9 * n), cs_ref(9 * n);
+  const int centroid_from_model[9] = {0, 4, 8, 3, 6, 7, 1, 2, 5};
+  for (std::size_t i = 0; i < n; ++i) {
+    REQUIRE(rows[i].size() == 21);
+    REQUIRE(rows[i][0] == static_cast<double>(i + 1));
+    for (int d = 0; d < 3; ++d) f[3 * i + d] = rows[i][2 + d];
+    e[i] = rows[i][5];
+    const double* a = ref.atom_virial.data() + 9 * i;
+    // stress/atom = -nktv2p * (symmetric per-atom virial)
+    const double sym[6] = {a[0], a[4], a[8], 0.5 * (a[1] + a[3]), 0.5 * (a[2] + a[6]), 0.5 * (a[5] + a[7])};
+    for (int k = 0; k < 6; ++k) {
+      st[6 * i + k] = -rows[i][6 + k] / kNktv2pMetal;
+      st_ref[6 * i + k] = sym[k];
+    }
+    for (int k = 0; k < 9; ++k) {
+      cs[9 * i + k] = -rows[i][12 + k] / kNktv2pMetal;
+      cs_ref[9 * i + k] = a[centroid_from_model[k]];
+    }
+  }
+  CHECK(rel_diff(f, ref.force) < 1e-8);
+  CHECK(rel_diff(e, ref.atom_energy) < 1e-8);
+  CHECK(rel_diff(st, st_ref) < 1e-8);
+  CHECK(rel_diff(cs, cs_ref) < 1e-8);
+}
+
+// Final positions of `steps` NVE steps from the frame at `np` ranks.
+std::vector<std::vector<double>> trajectory_end(const std::string& dir, int np, int steps,
+                                                const std::string& extra = "") {
+  std::ostringstream in;
+  in << kSetup << extra << pair_lines("model.pt")
+     << "velocity all create 300 4928 mom yes rot yes dist gaussian loop geom\n"
+     << "timestep 0.0005\nfix 1 all nve\nthermo 50\n"
+     << "dump d all custom " << steps << " traj.txt id x y z vx vy vz\n"
+     << "dump_modify d sort id format float %.17g\nrun " << steps << "\n";
+  const auto r = run_lammps(dir, in.str(), np);
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  return read_last_dump(dir + "/traj.txt");
+}
+
+double max_row_diff(const std::vector<std::vector<double>>& a, const std::vector<std::vector<double>>& b) {
+  REQUIRE(a.size() == b.size());
+  double m = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    REQUIRE(a[i].size() == b[i].size());
+    for (std::size_t k = 0; k < a[i].size(); ++k) m = std::max(m, std::abs(a[i][k] - b[i][k]));
+  }
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("run 0 energies, forces and virials equal the direct evaluation", "[lammps]") {
+  SECTION("orthorhombic water frame, 1 rank") { check_run0(water_frame(0, false), 1); }
+  SECTION("orthorhombic water frame, 2 ranks") { check_run0(water_frame(3, false), 2); }
+  SECTION("triclinic water frame, 1 rank") { check_run0(water_frame(1, true), 1); }
+  SECTION("triclinic water frame, 4 ranks") { check_run0(water_frame(2, true), 4); }
+}
+
+TEST_CASE("100 MD steps give the same trajectory on 1, 2 and 4 ranks", "[lammps]") {
+  const auto frame = water_frame(0, false);
+  std::vector<std::vector<std::vector<double>>> ends;
+  for (int np : {1, 2, 4}) {
+    const auto dir = make_temp_dir("lammps-np" + std::to_string(np));
+    write_water_model(dir + "/model.pt", 11);
+    write_data_file(dir + "/data.lmp", frame);
+    ends.push_back(trajectory_end(dir, np, 100));
+  }
+  // positions (A) and velocities (A/ps) after 100 steps differ only by the summation order
+  CHECK(max_row_diff(ends[0], ends[1]) < 1e-7);
+  CHECK(max_row_diff(ends[0], ends[2]) < 1e-7);
+}
+
+TEST_CASE("ranks that own no atoms work", "[lammps]") {
+  // 24 atoms of a water frame in one corner of a large box; 4 ranks along x: two of them own nothing.
+  auto frame = water_frame(0, false);
+  Frame small;
+  small.box = {40, 0, 0, 0, 12.445, 0, 0, 0, 12.445};
+  for (int i = 0; i < 24; ++i) {
+    small.types.push_back(frame.types[i]);
+    for (int d = 0; d < 3; ++d)
+      small.coord.push_back(frame.coord[3 * i + d] * (d == 0 ? 0.5 : 1.0) + (d == 0 ? 2 : 0));
+  }
+  std::vector<std::vector<std::vector<double>>> ends;
+  for (int np : {1, 4}) {
+    const auto dir = make_temp_dir("lammps-empty" + std::to_string(np));
+    write_water_model(dir + "/model.pt", 11);
+    write_data_file(dir + "/data.lmp", small);
+    ends.push_back(trajectory_end(dir, np, 20, np == 4 ? "processors 4 1 1\n" : ""));
+  }
+  CHECK(max_row_diff(ends[0], ends[1]) < 1e-7);
+}
+
+TEST_CASE("NVE conserves the total energy over 1000 steps", "[lammps]") {
+  // A smooth random model with statistics of the size of water's (no trained water model here yet).
+  const auto dir = make_temp_dir("lammps-nve");
+  write_water_model(dir + "/model.pt", 11);
+  write_data_file(dir + "/data.lmp", water_frame(0, false));
+  const std::string input =
+      std::string(kSetup) + pair_lines("model.pt") +
+      "velocity all create 330 1234 mom yes rot yes dist gaussian loop geom\n"
+      "timestep 0.0005\nfix 1 all nve\nthermo 50\n"
+      "thermo_style custom step pe ke etotal\nthermo_modify format float %.17g\nrun 1000\n";
+  const auto r = run_lammps(dir, input, 2);
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  const auto rows = thermo_rows(read_text(dir + "/log.lammps"), 4);
+  REQUIRE(rows.size() == 21);
+  double ke_mean = 0, drift = 0;
+  for (const auto& row : rows) {
+    ke_mean += row[2] / static_cast<double>(rows.size());
+    drift = std::max(drift, std::abs(row[3] - rows.front()[3]));
+  }
+  // Bound: the total energy wanders by less than 1e-3 of the kinetic energy (0.5 fs steps).
+  INFO("max |Etot - Etot(0)| = " << drift << " eV, <KE> = " << ke_mean << " eV");
+  CHECK(ke_mean > 1.0);
+  CHECK(drift < 1e-3 * ke_mean);
+}
+
+TEST_CASE("model deviation: two models differ, one model twice gives zero", "[lammps]") {
+  const auto frame = water_frame(0, false);
+  for (int np : {1, 2}) {
+    const auto dir = make_temp_dir("lammps-devi" + std::to_string(np));
+    write_water_model(dir + "/a.pt", 11);
+    write_water_model(dir + "/b.pt", 12);
+    write_data_file(dir + "/data.lmp", frame);
+    const auto r1 = run_lammps(
+        dir, std::string(kSetup) + pair_lines("a.pt b.pt out_freq 1 out_file devi.out atomic") + "run 0\n",
+        np);
+    INFO(r1.output);
+    REQUIRE(r1.status == 0);
+    const auto r2 = run_lammps(
+        dir, std::string(kSetup) + pair_lines("a.pt a.pt out_freq 1 out_file same.out") + "run 0\n", np);
+    INFO(r2.output);
+    REQUIRE(r2.status == 0);
+
+    // Independent truth: the deviation from direct evaluations of both models.
+    const auto fa = direct(dir + "/a.pt", frame), fb = direct(dir + "/b.pt", frame);
+    const auto n = static_cast<std::size_t>(frame.natoms());
+    std::vector<double> devi(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      double s = 0;
+      for (int d = 0; d < 3; ++d) {
+        const double h = 0.5 * (fa.force[3 * i + d] - fb.force[3 * i + d]);
+        s += 2 * h * h;
+      }
+      devi[i] = std::sqrt(s / 2);
+    }
+    const auto text = read_text(dir + "/devi.out");
+    REQUIRE(text.rfind("#       step         max_devi_v", 0) == 0);
+    std::stringstream ss(text.substr(text.find('\n') + 1));
+    std::vector<double> line;
+    for (double v; ss >> v;) line.push_back(v);
+    REQUIRE(line.size() == 7 + n);
+    CHECK(line[4] == Approx(*std::max_element(devi.begin(), devi.end())).epsilon(1e-8));
+    CHECK(line[5] == Approx(*std::min_element(devi.begin(), devi.end())).epsilon(1e-8));
+    double avg = 0;
+    for (double v : devi) avg += v / static_cast<double>(n);
+    CHECK(line[6] == Approx(avg).epsilon(1e-8));
+    CHECK(line[4] > 0);
+    for (std::size_t i = 0; i < n; ++i) CHECK(line[7 + i] == Approx(devi[i]).epsilon(1e-8));
+    double max_v = 0;
+    for (int c = 0; c < 9; ++c)
+      max_v = std::max(max_v, std::abs(fa.virial[c] - fb.virial[c]) / 2 / static_cast<double>(n));
+    CHECK(line[1] == Approx(max_v).epsilon(1e-7));
+
+    const auto same = read_text(dir + "/same.out");
+    std::stringstream s2(same.substr(same.find('\n') + 1));
+    std::vector<double> zeros;
+    for (double v; s2 >> v;) zeros.push_back(v);
+    REQUIRE(zeros.size() == 7);
+    for (int k = 1; k < 7; ++k) CHECK(zeros[k] == 0.0);
+  }
+}
+
+TEST_CASE("input errors give clear LAMMPS errors", "[lammps]") {
+  const auto dir = make_temp_dir("lammps-errors");
+  write_water_model(dir + "/model.pt", 11);
+  write_data_file(dir + "/data.lmp", water_frame(0, false));
+  {
+    std::ofstream corrupt(dir + "/corrupt.pt");
+    corrupt << "not a model";
+  }
+  struct Case {
+    std::string name, input, expected;
+  };
+  const std::string run = "run 0\n";
+  const std::vector<Case> cases = {
+      {"newton off", "newton off\n" + std::string(kSetup) + pair_lines("model.pt") + run,
+       "ERROR: pair_style deepkf requires newton pair on"},
+      {"unknown element", std::string(kSetup) + "pair_style deepkf model.pt\npair_coeff * * O Si\n" + run,
+       "ERROR: pair_coeff deepkf: element Si of atom type 2 is not in model file model.pt (its types: O H)"},
+      {"missing model", std::string(kSetup) + pair_lines("nothere.pt") + run,
+       "ERROR: pair_style deepkf cannot load model file nothere.pt"},
+      {"corrupt model", std::string(kSetup) + pair_lines("corrupt.pt") + run,
+       "ERROR: pair_style deepkf cannot load model file corrupt.pt"},
+      {"wrong units",
+       "units real\nboundary p p p\natom_style atomic\nread_data data.lmp\n" + pair_lines("model.pt") + run,
+       "ERROR: pair_style deepkf requires units metal (eV, Angstrom); this input uses units real"},
+  };
+  for (const auto& c : cases) {
+    SECTION(c.name) {
+      const auto r = run_lammps(dir, c.input, 1);
+      INFO(r.output);
+      CHECK(r.status != 0);
+      CHECK(r.output.find(c.expected) != std::string::npos);
+      CHECK(r.output.find("Segmentation") == std::string::npos);
+    }
+  }
+}
