@@ -9,6 +9,7 @@ packages=(
   libhdf5-dev
   libopenmpi-dev openmpi-bin
   libcli11-dev catch2 nlohmann-json3-dev libspdlog-dev libfmt-dev
+  dpkg-dev xz-utils   # scripts/build_lammps.sh: unpack Debian's LAMMPS source (dpkg-source)
 )
 
 missing=()
