@@ -14,8 +14,8 @@ struct System {
   bool periodic = true;               // false for DeePMD's `nopbc` systems (box is then empty)
   std::int64_t nframes = 0;
   std::int64_t natoms = 0;
-  std::vector<double> coord;   // nframes x natoms x 3, Angstrom
-  std::vector<double> box;     // nframes x 9, rows are the cell vectors a, b, c (Angstrom); empty if !periodic
+  std::vector<double> coord;  // nframes x natoms x 3, Angstrom
+  std::vector<double> box;    // nframes x 9, rows are the cell vectors a, b, c (Angstrom); empty if !periodic
   std::vector<double> energy;  // nframes, eV
   std::vector<double> force;   // nframes x natoms x 3, eV/Angstrom; empty when the data has no forces
   std::vector<double> virial;  // nframes x 9, eV, row-major; empty when the data has no virials

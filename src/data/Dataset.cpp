@@ -1,0 +1,112 @@
+#include "src/data/Dataset.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "src/core/Error.hpp"
+#include "src/data/DeepmdHdf5.hpp"
+#include "src/data/DeepmdNpy.hpp"
+#include "src/data/ExtXyz.hpp"
+#include "src/data/SystemStatistics.hpp"
+
+namespace fs = std::filesystem;
+
+namespace deepkf {
+
+namespace {
+
+bool is_extxyz_path(const std::string& path) {
+  const std::string ext = fs::path(path).extension().string();
+  return ext == ".xyz" || ext == ".extxyz";
+}
+
+}  // namespace
+
+std::vector<System> read_systems(const std::string& path) {
+  if (is_hdf5_path(path)) return read_hdf5_systems(path);
+  std::error_code ec;
+  if (is_extxyz_path(path) && fs::is_regular_file(path, ec)) return read_extxyz(path);
+  if (!fs::exists(path, ec)) throw DataError(fmt::format("data path {} does not exist", path));
+  if (is_npy_system(path)) return {read_npy_system(path)};
+  if (!fs::is_directory(path, ec))
+    throw DataError(
+        fmt::format("{} is neither a system folder, a folder of systems, an .h5/.hdf5 file nor an "
+                    ".xyz/.extxyz file",
+                    path));
+  std::vector<std::string> dirs;
+  for (auto it = fs::recursive_directory_iterator(path, fs::directory_options::follow_directory_symlink);
+       it != fs::recursive_directory_iterator(); ++it) {
+    if (!it->is_directory()) continue;
+    if (is_npy_system(it->path().string())) {
+      dirs.push_back(it->path().string());
+      it.disable_recursion_pending();  // a system's set.* folders are not systems
+    }
+  }
+  if (dirs.empty()) throw DataError(fmt::format("no system (folder with type.raw) found under {}", path));
+  std::sort(dirs.begin(), dirs.end());
+  std::vector<System> out;
+  out.reserve(dirs.size());
+  for (const auto& d : dirs) out.push_back(read_npy_system(d));
+  return out;
+}
+
+void remap_types(System& system, const std::vector<std::string>& type_map) {
+  std::vector<int> to(system.type_map.size(), -1);
+  for (std::size_t t = 0; t < system.type_map.size(); ++t) {
+    const auto it = std::find(type_map.begin(), type_map.end(), system.type_map[t]);
+    if (it != type_map.end()) to[t] = static_cast<int>(it - type_map.begin());
+  }
+  for (int& t : system.atom_types) {
+    const int g = to[static_cast<std::size_t>(t)];
+    if (g < 0)
+      throw DataError(fmt::format("element '{}' of {} is not in the type map ({})",
+                                  system.type_map[static_cast<std::size_t>(t)], system.source,
+                                  fmt::join(type_map, ", ")));
+    t = g;
+  }
+  system.type_map = type_map;
+}
+
+Dataset Dataset::load(const std::vector<std::string>& paths, const std::vector<std::string>& type_map,
+                      const LoadOptions& options) {
+  if (paths.empty()) throw DataError("no data paths given");
+  Dataset d;
+  for (const auto& p : paths) {
+    auto systems = read_systems(p);
+    for (auto& s : systems) d.systems.push_back(std::move(s));
+  }
+  d.type_map = type_map;
+  if (d.type_map.empty()) {
+    for (const System& s : d.systems)
+      for (std::size_t t = 0; t < s.type_map.size(); ++t) {
+        // only elements that occur: an unused type_map entry does not enter the union
+        if (std::find(s.atom_types.begin(), s.atom_types.end(), static_cast<int>(t)) == s.atom_types.end())
+          continue;
+        if (std::find(d.type_map.begin(), d.type_map.end(), s.type_map[t]) == d.type_map.end())
+          d.type_map.push_back(s.type_map[t]);
+      }
+  }
+  for (System& s : d.systems) remap_types(s, d.type_map);
+
+  std::vector<SystemStatistics> stats;
+  stats.reserve(d.systems.size());
+  for (const System& s : d.systems) stats.push_back(compute_statistics(s));
+  const std::string what =
+      paths.size() == 1 ? paths[0] : fmt::format("{} (and {} more)", paths[0], paths.size() - 1);
+  const std::string finding = check_units(d.systems, stats, what);
+  if (!finding.empty()) {
+    if (!options.allow_suspicious_units) throw DataError(finding);
+    d.warnings.push_back(finding);
+  }
+  return d;
+}
+
+std::int64_t Dataset::total_frames() const {
+  std::int64_t n = 0;
+  for (const System& s : systems) n += s.nframes;
+  return n;
+}
+
+}  // namespace deepkf

@@ -1,0 +1,43 @@
+#pragma once
+// A dataset: many systems of different sizes and type maps under one global type map by element name.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "src/data/DatasetSplit.hpp"
+#include "src/data/System.hpp"
+
+namespace deepkf {
+
+struct LoadOptions {
+  // Load data whose units look wrong (see check_units) instead of throwing; the finding is kept in
+  // Dataset::warnings.
+  bool allow_suspicious_units = false;
+};
+
+class Dataset {
+ public:
+  // Reads every path and remaps all systems to one type map. A path is a system folder (holds type.raw),
+  // a folder searched recursively for system folders, an .h5/.hdf5 file, "file.h5#group/path", or an
+  // extended XYZ file (.xyz/.extxyz). type_map: the global element order (e.g. the model's type_map; an
+  // element of the data missing from it is an error) or empty for the union in order of first
+  // appearance. Throws DataError (naming file, array and value) before returning anything when any input
+  // is bad, including implausible units unless options.allow_suspicious_units.
+  static Dataset load(const std::vector<std::string>& paths, const std::vector<std::string>& type_map = {},
+                      const LoadOptions& options = {});
+
+  std::vector<System> systems;        // each with type_map == this->type_map
+  std::vector<std::string> type_map;  // global element names
+  std::vector<std::string> warnings;  // findings that did not stop the load
+
+  std::int64_t total_frames() const;
+};
+
+// The systems under one path (see Dataset::load), each with its own type map.
+std::vector<System> read_systems(const std::string& path);
+
+// Rewrites system.atom_types to index `type_map` (element names) and sets system.type_map to it. Throws
+// DataError naming the system and the element when one is missing from type_map.
+void remap_types(System& system, const std::vector<std::string>& type_map);
+
+}  // namespace deepkf

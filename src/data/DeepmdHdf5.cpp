@@ -1,0 +1,328 @@
+#include "src/data/DeepmdHdf5.hpp"
+
+#include <fmt/format.h>
+#include <hdf5.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "src/core/Error.hpp"
+#include "src/data/DeepmdLayout.hpp"
+
+namespace fs = std::filesystem;
+
+namespace deepkf {
+
+namespace {
+
+// Owns an HDF5 identifier and closes it with the matching H5?close.
+class Handle {
+ public:
+  Handle(hid_t id, herr_t (*close)(hid_t)) : id_(id), close_(close) {}
+  Handle(const Handle&) = delete;
+  Handle& operator=(const Handle&) = delete;
+  ~Handle() {
+    if (id_ >= 0) close_(id_);
+  }
+  hid_t get() const { return id_; }
+  bool ok() const { return id_ >= 0; }
+
+ private:
+  hid_t id_;
+  herr_t (*close_)(hid_t);
+};
+
+void silence_hdf5() {
+  static const bool silenced = [] {
+    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+    return true;
+  }();
+  (void)silenced;
+}
+
+// Reading context: the file name for messages.
+struct Reader {
+  std::string file;
+
+  [[noreturn]] void fail(const std::string& object, const std::string& what) const {
+    throw DataError(
+        fmt::format("{}: cannot read {} ({}); the file may be truncated or corrupt", file, object, what));
+  }
+
+  bool exists(hid_t group, const char* name) const {
+    const htri_t e = H5Lexists(group, name, H5P_DEFAULT);
+    if (e < 0) fail(name, "link lookup failed");
+    return e > 0;
+  }
+
+  // Whole dataset in one H5Dread, converted to double (or to int64 when as_int).
+  RawArray read_numeric(hid_t group, const std::string& gpath, const char* name, bool as_int = false) const {
+    RawArray a;
+    if (!exists(group, name)) return a;
+    const std::string object = gpath + "/" + name;
+    Handle ds(H5Dopen2(group, name, H5P_DEFAULT), H5Dclose);
+    if (!ds.ok()) fail(object, "not a dataset");
+    Handle type(H5Dget_type(ds.get()), H5Tclose);
+    const H5T_class_t cls = H5Tget_class(type.get());
+    if (cls != H5T_FLOAT && cls != H5T_INTEGER && cls != H5T_ENUM)
+      throw DataError(fmt::format("{}: dataset {} is not numeric", file, object));
+    Handle space(H5Dget_space(ds.get()), H5Sclose);
+    const int ndims = H5Sget_simple_extent_ndims(space.get());
+    if (ndims < 0) fail(object, "bad dataspace");
+    std::vector<hsize_t> dims(static_cast<std::size_t>(ndims));
+    if (ndims > 0) H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
+    std::int64_t n = 1;
+    for (auto d : dims) {
+      a.shape.push_back(static_cast<std::int64_t>(d));
+      n *= static_cast<std::int64_t>(d);
+    }
+    a.present = true;
+    a.data.resize(static_cast<std::size_t>(n));
+    if (n == 0) return a;
+    if (as_int) {
+      std::vector<std::int64_t> v(static_cast<std::size_t>(n));
+      if (H5Dread(ds.get(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()) < 0)
+        fail(object, "H5Dread failed");
+      std::copy(v.begin(), v.end(), a.data.begin());
+    } else if (H5Dread(ds.get(), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, a.data.data()) < 0) {
+      fail(object, "H5Dread failed");
+    }
+    return a;
+  }
+
+  // A 1-d (or scalar) dataset of fixed- or variable-length strings.
+  std::vector<std::string> read_strings(hid_t group, const std::string& gpath, const char* name) const {
+    const std::string object = gpath + "/" + name;
+    Handle ds(H5Dopen2(group, name, H5P_DEFAULT), H5Dclose);
+    if (!ds.ok()) fail(object, "not a dataset");
+    Handle type(H5Dget_type(ds.get()), H5Tclose);
+    if (H5Tget_class(type.get()) != H5T_STRING)
+      throw DataError(fmt::format("{}: dataset {} does not hold strings", file, object));
+    Handle space(H5Dget_space(ds.get()), H5Sclose);
+    const hssize_t n = H5Sget_simple_extent_npoints(space.get());
+    if (n < 0) fail(object, "bad dataspace");
+    std::vector<std::string> out;
+    if (n == 0) return out;
+    if (H5Tis_variable_str(type.get()) > 0) {
+      Handle mem(H5Tcopy(H5T_C_S1), H5Tclose);
+      H5Tset_size(mem.get(), H5T_VARIABLE);
+      std::vector<char*> ptrs(static_cast<std::size_t>(n), nullptr);
+      if (H5Dread(ds.get(), mem.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, ptrs.data()) < 0)
+        fail(object, "H5Dread failed");
+      for (char* p : ptrs) out.emplace_back(p ? p : "");
+      H5Dvlen_reclaim(mem.get(), space.get(), H5P_DEFAULT, ptrs.data());
+    } else {
+      // Fixed length: read the bytes as stored (null-padded, null-terminated or space-padded).
+      const std::size_t len = H5Tget_size(type.get());
+      std::vector<char> buf(static_cast<std::size_t>(n) * len);
+      if (H5Dread(ds.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, buf.data()) < 0)
+        fail(object, "H5Dread failed");
+      for (hssize_t i = 0; i < n; ++i) {
+        std::string s(buf.data() + i * len, len);
+        s = s.substr(0, s.find('\0'));
+        while (!s.empty() && s.back() == ' ') s.pop_back();
+        out.push_back(s);
+      }
+    }
+    return out;
+  }
+
+  // Names of the links in `group`, in name order.
+  std::vector<std::string> children(hid_t group, const std::string& gpath) const {
+    H5G_info_t info;
+    if (H5Gget_info(group, &info) < 0) fail(gpath, "cannot list the group");
+    std::vector<std::string> names;
+    for (hsize_t i = 0; i < info.nlinks; ++i) {
+      const ssize_t len =
+          H5Lget_name_by_idx(group, ".", H5_INDEX_NAME, H5_ITER_INC, i, nullptr, 0, H5P_DEFAULT);
+      if (len < 0) fail(gpath, "cannot list the group");
+      std::string name(static_cast<std::size_t>(len) + 1, '\0');
+      H5Lget_name_by_idx(group, ".", H5_INDEX_NAME, H5_ITER_INC, i, name.data(), name.size(), H5P_DEFAULT);
+      name.resize(static_cast<std::size_t>(len));
+      names.push_back(name);
+    }
+    return names;
+  }
+
+  bool is_group(hid_t parent, const std::string& name) const {
+    Handle obj(H5Oopen(parent, name.c_str(), H5P_DEFAULT), H5Oclose);
+    return obj.ok() && H5Iget_type(obj.get()) == H5I_GROUP;
+  }
+
+  System read_system(hid_t g, const std::string& gpath) const {
+    RawSystem raw;
+    raw.source = file + "#" + (gpath.empty() ? "/" : gpath);
+    if (exists(g, "type.raw")) {
+      raw.has_types = true;
+      RawArray t = read_numeric(g, gpath, "type.raw", true);
+      raw.types.assign(t.data.begin(), t.data.end());
+    }
+    if (exists(g, "type_map.raw")) raw.type_map = read_strings(g, gpath, "type_map.raw");
+    raw.periodic = !exists(g, "nopbc");
+    for (const std::string& name : children(g, gpath)) {
+      if (name.rfind("set.", 0) != 0 || !is_group(g, name)) continue;
+      Handle set(H5Gopen2(g, name.c_str(), H5P_DEFAULT), H5Gclose);
+      if (!set.ok()) fail(gpath + "/" + name, "cannot open the group");
+      const std::string spath = gpath + "/" + name;
+      RawSet rs;
+      rs.where = file + "#" + spath;
+      rs.coord = read_numeric(set.get(), spath, "coord.npy");
+      rs.box = read_numeric(set.get(), spath, "box.npy");
+      rs.energy = read_numeric(set.get(), spath, "energy.npy");
+      rs.force = read_numeric(set.get(), spath, "force.npy");
+      rs.virial = read_numeric(set.get(), spath, "virial.npy");
+      raw.sets.push_back(std::move(rs));
+    }
+    return assemble_system(std::move(raw));
+  }
+
+  void collect(hid_t g, const std::string& gpath, std::vector<System>& out) const {
+    if (exists(g, "type.raw")) {
+      out.push_back(read_system(g, gpath));
+      return;
+    }
+    for (const std::string& name : children(g, gpath)) {
+      if (!is_group(g, name)) continue;
+      Handle child(H5Gopen2(g, name.c_str(), H5P_DEFAULT), H5Gclose);
+      if (!child.ok()) fail(gpath + "/" + name, "cannot open the group");
+      collect(child.get(), gpath + "/" + name, out);
+    }
+  }
+};
+
+// Writing context.
+struct Writer {
+  std::string file;
+
+  void check(herr_t status, const std::string& what) const {
+    if (status < 0) throw DataError(fmt::format("cannot write {} in {} (hdf5 error)", what, file));
+  }
+
+  void write_doubles(hid_t g, const char* name, const RawArray& a) const {
+    if (!a.present) return;
+    std::vector<hsize_t> dims(a.shape.begin(), a.shape.end());
+    Handle space(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), H5Sclose);
+    Handle ds(H5Dcreate2(g, name, H5T_IEEE_F64LE, space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+              H5Dclose);
+    if (!ds.ok()) check(-1, name);
+    check(H5Dwrite(ds.get(), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, a.data.data()), name);
+  }
+
+  void write_system(hid_t file_id, const System& s, const std::string& group) const {
+    Handle lcpl(H5Pcreate(H5P_LINK_CREATE), H5Pclose);
+    H5Pset_create_intermediate_group(lcpl.get(), 1);
+    Handle g(H5Gcreate2(file_id, group.c_str(), lcpl.get(), H5P_DEFAULT, H5P_DEFAULT), H5Gclose);
+    if (!g.ok()) check(-1, "group " + group);
+
+    // type.raw: int64 (natoms)
+    const hsize_t natoms = static_cast<hsize_t>(s.natoms);
+    std::vector<std::int64_t> types(s.atom_types.begin(), s.atom_types.end());
+    Handle tspace(H5Screate_simple(1, &natoms, nullptr), H5Sclose);
+    Handle tds(
+        H5Dcreate2(g.get(), "type.raw", H5T_STD_I64LE, tspace.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+        H5Dclose);
+    if (!tds.ok()) check(-1, group + "/type.raw");
+    check(H5Dwrite(tds.get(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, types.data()),
+          group + "/type.raw");
+
+    // type_map.raw: fixed-length byte strings, as numpy's dtype "S" gives.
+    std::size_t len = 1;
+    for (const auto& name : s.type_map) len = std::max(len, name.size());
+    std::vector<char> buf(s.type_map.size() * len, '\0');
+    for (std::size_t i = 0; i < s.type_map.size(); ++i)
+      std::copy(s.type_map[i].begin(), s.type_map[i].end(), buf.begin() + i * len);
+    const hsize_t ntypes = s.type_map.size();
+    Handle stype(H5Tcopy(H5T_C_S1), H5Tclose);
+    H5Tset_size(stype.get(), len);
+    H5Tset_strpad(stype.get(), H5T_STR_NULLPAD);
+    Handle mspace(H5Screate_simple(1, &ntypes, nullptr), H5Sclose);
+    Handle mds(
+        H5Dcreate2(g.get(), "type_map.raw", stype.get(), mspace.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+        H5Dclose);
+    if (!mds.ok()) check(-1, group + "/type_map.raw");
+    check(H5Dwrite(mds.get(), stype.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, buf.data()),
+          group + "/type_map.raw");
+
+    if (!s.periodic) {
+      Handle nspace(H5Screate(H5S_SCALAR), H5Sclose);
+      Handle nds(
+          H5Dcreate2(g.get(), "nopbc", H5T_STD_I8LE, nspace.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+          H5Dclose);
+      const std::int8_t one = 1;
+      if (!nds.ok()) check(-1, group + "/nopbc");
+      check(H5Dwrite(nds.get(), H5T_NATIVE_INT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, &one), group + "/nopbc");
+    }
+  }
+};
+
+}  // namespace
+
+bool is_hdf5_path(const std::string& path) {
+  const std::string file = path.substr(0, path.find('#'));
+  const std::string ext = fs::path(file).extension().string();
+  return ext == ".h5" || ext == ".hdf5";
+}
+
+std::vector<System> read_hdf5_systems(const std::string& path) {
+  silence_hdf5();
+  const std::size_t hash = path.find('#');
+  const std::string file = path.substr(0, hash);
+  std::string group = hash == std::string::npos ? "" : path.substr(hash + 1);
+  while (!group.empty() && group.back() == '/') group.pop_back();
+  if (!group.empty() && group.front() != '/') group = "/" + group;
+
+  std::error_code ec;
+  if (!fs::is_regular_file(file, ec)) throw DataError(fmt::format("cannot open {}: no such file", file));
+  if (H5Fis_hdf5(file.c_str()) <= 0)
+    throw DataError(fmt::format("{} is not an hdf5 file (or its header is corrupt)", file));
+  Handle f(H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+  if (!f.ok()) throw DataError(fmt::format("cannot open {}: the hdf5 file is truncated or corrupt", file));
+  Reader reader{file};
+
+  std::vector<System> out;
+  if (group.empty()) {
+    Handle root(H5Gopen2(f.get(), "/", H5P_DEFAULT), H5Gclose);
+    if (!root.ok()) reader.fail("/", "cannot open the root group");
+    reader.collect(root.get(), "", out);
+  } else {
+    const htri_t exists = H5Lexists(f.get(), group.c_str(), H5P_DEFAULT);
+    if (exists <= 0 || !reader.is_group(f.get(), group))
+      throw DataError(fmt::format("{} has no group {}", file, group));
+    Handle g(H5Gopen2(f.get(), group.c_str(), H5P_DEFAULT), H5Gclose);
+    if (!g.ok()) reader.fail(group, "cannot open the group");
+    reader.collect(g.get(), group, out);
+  }
+  if (out.empty())
+    throw DataError(fmt::format("{} holds no system (no group with type.raw{})", file,
+                                group.empty() ? "" : " under " + group));
+  return out;
+}
+
+void write_hdf5_systems(const std::string& path, const std::vector<System>& systems,
+                        const std::vector<std::string>& group_names, std::int64_t set_size) {
+  silence_hdf5();
+  if (systems.size() != group_names.size())
+    throw DataError(
+        fmt::format("write_hdf5_systems: {} systems but {} group names", systems.size(), group_names.size()));
+  Handle f(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose);
+  if (!f.ok()) throw DataError(fmt::format("cannot create hdf5 file {}", path));
+  Writer w{path};
+  for (std::size_t i = 0; i < systems.size(); ++i) {
+    const System& s = systems[i];
+    const std::string& group = group_names[i];
+    w.write_system(f.get(), s, group);
+    for (const RawSet& set : split_into_sets(s, set_size)) {
+      const std::string spath = group + "/" + fs::path(set.where).filename().string();
+      Handle g(H5Gcreate2(f.get(), spath.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose);
+      if (!g.ok()) w.check(-1, "group " + spath);
+      w.write_doubles(g.get(), "coord.npy", set.coord);
+      w.write_doubles(g.get(), "box.npy", set.box);
+      w.write_doubles(g.get(), "energy.npy", set.energy);
+      w.write_doubles(g.get(), "force.npy", set.force);
+      w.write_doubles(g.get(), "virial.npy", set.virial);
+    }
+  }
+  if (H5Fflush(f.get(), H5F_SCOPE_GLOBAL) < 0) throw DataError(fmt::format("cannot flush {}", path));
+}
+
+}  // namespace deepkf

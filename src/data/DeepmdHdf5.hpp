@@ -1,0 +1,29 @@
+#pragma once
+// The deepmd/hdf5 layout written by dpdata's to_deepmd_hdf5: one HDF5 file holding systems as groups, each
+// mirroring an npy system folder (datasets type.raw (integers), type_map.raw (fixed- or variable-length
+// strings), an optional nopbc dataset, and groups set.NNN with datasets coord.npy, box.npy, energy.npy,
+// force.npy, virial.npy). Systems may sit in nested groups; a group is a system when it has type.raw.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "src/data/System.hpp"
+
+namespace deepkf {
+
+// True when the file part of `path` (before an optional '#group') ends in .h5 or .hdf5.
+bool is_hdf5_path(const std::string& path);
+
+// Reads the systems of "file.h5" (all of them) or "file.h5#group/path" (that system, or every system
+// below that group), depth first in name order. Each System's source is "file.h5#/group/path". One
+// H5Dread per dataset. Throws DataError naming the file and the object for a missing, truncated or
+// corrupt file, a missing group, and any content error (see assemble_system).
+std::vector<System> read_hdf5_systems(const std::string& path);
+
+// Writes a new file (replacing `path`) with systems[i] in the group named group_names[i] ('/' nests
+// groups), float64 arrays in sets of at most set_size frames. Not atomic: callers wanting that write to a
+// temporary name and rename. Throws DataError naming the file when HDF5 fails.
+void write_hdf5_systems(const std::string& path, const std::vector<System>& systems,
+                        const std::vector<std::string>& group_names, std::int64_t set_size = 5000);
+
+}  // namespace deepkf

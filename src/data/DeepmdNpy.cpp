@@ -1,0 +1,117 @@
+#include "src/data/DeepmdNpy.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "src/core/Error.hpp"
+#include "src/data/DeepmdLayout.hpp"
+#include "src/data/NpyFile.hpp"
+
+namespace fs = std::filesystem;
+
+namespace deepkf {
+
+namespace {
+
+std::vector<std::string> read_words(const fs::path& path) {
+  std::ifstream in(path);
+  if (!in) throw DataError(fmt::format("cannot read {}", path.string()));
+  std::vector<std::string> words;
+  std::string w;
+  while (in >> w) words.push_back(w);
+  return words;
+}
+
+RawArray read_optional(const fs::path& path) {
+  RawArray a;
+  if (!fs::exists(path)) return a;
+  NpyArray n = read_npy(path.string());
+  a.present = true;
+  a.shape = std::move(n.shape);
+  a.data = std::move(n.data);
+  return a;
+}
+
+}  // namespace
+
+bool is_npy_system(const std::string& dir) {
+  std::error_code ec;
+  return fs::is_directory(dir, ec) && fs::is_regular_file(fs::path(dir) / "type.raw", ec);
+}
+
+System read_npy_system(const std::string& dir) {
+  const fs::path root(dir);
+  RawSystem raw;
+  raw.source = root.lexically_normal().string();
+  while (raw.source.size() > 1 && raw.source.back() == '/') raw.source.pop_back();
+  if (!fs::is_directory(root)) throw DataError(fmt::format("{} is not a directory", dir));
+  if (fs::exists(root / "type.raw")) {
+    raw.has_types = true;
+    const auto words = read_words(root / "type.raw");
+    for (std::size_t i = 0; i < words.size(); ++i) {
+      std::size_t used = 0;
+      long long t = 0;
+      try {
+        t = std::stoll(words[i], &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used != words[i].size())
+        throw DataError(
+            fmt::format("type.raw in {} has a non-integer entry '{}' at atom {}", raw.source, words[i], i));
+      raw.types.push_back(t);
+    }
+  }
+  if (fs::exists(root / "type_map.raw")) raw.type_map = read_words(root / "type_map.raw");
+  raw.periodic = !fs::exists(root / "nopbc");
+
+  std::vector<fs::path> set_dirs;
+  for (const auto& e : fs::directory_iterator(root))
+    if (e.is_directory() && e.path().filename().string().rfind("set.", 0) == 0) set_dirs.push_back(e.path());
+  std::sort(set_dirs.begin(), set_dirs.end());
+  for (const auto& sd : set_dirs) {
+    RawSet set;
+    set.where = raw.source + "/" + sd.filename().string();
+    set.coord = read_optional(sd / "coord.npy");
+    set.box = read_optional(sd / "box.npy");
+    set.energy = read_optional(sd / "energy.npy");
+    set.force = read_optional(sd / "force.npy");
+    set.virial = read_optional(sd / "virial.npy");
+    raw.sets.push_back(std::move(set));
+  }
+  return assemble_system(std::move(raw));
+}
+
+void write_npy_system(const std::string& dir, const System& system, std::int64_t set_size) {
+  const fs::path root(dir);
+  std::error_code ec;
+  fs::create_directories(root, ec);
+  if (ec) throw DataError(fmt::format("cannot create {}: {}", dir, ec.message()));
+  {
+    std::ofstream out(root / "type.raw");
+    for (int t : system.atom_types) out << t << '\n';
+    std::ofstream map(root / "type_map.raw");
+    for (const auto& name : system.type_map) map << name << '\n';
+    if (!out || !map) throw DataError(fmt::format("cannot write type.raw/type_map.raw in {}", dir));
+  }
+  if (!system.periodic) std::ofstream(root / "nopbc").flush();
+  for (RawSet& set : split_into_sets(system, set_size)) {
+    const fs::path sd = root / fs::path(set.where).filename();
+    fs::create_directories(sd, ec);
+    if (ec) throw DataError(fmt::format("cannot create {}: {}", sd.string(), ec.message()));
+    auto put = [&](const char* name, const RawArray& a) {
+      if (a.present) write_npy((sd / name).string(), a.shape, a.data.data());
+    };
+    put("coord.npy", set.coord);
+    put("box.npy", set.box);
+    put("energy.npy", set.energy);
+    put("force.npy", set.force);
+    put("virial.npy", set.virial);
+  }
+}
+
+}  // namespace deepkf

@@ -1,0 +1,294 @@
+#include "src/data/ExtXyz.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "src/core/Error.hpp"
+#include "src/geometry/Cell.hpp"
+
+namespace deepkf {
+
+namespace {
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+std::vector<std::string> split_ws(const std::string& s) {
+  std::istringstream in(s);
+  std::vector<std::string> out;
+  std::string w;
+  while (in >> w) out.push_back(w);
+  return out;
+}
+
+// key=value pairs of a comment line; keys lower-cased, quotes removed.
+std::map<std::string, std::string> parse_comment(const std::string& line, const std::string& where) {
+  std::map<std::string, std::string> kv;
+  std::size_t i = 0;
+  const std::size_t n = line.size();
+  while (i < n) {
+    while (i < n && std::isspace(static_cast<unsigned char>(line[i]))) ++i;
+    if (i >= n) break;
+    const std::size_t k0 = i;
+    while (i < n && line[i] != '=' && !std::isspace(static_cast<unsigned char>(line[i]))) ++i;
+    const std::string key = lower(line.substr(k0, i - k0));
+    while (i < n && line[i] == ' ') ++i;
+    if (i >= n || line[i] != '=') {
+      kv[key] = "T";  // a bare flag
+      continue;
+    }
+    ++i;
+    while (i < n && line[i] == ' ') ++i;
+    std::string value;
+    if (i < n && (line[i] == '"' || line[i] == '\'' || line[i] == '{')) {
+      const char close = line[i] == '{' ? '}' : line[i];
+      const std::size_t end = line.find(close, i + 1);
+      if (end == std::string::npos)
+        throw DataError(fmt::format("{}: unterminated quoted value for key '{}'", where, key));
+      value = line.substr(i + 1, end - i - 1);
+      i = end + 1;
+    } else {
+      const std::size_t v0 = i;
+      while (i < n && !std::isspace(static_cast<unsigned char>(line[i]))) ++i;
+      value = line.substr(v0, i - v0);
+    }
+    kv[key] = value;
+  }
+  return kv;
+}
+
+double to_double(const std::string& s, const std::string& where, const std::string& what) {
+  const char* begin = s.c_str();
+  char* end = nullptr;
+  const double v = std::strtod(begin, &end);
+  if (end == begin || *end != '\0')
+    throw DataError(fmt::format("{}: {} '{}' is not a number", where, what, s));
+  if (!std::isfinite(v)) throw DataError(fmt::format("{}: {} is non-finite ({})", where, what, s));
+  return v;
+}
+
+std::vector<double> numbers(const std::string& s, const std::string& where, const std::string& what) {
+  std::vector<double> out;
+  for (const auto& w : split_ws(s)) out.push_back(to_double(w, where, what));
+  return out;
+}
+
+bool truth(const std::string& s, const std::string& where) {
+  const std::string l = lower(s);
+  if (l == "t" || l == "true" || l == "1") return true;
+  if (l == "f" || l == "false" || l == "0") return false;
+  throw DataError(fmt::format("{}: pbc entry '{}' is not T or F", where, s));
+}
+
+struct Frame {
+  std::vector<std::string> species;
+  bool periodic = false;
+  std::vector<double> coord, box, force, virial;
+  double energy = 0.0;
+  std::int64_t line = 0;  // 1-based line of the atom count
+};
+
+struct Group {
+  std::vector<std::string> species;
+  bool periodic = false;
+  std::vector<Frame> frames;
+};
+
+Frame parse_frame(std::ifstream& in, const std::string& path, std::int64_t& lineno, std::int64_t natoms) {
+  Frame fr;
+  fr.line = lineno;
+  std::string comment;
+  if (!std::getline(in, comment))
+    throw DataError(fmt::format("{} line {}: file ends before the comment line of a {}-atom frame", path,
+                                lineno + 1, natoms));
+  ++lineno;
+  const std::string cwhere = fmt::format("{} line {}", path, lineno);
+  auto kv = parse_comment(comment, cwhere);
+
+  // Properties: name:type:ncols triples.
+  const std::string props = kv.count("properties") ? kv["properties"] : "species:S:1:pos:R:3";
+  std::vector<std::string> parts;
+  {
+    std::string part;
+    std::istringstream ps(props);
+    while (std::getline(ps, part, ':')) parts.push_back(part);
+  }
+  if (parts.size() % 3 != 0)
+    throw DataError(fmt::format("{}: Properties '{}' is not a list of name:type:ncols", cwhere, props));
+  int ncols = 0, col_species = -1, col_pos = -1, col_force = -1;
+  for (std::size_t p = 0; p < parts.size(); p += 3) {
+    const std::string name = lower(parts[p]);
+    const int width = std::atoi(parts[p + 2].c_str());
+    if (width <= 0)
+      throw DataError(
+          fmt::format("{}: Properties entry '{}' has bad width '{}'", cwhere, parts[p], parts[p + 2]));
+    if (name == "species") col_species = ncols;
+    if (name == "pos" && width == 3) col_pos = ncols;
+    if ((name == "forces" || name == "force") && width == 3) col_force = ncols;
+    ncols += width;
+  }
+  if (col_species < 0 || col_pos < 0)
+    throw DataError(fmt::format("{}: Properties '{}' lacks species:S:1 or pos:R:3", cwhere, props));
+
+  if (!kv.count("energy")) throw DataError(fmt::format("{}: frame has no energy= key", cwhere));
+  fr.energy = to_double(kv["energy"], cwhere, "energy");
+
+  bool has_lattice = kv.count("lattice") > 0;
+  std::vector<bool> pbc(3, has_lattice);
+  if (kv.count("pbc")) {
+    const auto w = split_ws(kv["pbc"]);
+    if (w.size() != 3) throw DataError(fmt::format("{}: pbc='{}' needs 3 values", cwhere, kv["pbc"]));
+    for (int k = 0; k < 3; ++k) pbc[k] = truth(w[k], cwhere);
+  }
+  if (!(pbc[0] == pbc[1] && pbc[1] == pbc[2]))
+    throw DataError(fmt::format("{}: partial periodicity pbc='{}' is not supported (use T T T or F F F)",
+                                cwhere, kv["pbc"]));
+  fr.periodic = pbc[0];
+  if (fr.periodic) {
+    if (!has_lattice) throw DataError(fmt::format("{}: periodic frame has no Lattice", cwhere));
+    fr.box = numbers(kv["lattice"], cwhere, "Lattice");
+    if (fr.box.size() != 9)
+      throw DataError(fmt::format("{}: Lattice has {} numbers, expected 9", cwhere, fr.box.size()));
+    Cell::validate(fr.box.data(), fmt::format("Lattice in {}", cwhere));
+  }
+  if (kv.count("virial")) {
+    fr.virial = numbers(kv["virial"], cwhere, "virial");
+    if (fr.virial.size() != 9)
+      throw DataError(fmt::format("{}: virial has {} numbers, expected 9", cwhere, fr.virial.size()));
+  } else if (kv.count("stress")) {
+    auto s = numbers(kv["stress"], cwhere, "stress");
+    if (s.size() == 6) s = {s[0], s[5], s[4], s[5], s[1], s[3], s[4], s[3], s[2]};  // Voigt xx yy zz yz xz xy
+    if (s.size() != 9)
+      throw DataError(fmt::format("{}: stress has {} numbers, expected 9 or 6", cwhere, s.size()));
+    if (!fr.periodic) throw DataError(fmt::format("{}: stress given for a non-periodic frame", cwhere));
+    // virial = -stress * V
+    const double volume = Cell(fr.box.data()).volume();
+    fr.virial.resize(9);
+    for (int k = 0; k < 9; ++k) fr.virial[k] = -s[k] * volume;
+  }
+
+  fr.species.reserve(static_cast<std::size_t>(natoms));
+  fr.coord.reserve(static_cast<std::size_t>(3 * natoms));
+  if (col_force >= 0) fr.force.reserve(static_cast<std::size_t>(3 * natoms));
+  std::string line;
+  for (std::int64_t a = 0; a < natoms; ++a) {
+    if (!std::getline(in, line))
+      throw DataError(fmt::format("{} line {}: file ends after {} of {} atom lines of the frame at line {}",
+                                  path, lineno + 1, a, natoms, fr.line));
+    ++lineno;
+    const std::string where = fmt::format("{} line {}", path, lineno);
+    const auto cols = split_ws(line);
+    if (static_cast<int>(cols.size()) < ncols)
+      throw DataError(fmt::format("{}: atom line has {} columns, Properties '{}' needs {}", where,
+                                  cols.size(), props, ncols));
+    fr.species.push_back(cols[static_cast<std::size_t>(col_species)]);
+    for (int k = 0; k < 3; ++k)
+      fr.coord.push_back(to_double(cols[static_cast<std::size_t>(col_pos + k)], where, "pos"));
+    if (col_force >= 0)
+      for (int k = 0; k < 3; ++k)
+        fr.force.push_back(to_double(cols[static_cast<std::size_t>(col_force + k)], where, "force"));
+  }
+  return fr;
+}
+
+System to_system(Group& g, const std::string& source) {
+  System s;
+  s.source = source;
+  s.periodic = g.periodic;
+  s.natoms = static_cast<std::int64_t>(g.species.size());
+  s.nframes = static_cast<std::int64_t>(g.frames.size());
+  for (const auto& name : g.species) {
+    auto it = std::find(s.type_map.begin(), s.type_map.end(), name);
+    if (it == s.type_map.end()) {
+      s.type_map.push_back(name);
+      it = s.type_map.end() - 1;
+    }
+    s.atom_types.push_back(static_cast<int>(it - s.type_map.begin()));
+  }
+  const Frame& first = g.frames.front();
+  for (const Frame& fr : g.frames) {
+    const auto mismatch = [&](const char* what, bool has) {
+      return DataError(
+          fmt::format("{}: the frame at line {} {} {} but the frame at line {} (same species) {}",
+                      source.substr(0, source.rfind(':')), fr.line, has ? "has" : "lacks", what, first.line,
+                      has ? "does not" : "does"));
+    };
+    if (fr.force.empty() != first.force.empty()) throw mismatch("forces", !fr.force.empty());
+    if (fr.virial.empty() != first.virial.empty()) throw mismatch("a virial/stress", !fr.virial.empty());
+    s.coord.insert(s.coord.end(), fr.coord.begin(), fr.coord.end());
+    s.box.insert(s.box.end(), fr.box.begin(), fr.box.end());
+    s.force.insert(s.force.end(), fr.force.begin(), fr.force.end());
+    s.virial.insert(s.virial.end(), fr.virial.begin(), fr.virial.end());
+    s.energy.push_back(fr.energy);
+  }
+  return s;
+}
+
+std::string formula(const std::vector<std::string>& species) {
+  std::vector<std::pair<std::string, int>> counts;
+  for (const auto& name : species) {
+    auto it = std::find_if(counts.begin(), counts.end(), [&](const auto& c) { return c.first == name; });
+    if (it == counts.end())
+      counts.emplace_back(name, 1);
+    else
+      ++it->second;
+  }
+  std::string f;
+  for (const auto& [name, n] : counts) f += name + std::to_string(n);
+  return f;
+}
+
+}  // namespace
+
+std::vector<System> read_extxyz(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw DataError(fmt::format("cannot open {}", path));
+  std::vector<Group> groups;
+  std::string line;
+  std::int64_t lineno = 0;
+  while (std::getline(in, line)) {
+    ++lineno;
+    const auto words = split_ws(line);
+    if (words.empty()) continue;  // blank lines between or after frames
+    char* end = nullptr;
+    const long long natoms = std::strtoll(words[0].c_str(), &end, 10);
+    if (words.size() != 1 || *end != '\0' || natoms <= 0)
+      throw DataError(
+          fmt::format("{} line {}: expected the atom count of a frame, found '{}'", path, lineno, line));
+    Frame fr = parse_frame(in, path, lineno, natoms);
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const Group& g) {
+      return g.periodic == fr.periodic && g.species == fr.species;
+    });
+    if (it == groups.end()) {
+      groups.push_back(Group{fr.species, fr.periodic, {}});
+      it = groups.end() - 1;
+    }
+    it->frames.push_back(std::move(fr));
+  }
+  if (groups.empty()) throw DataError(fmt::format("{} holds no frames", path));
+
+  std::vector<System> out;
+  for (Group& g : groups) {
+    std::string name = formula(g.species);
+    const bool twin = std::count_if(groups.begin(), groups.end(),
+                                    [&](const Group& o) { return formula(o.species) == name; }) > 1;
+    if (twin) {
+      // The same formula with another atom order or periodicity: keep the sources distinct.
+      const auto index = &g - groups.data();
+      name += (g.periodic ? "" : "_nopbc") + (index > 0 ? "_" + std::to_string(index) : std::string());
+    }
+    out.push_back(to_system(g, path + ":" + name));
+  }
+  return out;
+}
+
+}  // namespace deepkf

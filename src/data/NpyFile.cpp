@@ -1,0 +1,178 @@
+#include "src/data/NpyFile.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <regex>
+
+#include "src/core/Error.hpp"
+
+namespace deepkf {
+
+namespace {
+
+struct FileCloser {
+  void operator()(std::FILE* f) const { std::fclose(f); }
+};
+using FilePtr = std::unique_ptr<std::FILE, FileCloser>;
+
+// The value of `key` in the header dict, as written by numpy: 'key': value.
+std::string header_value(const std::string& header, const std::string& key, const std::string& path) {
+  const std::regex re("['\"]" + key + "['\"]\\s*:\\s*(\\([^)]*\\)|'[^']*'|\"[^\"]*\"|True|False)");
+  std::smatch m;
+  if (!std::regex_search(header, m, re))
+    throw DataError(fmt::format("{}: npy header has no '{}' entry (header: {})", path, key, header));
+  return m[1].str();
+}
+
+template <typename T>
+void convert(const std::vector<char>& raw, std::vector<double>& out) {
+  const std::size_t n = out.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    T v;
+    std::memcpy(&v, raw.data() + i * sizeof(T), sizeof(T));
+    out[i] = static_cast<double>(v);
+  }
+}
+
+}  // namespace
+
+std::int64_t NpyArray::cols() const {
+  std::int64_t c = 1;
+  for (std::size_t i = 1; i < shape.size(); ++i) c *= shape[i];
+  return c;
+}
+
+NpyArray read_npy(const std::string& path) {
+  FilePtr f(std::fopen(path.c_str(), "rb"));
+  if (!f) throw DataError(fmt::format("cannot open {}", path));
+  char magic[8];
+  if (std::fread(magic, 1, 8, f.get()) != 8 || std::memcmp(magic, "\x93NUMPY", 6) != 0)
+    throw DataError(fmt::format("{} is not a .npy file (bad magic string)", path));
+  const int major = static_cast<unsigned char>(magic[6]);
+  std::uint32_t header_len = 0;
+  if (major == 1) {
+    unsigned char b[2];
+    if (std::fread(b, 1, 2, f.get()) != 2) throw DataError(fmt::format("{}: truncated npy header", path));
+    header_len = b[0] | (b[1] << 8);
+  } else if (major == 2 || major == 3) {
+    unsigned char b[4];
+    if (std::fread(b, 1, 4, f.get()) != 4) throw DataError(fmt::format("{}: truncated npy header", path));
+    header_len = b[0] | (b[1] << 8) | (b[2] << 16) | (static_cast<std::uint32_t>(b[3]) << 24);
+  } else {
+    throw DataError(fmt::format("{}: unsupported npy format version {}", path, major));
+  }
+  std::string header(header_len, '\0');
+  if (std::fread(header.data(), 1, header_len, f.get()) != header_len)
+    throw DataError(fmt::format("{}: truncated npy header", path));
+
+  NpyArray a;
+  std::string descr = header_value(header, "descr", path);
+  descr = descr.substr(1, descr.size() - 2);
+  a.dtype = descr;
+  if (header_value(header, "fortran_order", path) == "True")
+    throw DataError(
+        fmt::format("{} is stored in fortran order; rewrite it in c order (numpy.ascontiguousarray)", path));
+  std::string shape = header_value(header, "shape", path);
+  for (std::size_t i = 1; i + 1 < shape.size();) {
+    while (i + 1 < shape.size() && (shape[i] == ' ' || shape[i] == ',')) ++i;
+    if (i + 1 >= shape.size()) break;
+    std::size_t used = 0;
+    const long long d = std::stoll(shape.substr(i), &used);
+    if (used == 0 || d < 0) throw DataError(fmt::format("{}: bad shape {} in npy header", path, shape));
+    a.shape.push_back(d);
+    i += used;
+  }
+
+  if (descr.size() < 3) throw DataError(fmt::format("{}: unsupported dtype '{}'", path, descr));
+  const char order = descr[0];
+  const char kind = descr[1];
+  const int size = std::atoi(descr.c_str() + 2);
+  if (order == '>' && size > 1)
+    throw DataError(fmt::format("{} is big-endian (dtype '{}'); convert it to little-endian ('<{}{}')", path,
+                                descr, kind, size));
+  if (order != '<' && order != '|' && order != '=')
+    throw DataError(fmt::format("{}: unsupported dtype '{}'", path, descr));
+  const bool known = (kind == 'f' && (size == 4 || size == 8)) ||
+                     ((kind == 'i' || kind == 'u') && (size == 1 || size == 2 || size == 4 || size == 8));
+  if (!known)
+    throw DataError(fmt::format("{}: unsupported dtype '{}' (expected float32, float64 or an integer type)",
+                                path, descr));
+
+  std::int64_t n = 1;
+  for (auto d : a.shape) n *= d;
+  std::vector<char> raw(static_cast<std::size_t>(n) * static_cast<std::size_t>(size));
+  if (n > 0 && std::fread(raw.data(), 1, raw.size(), f.get()) != raw.size())
+    throw DataError(fmt::format("{} is truncated: expected {} values of dtype '{}'", path, n, descr));
+  a.data.resize(static_cast<std::size_t>(n));
+  if (kind == 'f') {
+    size == 4 ? convert<float>(raw, a.data) : convert<double>(raw, a.data);
+  } else if (kind == 'i') {
+    if (size == 1) convert<std::int8_t>(raw, a.data);
+    if (size == 2) convert<std::int16_t>(raw, a.data);
+    if (size == 4) convert<std::int32_t>(raw, a.data);
+    if (size == 8) convert<std::int64_t>(raw, a.data);
+  } else {
+    if (size == 1) convert<std::uint8_t>(raw, a.data);
+    if (size == 2) convert<std::uint16_t>(raw, a.data);
+    if (size == 4) convert<std::uint32_t>(raw, a.data);
+    if (size == 8) convert<std::uint64_t>(raw, a.data);
+  }
+  return a;
+}
+
+void write_npy(const std::string& path, const std::vector<std::int64_t>& shape, const double* data,
+               NpyDtype dtype) {
+  const char* descr = dtype == NpyDtype::kFloat32 ? "<f4" : dtype == NpyDtype::kFloat64 ? "<f8" : "<i8";
+  // "(3, 4)", but "(3,)" for one dimension and "()" for none.
+  std::string dims;
+  for (std::size_t i = 0; i < shape.size(); ++i) dims += (i ? ", " : "") + std::to_string(shape[i]);
+  if (shape.size() == 1) dims += ",";
+  std::string header = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': ({}), }}", descr, dims);
+  // Pad with spaces so that magic (6) + version (2) + length (2) + header + '\n' is a multiple of 64.
+  const std::size_t total = 10 + header.size() + 1;
+  header.append((64 - total % 64) % 64, ' ');
+  header.push_back('\n');
+
+  std::int64_t n = 1;
+  for (auto d : shape) n *= d;
+  std::vector<char> raw;
+  if (dtype == NpyDtype::kFloat32) {
+    raw.resize(static_cast<std::size_t>(n) * 4);
+    for (std::int64_t i = 0; i < n; ++i) {
+      const float v = static_cast<float>(data[i]);
+      std::memcpy(raw.data() + 4 * i, &v, 4);
+    }
+  } else if (dtype == NpyDtype::kFloat64) {
+    raw.resize(static_cast<std::size_t>(n) * 8);
+    if (n > 0) std::memcpy(raw.data(), data, raw.size());
+  } else {
+    raw.resize(static_cast<std::size_t>(n) * 8);
+    for (std::int64_t i = 0; i < n; ++i) {
+      const auto v = static_cast<std::int64_t>(data[i]);
+      std::memcpy(raw.data() + 8 * i, &v, 8);
+    }
+  }
+
+  FilePtr f(std::fopen(path.c_str(), "wb"));
+  if (!f) throw DataError(fmt::format("cannot write {}", path));
+  const unsigned char prefix[10] = {0x93,
+                                    'N',
+                                    'U',
+                                    'M',
+                                    'P',
+                                    'Y',
+                                    1,
+                                    0,
+                                    static_cast<unsigned char>(header.size() & 0xff),
+                                    static_cast<unsigned char>(header.size() >> 8)};
+  bool ok = std::fwrite(prefix, 1, 10, f.get()) == 10;
+  ok = ok && std::fwrite(header.data(), 1, header.size(), f.get()) == header.size();
+  ok = ok && (raw.empty() || std::fwrite(raw.data(), 1, raw.size(), f.get()) == raw.size());
+  ok = (std::fflush(f.get()) == 0) && ok;
+  if (!ok) throw DataError(fmt::format("cannot write {} (disk full?)", path));
+}
+
+}  // namespace deepkf

@@ -1,0 +1,102 @@
+#include "src/data/SystemStatistics.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace deepkf {
+
+double SystemStatistics::force_rms() const {
+  if (force_frames == 0 || natoms == 0) return 0.0;
+  return std::sqrt(force_sum_sq / static_cast<double>(3 * natoms * force_frames));
+}
+
+SystemStatistics compute_statistics(const System& s) {
+  SystemStatistics st;
+  st.nframes = s.nframes;
+  st.natoms = s.natoms;
+  st.species_count.assign(s.type_map.size(), 0);
+  for (int t : s.atom_types) ++st.species_count[static_cast<std::size_t>(t)];
+  st.has_force = s.has_force();
+  st.has_virial = s.has_virial();
+  if (s.nframes == 0 || s.natoms == 0) return st;
+
+  const double inv_n = 1.0 / static_cast<double>(s.natoms);
+  double sum = 0.0;
+  st.energy_min = st.energy_max = s.energy[0] * inv_n;
+  for (double e : s.energy) {
+    const double ea = e * inv_n;
+    sum += ea;
+    st.energy_min = std::min(st.energy_min, ea);
+    st.energy_max = std::max(st.energy_max, ea);
+  }
+  st.energy_mean = sum / static_cast<double>(s.nframes);
+  for (double e : s.energy) st.energy_sq_dev += (e * inv_n - st.energy_mean) * (e * inv_n - st.energy_mean);
+  // std = sqrt(sum (e - mean)^2 / nframes)
+  st.energy_std = std::sqrt(st.energy_sq_dev / static_cast<double>(s.nframes));
+
+  if (s.has_force()) {
+    const std::size_t per_frame = static_cast<std::size_t>(3 * s.natoms);
+    for (std::int64_t f = 0; f < s.nframes; ++f) {
+      const double* F = s.force.data() + static_cast<std::size_t>(f) * per_frame;
+      double ss = 0.0;
+      for (std::size_t i = 0; i < per_frame; i += 3) {
+        const double sq = F[i] * F[i] + F[i + 1] * F[i + 1] + F[i + 2] * F[i + 2];
+        ss += sq;
+        st.force_max = std::max(st.force_max, std::sqrt(sq));
+      }
+      if (ss > 0.0) {
+        ++st.force_frames;
+        st.force_sum_sq += ss;
+      }
+    }
+  }
+  return st;
+}
+
+std::string check_units(const std::vector<System>& systems, const std::vector<SystemStatistics>& stats,
+                        const std::string& what, const UnitLimits& limits) {
+  double sum_sq = 0.0, components = 0.0, sq_dev = 0.0, dof = 0.0;
+  std::int64_t frames = 0;
+  for (std::size_t i = 0; i < stats.size(); ++i) {
+    const SystemStatistics& st = stats[i];
+    if (st.force_rms() > limits.max_force_rms)
+      return fmt::format(
+          "forces in {} look like the wrong unit: force rms {:.4g} ev/a over {} frames (max |f| {:.4g}) is "
+          "above "
+          "{} ev/a, which no dft dataset in ev/a reaches (kcal/mol/a?); convert forces to ev/a",
+          systems[i].source, st.force_rms(), st.force_frames, st.force_max, limits.max_force_rms);
+    sum_sq += st.force_sum_sq;
+    components += 3.0 * static_cast<double>(st.natoms * st.force_frames);
+    frames += st.force_frames;
+    sq_dev += st.energy_sq_dev;
+    dof += static_cast<double>(std::max<std::int64_t>(st.nframes - 1, 0));
+  }
+  if (components == 0.0) return "";
+  // F_rms = sqrt(sum F^2 / ncomponents), pooled over systems
+  const double rms = std::sqrt(sum_sq / components);
+  if (rms < limits.min_force_rms)
+    return fmt::format(
+        "forces in {} look like hartree/bohr, not ev/a: force rms {:.4g} ev/a over {} frames is below {} "
+        "ev/a "
+        "(dft data in ev/a has 0.4 to 5); multiply forces by 51.422 to get ev/a (and energies in hartree by "
+        "27.211 to get ev), or allow suspicious units to load them as they are",
+        what, rms, frames, limits.min_force_rms);
+  if (dof > 0.0) {
+    // sigma = sqrt(sum_s sum_f (e - mean_s)^2 / sum_s (nframes_s - 1)), L = sigma / F_rms
+    const double sigma = std::sqrt(sq_dev / dof);
+    const double length = sigma / rms;
+    if (length > limits.max_energy_force_length)
+      return fmt::format(
+          "forces in {} look too small for their energies: energy per atom spreads by {:.4g} ev (std within "
+          "systems) while force rms is only {:.4g} ev/a, a ratio of {:.3g} a (dft data in ev and ev/a stays "
+          "below {} a); forces in hartree/bohr? multiply them by 51.422 to get ev/a, or allow suspicious "
+          "units "
+          "to load them as they are",
+          what, sigma, rms, length, limits.max_energy_force_length);
+  }
+  return "";
+}
+
+}  // namespace deepkf

@@ -1,0 +1,55 @@
+#pragma once
+// Small synthetic DeePMD systems written into a test's temp dir, to be broken one array at a time.
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "src/data/NpyFile.hpp"
+
+namespace deepkf::test {
+
+inline void write_text(const std::string& path, const std::string& text) {
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+  std::ofstream(path) << text;
+}
+
+// The arrays of a synthetic 4-atom O/H system (types 0 1 1 0 of "O H") with nframes frames: coordinates
+// spread in a 10 A cubic box, forces of order 1 eV/A, energies near -20 eV.
+struct SyntheticArrays {
+  std::int64_t nframes, natoms = 4;
+  std::vector<double> coord, box, energy, force, virial;
+
+  explicit SyntheticArrays(std::int64_t n) : nframes(n) {
+    for (std::int64_t f = 0; f < n; ++f) {
+      for (std::int64_t i = 0; i < natoms; ++i)
+        for (int k = 0; k < 3; ++k) {
+          coord.push_back(1.0 + 2.0 * static_cast<double>(i) + 0.3 * k + 0.01 * static_cast<double>(f));
+          force.push_back(std::sin(1.0 + static_cast<double>(f * 12 + i * 3 + k)));
+        }
+      const double b[9] = {10, 0, 0, 0, 10, 0, 0, 0, 10};
+      box.insert(box.end(), b, b + 9);
+      energy.push_back(-20.0 + 0.01 * std::cos(static_cast<double>(f)));
+      for (int k = 0; k < 9; ++k) virial.push_back(0.1 * k - 0.05 * static_cast<double>(f));
+    }
+  }
+};
+
+// Writes `a` as an npy system folder: dir/type.raw, type_map.raw, set.000/*.npy (float64).
+inline void write_synthetic_system(const std::string& dir, const SyntheticArrays& a,
+                                   bool with_virial = false) {
+  write_text(dir + "/type.raw", "0 1 1 0\n");
+  write_text(dir + "/type_map.raw", "O\nH\n");
+  const std::string set = dir + "/set.000";
+  std::filesystem::create_directories(set);
+  const std::int64_t n = a.nframes, c = 3 * a.natoms;
+  write_npy(set + "/coord.npy", {n, c}, a.coord.data());
+  write_npy(set + "/box.npy", {n, 9}, a.box.data());
+  write_npy(set + "/energy.npy", {n}, a.energy.data());
+  write_npy(set + "/force.npy", {n, c}, a.force.data());
+  if (with_virial) write_npy(set + "/virial.npy", {n, 9}, a.virial.data());
+}
+
+}  // namespace deepkf::test
