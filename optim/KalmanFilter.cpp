@@ -1,0 +1,302 @@
+#include "optim/KalmanFilter.hpp"
+
+#include <torch/torch.h>
+
+#include <cmath>
+#include <cstdio>
+#include <map>
+
+#include "src/core/Error.hpp"
+
+namespace deepkf {
+
+namespace {
+
+std::string num(double x) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g", x);
+  return buf;
+}
+
+torch::Tensor read_tensor(torch::serialize::InputArchive& archive, const std::string& key) {
+  torch::Tensor t;
+  if (!archive.try_read(key, t)) throw OptimError("kalman optimizer state: entry '" + key + "' is missing");
+  return t;
+}
+
+}  // namespace
+
+KalmanFilter::KalmanFilter(std::vector<torch::Tensor> params, const KalmanOptions& options,
+                           std::shared_ptr<Communicator> comm)
+    : params_(std::move(params)), options_(options), comm_(std::move(comm)), lambda_(options.lambda0) {
+  if (!comm_) throw OptimError("kalman optimizer: no communicator");
+  if (!(options_.lambda0 > 0.0 && options_.lambda0 <= 1.0)) {
+    throw OptimError("kalman optimizer: kalman_lambda is " + num(options_.lambda0) + ", must be in (0, 1]");
+  }
+  if (!(options_.nu > 0.0 && options_.nu <= 1.0)) {
+    throw OptimError("kalman optimizer: kalman_nue is " + num(options_.nu) + ", must be in (0, 1]");
+  }
+  if (!(options_.p0 > 0.0) || !std::isfinite(options_.p0)) {
+    throw OptimError("kalman optimizer: initial covariance p0 is " + num(options_.p0) + ", must be positive");
+  }
+  if (options_.p_dtype != torch::kFloat64 && options_.p_dtype != torch::kFloat32) {
+    throw OptimError(std::string("kalman optimizer: covariance dtype ") + c10::toString(options_.p_dtype) +
+                     " is not float32 or float64");
+  }
+  layout_ = BlockLayout::from_tensors(params_, options_.blocksize);
+  device_ = params_.front().device();
+  param_dtype_ = params_.front().scalar_type();
+  for (std::size_t t = 0; t < params_.size(); ++t) {
+    if (params_[t].device() != device_ || params_[t].scalar_type() != param_dtype_) {
+      throw OptimError("kalman optimizer: parameter " + std::to_string(t) + " is " +
+                       c10::toString(params_[t].scalar_type()) + " on " + params_[t].device().str() +
+                       ", parameter 0 is " + c10::toString(param_dtype_) + " on " + device_.str() +
+                       "; all must share one dtype and device");
+    }
+  }
+  if (!at::isFloatingType(param_dtype_)) {
+    throw OptimError(std::string("kalman optimizer: parameters are ") + c10::toString(param_dtype_) +
+                     ", not floating point");
+  }
+
+  // Owners: contiguous block ranges balanced by n_i^2. Block i goes to the rank whose share of the total
+  // cost contains the midpoint of the block's cost, which is non-decreasing in i.
+  const auto& blocks = layout_.blocks();
+  const int nranks = comm_->size();
+  const int me = comm_->rank();
+  double total = 0.0;
+  for (const auto& b : blocks) total += static_cast<double>(b.size()) * static_cast<double>(b.size());
+  double before = 0.0;
+  for (const auto& b : blocks) {
+    const double cost = static_cast<double>(b.size()) * static_cast<double>(b.size());
+    const int owner =
+        std::min(nranks - 1, static_cast<int>(std::floor((before + 0.5 * cost) / total * nranks)));
+    owners_.push_back(owner);
+    before += cost;
+  }
+  rank_begin_.assign(static_cast<std::size_t>(nranks) + 1, layout_.num_parameters());
+  for (std::size_t i = blocks.size(); i-- > 0;) {
+    for (int r = 0; r <= owners_[i]; ++r) rank_begin_[static_cast<std::size_t>(r)] = blocks[i].begin;
+  }
+  first_block_ = end_block_ = 0;
+  for (std::size_t i = 0; i < blocks.size(); ++i) {
+    if (owners_[i] < me) first_block_ = end_block_ = static_cast<std::int64_t>(i) + 1;
+    if (owners_[i] == me) end_block_ = static_cast<std::int64_t>(i) + 1;
+  }
+
+  // Owned blocks grouped by size, each group one [nb, n, n] tensor initialised to p0 * I.
+  std::map<std::int64_t, std::size_t> class_of_size;
+  for (std::int64_t i = first_block_; i < end_block_; ++i) {
+    const auto n = blocks[static_cast<std::size_t>(i)].size();
+    auto it = class_of_size.find(n);
+    if (it == class_of_size.end()) {
+      it = class_of_size.emplace(n, classes_.size()).first;
+      classes_.push_back(SizeClass{n, {}, {}, {}});
+    }
+    classes_[it->second].blocks.push_back(i);
+  }
+  const auto p_opts = torch::TensorOptions().dtype(options_.p_dtype).device(device_);
+  for (auto& c : classes_) {
+    const auto nb = static_cast<std::int64_t>(c.blocks.size());
+    c.P = torch::zeros({nb, c.n, c.n}, p_opts);
+    c.P.diagonal(0, 1, 2).fill_(options_.p0);
+    std::vector<std::int64_t> index;
+    index.reserve(static_cast<std::size_t>(nb * c.n));
+    for (auto i : c.blocks) {
+      for (auto k = blocks[static_cast<std::size_t>(i)].begin; k < blocks[static_cast<std::size_t>(i)].end;
+           ++k) {
+        index.push_back(k);
+      }
+    }
+    c.index = torch::tensor(index, torch::kInt64).to(device_);
+  }
+}
+
+std::int64_t KalmanFilter::covariance_bytes() const {
+  std::int64_t total = 0;
+  for (const auto& c : classes_) total += c.P.numel() * static_cast<std::int64_t>(c.P.element_size());
+  return total;
+}
+
+std::int64_t KalmanFilter::total_covariance_bytes() const {
+  return layout_.covariance_elements() * static_cast<std::int64_t>(c10::elementSize(options_.p_dtype));
+}
+
+std::pair<std::size_t, std::int64_t> KalmanFilter::locate(std::int64_t block) const {
+  for (std::size_t c = 0; c < classes_.size(); ++c) {
+    const auto& ids = classes_[c].blocks;
+    for (std::size_t j = 0; j < ids.size(); ++j) {
+      if (ids[j] == block) return {c, static_cast<std::int64_t>(j)};
+    }
+  }
+  throw OptimError("kalman optimizer: block " + std::to_string(block) + " is not held by rank " +
+                   std::to_string(comm_->rank()) + " (it holds blocks " + std::to_string(first_block_) +
+                   " to " + std::to_string(end_block_ - 1) + ")");
+}
+
+torch::Tensor KalmanFilter::covariance(std::int64_t block) const {
+  const auto [c, j] = locate(block);
+  return classes_[c].P[j].clone();
+}
+
+std::string KalmanFilter::status() const {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "lambda %.6f", lambda_);
+  return buf;
+}
+
+void KalmanFilter::update(double e, const std::vector<torch::Tensor>& grads) {
+  if (!std::isfinite(e))
+    throw OptimError("kalman update " + std::to_string(steps_) + ": innovation e is " + num(e));
+  torch::NoGradGuard no_grad;
+  const auto& blocks = layout_.blocks();
+
+  // h [N] in P's dtype on P's device.
+  auto h = torch::empty({layout_.num_parameters()},
+                        torch::TensorOptions().dtype(options_.p_dtype).device(device_));
+  layout_.gather_into(grads, h);
+
+  // K_i = P_i h_i, and the per-block terms h_i^T P_i h_i = h_i^T K_i accumulated in float64.
+  std::vector<torch::Tensor> gains(classes_.size());
+  std::vector<double> terms(blocks.size(), 0.0);
+  for (std::size_t c = 0; c < classes_.size(); ++c) {
+    const auto& cls = classes_[c];
+    const auto nb = static_cast<std::int64_t>(cls.blocks.size());
+    const auto hc = h.index_select(0, cls.index).view({nb, cls.n, 1});
+    gains[c] = torch::bmm(cls.P, hc);
+    const auto hk = (hc * gains[c]).sum({1, 2}, false, torch::kFloat64).to(torch::kCPU);
+    const auto* hk_data = hk.data_ptr<double>();
+    for (std::int64_t j = 0; j < nb; ++j)
+      terms[static_cast<std::size_t>(cls.blocks[static_cast<std::size_t>(j)])] = hk_data[j];
+  }
+  // Every rank contributes its own blocks' terms; summing in block order makes a independent of the ranks.
+  comm_->allreduce_sum(terms.data(), terms.size());
+  // a = sum_i (lambda + h_i^T P_i h_i)
+  double a = 0.0;
+  for (const double t : terms) a += lambda_ + t;
+  if (!(a > 0.0) || !std::isfinite(a)) {
+    throw OptimError("kalman update " + std::to_string(steps_) + ": a = sum_i (lambda + h_i^T P_i h_i) is " +
+                     num(a) + " (lambda " + num(lambda_) +
+                     "); the covariance has lost positive definiteness or h is not finite");
+  }
+  const double gain_scale = e / a;
+
+  // w_i <- w_i + (e / a) K_i on the owned blocks, in a flat copy of the weights.
+  auto w =
+      torch::empty({layout_.num_parameters()}, torch::TensorOptions().dtype(param_dtype_).device(device_));
+  layout_.gather_into(params_, w);
+  for (std::size_t c = 0; c < classes_.size(); ++c) {
+    w.index_add_(0, classes_[c].index, (gains[c].view({-1}) * gain_scale).to(param_dtype_));
+  }
+
+  // P_i <- (P_i - K_i K_i^T / a) / lambda: beta = 1 / lambda, alpha = -1 / (a lambda). The entries of
+  // K K^T are single products K_r K_c, so P stays exactly symmetric.
+  for (std::size_t c = 0; c < classes_.size(); ++c) {
+    classes_[c].P.baddbmm_(gains[c], gains[c].transpose(1, 2), 1.0 / lambda_, -1.0 / (a * lambda_));
+  }
+
+  allgather_weights(w);
+  layout_.scatter(w, params_);
+
+  // lambda <- nu * lambda + 1 - nu
+  lambda_ = options_.nu * lambda_ + 1.0 - options_.nu;
+  ++steps_;
+}
+
+void KalmanFilter::allgather_weights(torch::Tensor& flat) {
+  const int nranks = comm_->size();
+  if (nranks == 1) return;
+  const auto elem = static_cast<std::int64_t>(flat.element_size());
+  std::vector<std::size_t> counts(static_cast<std::size_t>(nranks));
+  for (int r = 0; r < nranks; ++r) {
+    const auto n = rank_begin_[static_cast<std::size_t>(r) + 1] - rank_begin_[static_cast<std::size_t>(r)];
+    counts[static_cast<std::size_t>(r)] = static_cast<std::size_t>(n * elem);
+  }
+  const auto own_begin = rank_begin_[static_cast<std::size_t>(comm_->rank())];
+  const auto own_count = rank_begin_[static_cast<std::size_t>(comm_->rank()) + 1] - own_begin;
+  if (flat.is_cpu()) {
+    // Straight from and into the tensor's memory: the owned slot is its own send buffer.
+    auto* base = static_cast<char*>(flat.data_ptr());
+    comm_->allgatherv(base + own_begin * elem, base, counts);
+  } else {
+    // Device memory: stage through a host buffer.
+    auto host = torch::empty({flat.size(0)}, flat.options().device(torch::kCPU));
+    host.narrow(0, own_begin, own_count).copy_(flat.narrow(0, own_begin, own_count));
+    auto* base = static_cast<char*>(host.data_ptr());
+    comm_->allgatherv(base + own_begin * elem, base, counts);
+    flat.copy_(host);
+  }
+}
+
+void KalmanFilter::save(torch::serialize::OutputArchive& archive) {
+  torch::NoGradGuard no_grad;
+  const auto& blocks = layout_.blocks();
+  const bool root = comm_->rank() == 0;
+  torch::serialize::OutputArchive state;
+  state.write("format_version", torch::full({}, std::int64_t{1}, torch::kInt64));
+  state.write("lambda", torch::full({}, lambda_, torch::kFloat64));
+  state.write("steps", torch::full({}, steps_, torch::kInt64));
+  state.write("blocksize", torch::full({}, options_.blocksize, torch::kInt64));
+  std::vector<std::int64_t> sizes;
+  for (const auto& b : blocks) sizes.push_back(b.size());
+  state.write("block_sizes", torch::tensor(sizes, torch::kInt64));
+  // Every block under its global index, sent to rank 0 by its owner one block at a time.
+  for (std::size_t i = 0; i < blocks.size(); ++i) {
+    const auto n = blocks[i].size();
+    const int owner = owners_[i];
+    torch::Tensor block;
+    if (owner == comm_->rank()) {
+      const auto [c, j] = locate(static_cast<std::int64_t>(i));
+      block = classes_[c].P[j].to(torch::kCPU, /*non_blocking=*/false, /*copy=*/true);
+    } else {
+      block = torch::empty({n, n}, torch::TensorOptions().dtype(options_.p_dtype));
+    }
+    if (comm_->size() > 1) {
+      comm_->broadcast(block.data_ptr(), static_cast<std::size_t>(block.numel()) * block.element_size(),
+                       owner);
+    }
+    if (root) state.write("P_" + std::to_string(i), block);
+  }
+  archive.write("kalman", state);
+}
+
+void KalmanFilter::load(torch::serialize::InputArchive& archive) {
+  torch::NoGradGuard no_grad;
+  torch::serialize::InputArchive state;
+  if (!archive.try_read("kalman", state))
+    throw OptimError("kalman optimizer state: the archive has no 'kalman' entry");
+  const auto version = read_tensor(state, "format_version").item<std::int64_t>();
+  if (version != 1)
+    throw OptimError("kalman optimizer state: format version " + std::to_string(version) + " is not 1");
+  const auto sizes = read_tensor(state, "block_sizes").to(torch::kCPU);
+  const auto& blocks = layout_.blocks();
+  bool same = sizes.dim() == 1 && sizes.size(0) == static_cast<std::int64_t>(blocks.size());
+  for (std::size_t i = 0; same && i < blocks.size(); ++i) {
+    same = sizes[static_cast<std::int64_t>(i)].item<std::int64_t>() == blocks[i].size();
+  }
+  if (!same) {
+    throw OptimError("kalman optimizer state: saved with " + std::to_string(sizes.numel()) +
+                     " blocks (kf_blocksize " +
+                     std::to_string(read_tensor(state, "blocksize").item<std::int64_t>()) +
+                     "), this model has " + std::to_string(blocks.size()) + " blocks (kf_blocksize " +
+                     std::to_string(options_.blocksize) + ") of different sizes");
+  }
+  const double lambda = read_tensor(state, "lambda").item<double>();
+  const auto steps = read_tensor(state, "steps").item<std::int64_t>();
+  for (std::int64_t i = first_block_; i < end_block_; ++i) {
+    const auto key = "P_" + std::to_string(i);
+    const auto block = read_tensor(state, key);
+    const auto n = blocks[static_cast<std::size_t>(i)].size();
+    if (block.sizes().vec() != std::vector<std::int64_t>{n, n}) {
+      throw OptimError("kalman optimizer state: " + key + " has " + std::to_string(block.numel()) +
+                       " values, block " + std::to_string(i) + " is " + std::to_string(n) + " x " +
+                       std::to_string(n));
+    }
+    const auto [c, j] = locate(i);
+    classes_[c].P[j].copy_(block);
+  }
+  lambda_ = lambda;
+  steps_ = steps;
+}
+
+}  // namespace deepkf

@@ -1,0 +1,104 @@
+#pragma once
+// RLEKF: the layer-wise extended Kalman filter with a block-diagonal covariance (shared/docs/rlekf.md).
+//
+// One step, given the innovation e of a scalar measurement y and h = dy/dw split into blocks h_i:
+//   a   = sum_i (lambda + h_i^T P_i h_i)
+//   K_i = P_i h_i
+//   w_i <- w_i + (e / a) K_i
+//   P_i <- (P_i - K_i K_i^T / a) / lambda
+//   lambda <- nu * lambda + 1 - nu
+// Blocks of equal size are held as one batched tensor [nb, n, n], so a step is a bmm and one in-place
+// baddbmm_ per block size. With a single block (blocksize >= N) this is the global EKF (GEKF).
+//
+// Data parallel: blocks are owned by ranks in contiguous ranges balanced by n_i^2 and a rank allocates only
+// its own P_i. The per-block terms of a are summed over ranks (a vector of one value per block, summed in
+// block order, so a, and hence the weights, do not depend on the rank count); each rank updates its own w_i
+// and P_i; an allgatherv of the owned weight ranges rebuilds w everywhere. The gradient allreduce is the
+// caller's job: update() expects the global h on every rank.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "optim/BlockLayout.hpp"
+#include "optim/Optimizer.hpp"
+
+namespace deepkf {
+
+struct KalmanOptions {
+  std::int64_t blocksize = 5120;                // kf_blocksize b
+  double lambda0 = 0.98;                        // initial forgetting factor
+  double nu = 0.9987;                           // lambda <- nu * lambda + 1 - nu
+  double p0 = 1.0;                              // P_i = p0 * I at the start
+  torch::ScalarType p_dtype = torch::kFloat64;  // covariance precision; scalars (a, lambda) stay float64
+};
+
+class KalmanFilter final : public Optimizer {
+ public:
+  // `params`: the trainable parameters in registration order, all of one floating dtype on one device
+  // (P lives on that device). They are updated in place. Throws OptimError for bad options or parameters.
+  KalmanFilter(std::vector<torch::Tensor> params, const KalmanOptions& options,
+               std::shared_ptr<Communicator> comm = make_serial_communicator());
+
+  // One Kalman step. e: the innovation (global over ranks, in the measurement's units); grads: dy/dw per
+  // parameter, shaped like the parameters (undefined = zero), identical on every rank. Collective.
+  void update(double e, const std::vector<torch::Tensor>& grads);
+
+  double lambda() const { return lambda_; }
+  std::int64_t steps() const { return steps_; }
+  const KalmanOptions& options() const { return options_; }
+  const BlockLayout& layout() const { return layout_; }
+  // Bytes of the covariance blocks this rank holds (sum over owned n_i^2 * sizeof(p_dtype)).
+  std::int64_t covariance_bytes() const;
+  // Bytes of all blocks over all ranks.
+  std::int64_t total_covariance_bytes() const;
+  // This rank's blocks: [first_block(), end_block()) of layout().blocks().
+  std::int64_t first_block() const { return first_block_; }
+  std::int64_t end_block() const { return end_block_; }
+  bool owns(std::int64_t block) const { return block >= first_block_ && block < end_block_; }
+  // The rank owning each block.
+  const std::vector<int>& block_owners() const { return owners_; }
+  // A copy of owned block i's P_i [n_i, n_i] (for tests and diagnostics); OptimError if not owned here.
+  torch::Tensor covariance(std::int64_t block) const;
+
+  std::string name() const override { return "RLEKF"; }
+  Kind kind() const override { return Kind::kMeasurement; }
+  std::string status() const override;
+  std::int64_t state_bytes() const override { return covariance_bytes(); }
+  // Collective: every block is sent to rank 0, whose archive holds P_i under "P_<i>" for every global block
+  // i, with lambda, the step count and the block sizes; other ranks' archives get the scalars only. Rank 0
+  // temporarily holds a copy of every block.
+  void save(torch::serialize::OutputArchive& archive) override;
+  // Each rank reads its own blocks by global index, so a state saved with any rank count restores under
+  // any other. Throws OptimError when the archive's block layout differs from this one.
+  void load(torch::serialize::InputArchive& archive) override;
+
+ private:
+  // Owned blocks of one size n, held together.
+  struct SizeClass {
+    std::int64_t n = 0;
+    std::vector<std::int64_t> blocks;  // global block indices
+    torch::Tensor P;                   // [nb, n, n], p_dtype, on the parameters' device
+    torch::Tensor index;               // [nb * n] int64: flat positions of the blocks' values, block by block
+  };
+
+  // Rebuilds w everywhere from the owned range that this rank updated in flat (param dtype, [N]).
+  void allgather_weights(torch::Tensor& flat);
+  std::pair<std::size_t, std::int64_t> locate(std::int64_t block) const;  // (class, position in class)
+
+  std::vector<torch::Tensor> params_;
+  KalmanOptions options_;
+  std::shared_ptr<Communicator> comm_;
+  BlockLayout layout_;
+  torch::Device device_ = torch::kCPU;
+  torch::ScalarType param_dtype_ = torch::kFloat64;
+  std::vector<int> owners_;
+  std::int64_t first_block_ = 0;
+  std::int64_t end_block_ = 0;
+  std::vector<std::int64_t> rank_begin_;  // owned flat range of each rank: [rank_begin_[r], rank_begin_[r+1])
+  std::vector<SizeClass> classes_;
+  double lambda_ = 0.98;
+  std::int64_t steps_ = 0;
+};
+
+}  // namespace deepkf

@@ -1,0 +1,47 @@
+#pragma once
+// Helpers shared by the optimizer tests: parameter sets and an independent flattening.
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace deepkf::test {
+
+// Parameters with the given shapes, values from a seeded generator, dtype `dtype`.
+inline std::vector<torch::Tensor> make_params(const std::vector<std::vector<std::int64_t>>& shapes,
+                                              std::uint64_t seed, torch::ScalarType dtype = torch::kFloat64) {
+  torch::manual_seed(seed);
+  std::vector<torch::Tensor> params;
+  for (const auto& s : shapes) params.push_back(torch::randn(s, torch::TensorOptions().dtype(dtype)));
+  return params;
+}
+
+inline std::vector<torch::Tensor> clone_all(const std::vector<torch::Tensor>& xs) {
+  std::vector<torch::Tensor> out;
+  for (const auto& x : xs) out.push_back(x.detach().clone());
+  return out;
+}
+
+// The definition of the flat order written out independently of BlockLayout: W^T row-major for 2-D,
+// as-is otherwise, tensors one after the other.
+inline torch::Tensor flatten_by_definition(const std::vector<torch::Tensor>& xs) {
+  std::vector<torch::Tensor> parts;
+  for (const auto& x : xs) parts.push_back(x.dim() == 2 ? x.t().contiguous().view({-1}) : x.reshape({-1}));
+  return torch::cat(parts).to(torch::kFloat64);
+}
+
+// Gradients for step k: reproducible random tensors shaped like the parameters.
+inline std::vector<torch::Tensor> make_grads(const std::vector<torch::Tensor>& params, std::int64_t k,
+                                             double scale = 1.0) {
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(1000 + static_cast<std::uint64_t>(k));
+  std::vector<torch::Tensor> grads;
+  for (const auto& p : params) {
+    grads.push_back(scale * at::randn(p.sizes(), gen, torch::TensorOptions().dtype(p.scalar_type())));
+  }
+  return grads;
+}
+
+// Innovation for step k.
+inline double make_innovation(std::int64_t k) { return 0.3 * std::sin(1.7 * static_cast<double>(k) + 0.4); }
+
+}  // namespace deepkf::test

@@ -1,0 +1,324 @@
+// RLEKF: the block update against dense algebra, recursive least squares, symmetry and memory of P,
+// save/restore, and the block layout.
+#include <torch/torch.h>
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "optim/BlockLayout.hpp"
+#include "optim/KalmanFilter.hpp"
+#include "src/core/Error.hpp"
+#include "tests/optim/OptimTestSupport.hpp"
+#include "tests/support/TestData.hpp"
+
+using deepkf::BlockLayout;
+using deepkf::KalmanFilter;
+using deepkf::KalmanOptions;
+using namespace deepkf::test;
+
+namespace {
+
+std::vector<std::int64_t> block_sizes(const BlockLayout& layout) {
+  std::vector<std::int64_t> sizes;
+  for (const auto& b : layout.blocks()) sizes.push_back(b.size());
+  return sizes;
+}
+
+double max_rel_diff(const torch::Tensor& a, const torch::Tensor& b) {
+  const auto scale = std::max(1.0, b.abs().max().item<double>());
+  return (a.to(torch::kFloat64) - b.to(torch::kFloat64)).abs().max().item<double>() / scale;
+}
+
+// Shapes giving blocks of sizes 10, 2, 5, 10, 4, 2, 10, 10 with blocksize 10 (see the layout test).
+const std::vector<std::vector<std::int64_t>> kMixedShapes = {{3, 4}, {5}, {7, 2}, {2}, {20}};
+
+}  // namespace
+
+TEST_CASE("block layout follows the greedy gather/split rule", "[optim][layout]") {
+  SECTION("small tensors are gathered, big ones split, exact fits stay together") {
+    // 12 > 10 opens a group alone; 12+5 > 10 closes it; 5+14 > 10; 14+2 > 10; 2+20 > 10.
+    BlockLayout layout(kMixedShapes, 10);
+    CHECK(block_sizes(layout) == std::vector<std::int64_t>{10, 2, 5, 10, 4, 2, 10, 10});
+    CHECK(layout.num_parameters() == 53);
+    CHECK(layout.covariance_elements() == 4 * 100 + 2 * 4 + 25 + 16);
+    // Blocks tile [0, N) without gaps.
+    std::int64_t pos = 0;
+    for (const auto& b : layout.blocks()) {
+      CHECK(b.begin == pos);
+      pos = b.end;
+    }
+    CHECK(pos == layout.num_parameters());
+  }
+  SECTION("a tensor larger than the block size") {
+    CHECK(block_sizes(BlockLayout({{25}}, 10)) == std::vector<std::int64_t>{10, 10, 5});
+    CHECK(block_sizes(BlockLayout({{3}, {25}, {3}}, 10)) == std::vector<std::int64_t>{3, 10, 10, 5, 3});
+  }
+  SECTION("exact multiples") {
+    CHECK(block_sizes(BlockLayout({{20}}, 10)) == std::vector<std::int64_t>{10, 10});
+    CHECK(block_sizes(BlockLayout({{4}, {6}}, 10)) == std::vector<std::int64_t>{10});  // s + n == b joins
+    CHECK(block_sizes(BlockLayout({{4}, {6}, {1}}, 10)) == std::vector<std::int64_t>{10, 1});
+    CHECK(block_sizes(BlockLayout({{2, 5}, {2, 5}}, 10)) == std::vector<std::int64_t>{10, 10});
+  }
+  SECTION("many tiny tensors") {
+    std::vector<std::vector<std::int64_t>> shapes(30, std::vector<std::int64_t>{1});
+    CHECK(block_sizes(BlockLayout(shapes, 7)) == std::vector<std::int64_t>{7, 7, 7, 7, 2});
+    shapes.push_back({});  // a 0-d scalar counts as one value
+    CHECK(block_sizes(BlockLayout(shapes, 31)) == std::vector<std::int64_t>{31});
+  }
+  SECTION("blocksize 1 gives one block per value") {
+    BlockLayout layout({{2, 3}, {2}}, 1);
+    CHECK(layout.num_blocks() == 8);
+    CHECK(layout.covariance_elements() == 8);
+  }
+  SECTION("blocksize at least N is one block (GEKF)") {
+    CHECK(block_sizes(BlockLayout(kMixedShapes, 53)) == std::vector<std::int64_t>{53});
+    CHECK(block_sizes(BlockLayout(kMixedShapes, 1000)) == std::vector<std::int64_t>{53});
+  }
+  SECTION("bad input") {
+    CHECK_THROWS_AS(BlockLayout({{2}}, 0), deepkf::OptimError);
+    CHECK_THROWS_AS(BlockLayout({}, 10), deepkf::OptimError);
+    CHECK_THROWS_AS(BlockLayout({{2, 2, 2}}, 10), deepkf::OptimError);
+  }
+}
+
+TEST_CASE("block layout flattens 2-d weights transposed and adds updates in place", "[optim][layout]") {
+  // W [3, 4] with W[r][c] = 10 r + c after a vector b [2] = (100, 101).
+  auto b = torch::tensor({100.0, 101.0}, torch::kFloat64);
+  auto w =
+      (10 * torch::arange(3, torch::kFloat64).view({3, 1}) + torch::arange(4, torch::kFloat64).view({1, 4}))
+          .contiguous();
+  std::vector<torch::Tensor> params = {b, w};
+  BlockLayout layout = BlockLayout::from_tensors(params, 5);
+  const auto flat = layout.gather(params, torch::kFloat64);
+  REQUIRE(flat.size(0) == 14);
+  CHECK(flat[0].item<double>() == 100.0);
+  CHECK(flat[1].item<double>() == 101.0);
+  // W[r][c] lands at 2 + c * 3 + r: index 2 + 1*3 + 2 = 7 holds W[2][1] = 21; index 13 holds W[2][3] = 23.
+  CHECK(flat[7].item<double>() == 21.0);
+  CHECK(flat[2 + 3].item<double>() == 1.0);  // W[0][1]
+  CHECK(flat[13].item<double>() == 23.0);
+  CHECK(torch::equal(flat, flatten_by_definition(params)));
+
+  // add_to: a unit update at flat index 7 changes W[2][1] only, in place (same storage).
+  const auto* storage = w.data_ptr<double>();
+  auto delta = torch::zeros({14}, torch::kFloat32);
+  delta[7] = 0.5;
+  layout.add_to(params, delta);
+  CHECK(w.data_ptr<double>() == storage);
+  CHECK(w[2][1].item<double>() == 21.5);
+  CHECK(w.sum().item<double>() == Approx(3 * 6 + 4 * 30 + 0.5));
+  CHECK(b[1].item<double>() == 101.0);
+
+  // scatter is gather's inverse; undefined gradients gather as zeros.
+  auto target = clone_all(params);
+  for (auto& t : target) t.zero_();
+  layout.scatter(layout.gather(params, torch::kFloat64), target);
+  CHECK(torch::equal(target[1], w));
+  const auto with_hole = layout.gather({torch::Tensor(), w}, torch::kFloat64);
+  CHECK(with_hole[0].item<double>() == 0.0);
+  CHECK(with_hole[7].item<double>() == 21.5);
+
+  // Mismatches are errors.
+  CHECK_THROWS_AS(layout.gather({w}, torch::kFloat64), deepkf::OptimError);
+  CHECK_THROWS_AS(layout.gather({b, w.t()}, torch::kFloat64), deepkf::OptimError);
+}
+
+TEST_CASE("kalman update equals dense block-diagonal algebra", "[optim][kalman]") {
+  for (const auto p_dtype : {torch::kFloat64, torch::kFloat32}) {
+    const bool f64 = p_dtype == torch::kFloat64;
+    INFO("covariance dtype " << (f64 ? "float64" : "float32"));
+    auto params = make_params(kMixedShapes, 7);
+    KalmanOptions options;
+    options.blocksize = 10;
+    options.p_dtype = p_dtype;
+    options.p0 = 0.5;
+    KalmanFilter kf(params, options);
+    const auto& blocks = kf.layout().blocks();
+    REQUIRE(blocks.size() == 8);
+
+    // Dense reference: P as an N x N block-diagonal matrix, `mask` marks the blocks.
+    const auto n = kf.layout().num_parameters();
+    auto P = torch::zeros({n, n}, torch::kFloat64);
+    auto mask = torch::zeros({n, n}, torch::kFloat64);
+    for (const auto& b : blocks) {
+      mask.narrow(0, b.begin, b.size()).narrow(1, b.begin, b.size()).fill_(1.0);
+    }
+    P.diagonal().fill_(options.p0);
+    auto w = flatten_by_definition(params);
+    double lambda = options.lambda0;
+    const auto nblocks = static_cast<double>(blocks.size());
+
+    for (std::int64_t k = 0; k < 6; ++k) {
+      const auto grads = make_grads(params, k);
+      const double e = make_innovation(k);
+      kf.update(e, grads);
+
+      const auto h = flatten_by_definition(grads);
+      // a = sum_i (lambda + h_i^T P_i h_i) = L lambda + h^T P h for block-diagonal P
+      const double a = nblocks * lambda + h.dot(P.mv(h)).item<double>();
+      // K = P h ; w += (e / a) K ; P = (P - mask * K K^T / a) / lambda
+      const auto K = P.mv(h);
+      w = w + (e / a) * K;
+      P = (P - mask * torch::outer(K, K) / a) / lambda;
+      lambda = options.nu * lambda + 1.0 - options.nu;
+    }
+    const double tol = f64 ? 1e-12 : 1e-5;
+    CHECK(max_rel_diff(flatten_by_definition(params), w) < tol);
+    for (std::size_t i = 0; i < blocks.size(); ++i) {
+      INFO("block " << i);
+      const auto ref =
+          P.narrow(0, blocks[i].begin, blocks[i].size()).narrow(1, blocks[i].begin, blocks[i].size());
+      CHECK(max_rel_diff(kf.covariance(static_cast<std::int64_t>(i)), ref) < tol);
+    }
+    CHECK(kf.lambda() == Approx(lambda).epsilon(1e-15));
+    CHECK(kf.steps() == 6);
+  }
+}
+
+TEST_CASE("GEKF on a linear model with lambda = 1 is recursive least squares", "[optim][kalman]") {
+  // y = sum_t <X_t, W_t> over parameters W_t of shapes [3, 4] and [5]: h = dy/dw = X. With lambda = 1,
+  // nu = 1 and P_0 = p0 I, one block of all 17 weights is RLS, whose result after all samples is the
+  // regularised least-squares solution (X^T X + I/p0)^-1 (X^T y + w0/p0), i.e. the LS solution for large p0.
+  // Several blocks would not give it: the block-diagonal P drops the cross-covariances between blocks, so
+  // each block's gain ignores how its weights correlate with the others' and the recursion no longer solves
+  // the normal equations of the whole weight vector (it is a different, approximate filter).
+  const std::vector<std::vector<std::int64_t>> shapes = {{3, 4}, {5}};
+  auto params = make_params(shapes, 3);
+  for (auto& p : params) p.zero_();
+  KalmanOptions options;
+  options.blocksize = 5120;  // >= 17: one block
+  options.lambda0 = 1.0;
+  options.nu = 1.0;
+  options.p0 = 1e8;
+  KalmanFilter kf(params, options);
+  REQUIRE(kf.layout().num_blocks() == 1);
+
+  torch::manual_seed(11);
+  const std::int64_t m = 60;
+  const std::int64_t n = 17;
+  const auto X = torch::randn({m, n}, torch::kFloat64);  // sample k's inputs, row-major over (W, b)
+  const auto w_true = torch::randn({n}, torch::kFloat64);
+  const auto y = X.mv(w_true) + 0.1 * torch::randn({m}, torch::kFloat64);
+
+  for (std::int64_t k = 0; k < m; ++k) {
+    const auto xk = X[k];
+    std::vector<torch::Tensor> grads = {xk.narrow(0, 0, 12).view({3, 4}), xk.narrow(0, 12, 5)};
+    // y_pred = x^T w ; e = y_ref - y_pred
+    const double y_pred =
+        (params[0] * grads[0]).sum().item<double>() + (params[1] * grads[1]).sum().item<double>();
+    kf.update(y[k].item<double>() - y_pred, grads);
+  }
+  const auto w_ls = std::get<0>(torch::linalg_lstsq(X, y.view({m, 1}))).view({n});
+  const auto w_kf = torch::cat({params[0].reshape({-1}), params[1]});
+  INFO("least squares " << w_ls << "\nkalman " << w_kf);
+  const double rel = (w_kf - w_ls).norm().item<double>() / w_ls.norm().item<double>();
+  CHECK(rel < 1e-6);
+  CHECK(kf.lambda() == 1.0);
+}
+
+TEST_CASE("covariance stays exactly symmetric and its memory is sum n_i^2", "[optim][kalman]") {
+  for (const auto p_dtype : {torch::kFloat64, torch::kFloat32}) {
+    INFO("covariance dtype " << c10::toString(p_dtype));
+    auto params = make_params({{40, 30}, {30}, {300}, {7, 3}}, 5);
+    KalmanOptions options;
+    options.blocksize = 256;
+    options.p_dtype = p_dtype;
+    KalmanFilter kf(params, options);
+    for (std::int64_t k = 0; k < 200; ++k) kf.update(make_innovation(k), make_grads(params, k, 0.1));
+    std::int64_t elements = 0;
+    for (std::int64_t i = 0; i < kf.layout().num_blocks(); ++i) {
+      const auto P = kf.covariance(i);
+      INFO("block " << i << " of size " << P.size(0));
+      CHECK(torch::equal(P, P.t()));
+      CHECK(torch::isfinite(P).all().item<bool>());
+      elements += P.numel();
+    }
+    const auto elem = p_dtype == torch::kFloat64 ? 8 : 4;
+    CHECK(kf.covariance_bytes() == elements * elem);
+    CHECK(kf.covariance_bytes() == kf.layout().covariance_elements() * elem);
+    CHECK(kf.total_covariance_bytes() == kf.covariance_bytes());
+    CHECK(kf.state_bytes() == kf.covariance_bytes());
+  }
+}
+
+TEST_CASE("kalman save and restore continues bit-identically", "[optim][kalman][restart]") {
+  const std::vector<std::vector<std::int64_t>> shapes = {{6, 5}, {5}, {12}, {3, 3}};
+  KalmanOptions options;
+  options.blocksize = 16;
+  const std::string dir = make_temp_dir("kalman-restart");
+  const std::string file = dir + "/state.pt";
+
+  // Uninterrupted: 8 steps.
+  auto straight = make_params(shapes, 21);
+  KalmanFilter kf_straight(straight, options);
+  for (std::int64_t k = 0; k < 8; ++k) kf_straight.update(make_innovation(k), make_grads(straight, k));
+
+  // Interrupted after 3 steps: state to a file, weights copied as a checkpoint would hold them.
+  auto first = make_params(shapes, 21);
+  std::vector<torch::Tensor> saved_weights;
+  {
+    KalmanFilter kf(first, options);
+    for (std::int64_t k = 0; k < 3; ++k) kf.update(make_innovation(k), make_grads(first, k));
+    torch::serialize::OutputArchive archive;
+    kf.save(archive);
+    archive.save_to(file);
+    saved_weights = clone_all(first);
+  }
+  auto resumed = clone_all(saved_weights);
+  KalmanFilter kf_resumed(resumed, options);
+  torch::serialize::InputArchive in;
+  in.load_from(file);
+  kf_resumed.load(in);
+  CHECK(kf_resumed.steps() == 3);
+  for (std::int64_t k = 3; k < 8; ++k) kf_resumed.update(make_innovation(k), make_grads(resumed, k));
+
+  for (std::size_t t = 0; t < shapes.size(); ++t) CHECK(torch::equal(resumed[t], straight[t]));
+  for (std::int64_t i = 0; i < kf_straight.layout().num_blocks(); ++i) {
+    CHECK(torch::equal(kf_resumed.covariance(i), kf_straight.covariance(i)));
+  }
+  CHECK(kf_resumed.lambda() == kf_straight.lambda());
+  CHECK(kf_resumed.steps() == 8);
+
+  SECTION("a state with another block layout is refused") {
+    KalmanOptions other = options;
+    other.blocksize = 8;
+    auto p = make_params(shapes, 21);
+    KalmanFilter kf_other(p, other);
+    torch::serialize::InputArchive again;
+    again.load_from(file);
+    CHECK_THROWS_AS(kf_other.load(again), deepkf::OptimError);
+  }
+  SECTION("an archive without kalman state is refused") {
+    torch::serialize::OutputArchive empty;
+    empty.write("x", torch::zeros({1}));
+    empty.save_to(dir + "/empty.pt");
+    torch::serialize::InputArchive again;
+    again.load_from(dir + "/empty.pt");
+    CHECK_THROWS_AS(kf_resumed.load(again), deepkf::OptimError);
+  }
+}
+
+TEST_CASE("kalman filter rejects bad options and non-finite steps", "[optim][kalman]") {
+  auto params = make_params({{4}}, 1);
+  KalmanOptions options;
+  options.lambda0 = 0.0;
+  CHECK_THROWS_AS(KalmanFilter(params, options), deepkf::OptimError);
+  options = KalmanOptions();
+  options.p0 = -1.0;
+  CHECK_THROWS_AS(KalmanFilter(params, options), deepkf::OptimError);
+  options = KalmanOptions();
+  options.p_dtype = torch::kInt32;
+  CHECK_THROWS_AS(KalmanFilter(params, options), deepkf::OptimError);
+  auto mixed = params;
+  mixed.push_back(torch::zeros({2}, torch::kFloat32));
+  CHECK_THROWS_AS(KalmanFilter(mixed, KalmanOptions()), deepkf::OptimError);
+
+  KalmanFilter kf(params, KalmanOptions());
+  const auto before = params[0].clone();
+  CHECK_THROWS_AS(kf.update(std::nan(""), {torch::ones({4}, torch::kFloat64)}), deepkf::OptimError);
+  CHECK_THROWS_AS(kf.update(0.1, {torch::full({4}, std::nan(""), torch::kFloat64)}), deepkf::OptimError);
+  CHECK(torch::equal(params[0], before));  // a refused step changes nothing
+  CHECK(kf.steps() == 0);
+}
