@@ -149,7 +149,7 @@ void check_run0(const Frame& frame, int np) {
 std::vector<std::vector<double>> trajectory_end(const std::string& dir, int np, int steps,
                                                 const std::string& extra = "") {
   std::ostringstream in;
-  in << kSetup << extra << pair_lines("model.pt")
+  in << extra << kSetup << pair_lines("model.pt")
      << "velocity all create 300 4928 mom yes rot yes dist gaussian loop geom\n"
      << "timestep 0.0005\nfix 1 all nve\nthermo 50\n"
      << "dump d all custom " << steps << " traj.txt id x y z vx vy vz\n"
