@@ -133,6 +133,16 @@ ModelConfig ModelConfig::from_json(const nlohmann::json& model) {
     throw ConfigError("model key 'model.descriptor.type' must be \"se_e2_a\" (also written se_a), got " +
                       (type ? dump(*type) : std::string("nothing")));
   }
+  // DeePMD-kit options this model does not implement: refuse values other than their defaults
+  if (const auto* a = find(*desc, "activation_function"); a != nullptr && *a != "tanh" && *a != "default") {
+    throw ConfigError("model key 'model.descriptor.activation_function' must be \"tanh\", got " + dump(*a));
+  }
+  if (const auto* z = find(*desc, "set_davg_zero"); z != nullptr && *z != false) {
+    throw ConfigError("model key 'model.descriptor.set_davg_zero' is not supported, got " + dump(*z));
+  }
+  if (const auto* x = find(*desc, "exclude_types"); x != nullptr && !(x->is_array() && x->empty())) {
+    throw ConfigError("model key 'model.descriptor.exclude_types' is not supported, got " + dump(*x));
+  }
   c.rcut = read_number(*desc, "rcut", c.rcut, dp);
   c.rcut_smth = read_number(*desc, "rcut_smth", c.rcut_smth, dp);
   const nlohmann::json* sel = find(*desc, "sel");
@@ -174,6 +184,16 @@ ModelConfig ModelConfig::from_json(const nlohmann::json& model) {
     if (const auto* t = find(*fit, "type");
         t != nullptr && !(t->is_string() && t->get<std::string>() == "ener")) {
       throw ConfigError("model key 'model.fitting_net.type' must be \"ener\", got " + dump(*t));
+    }
+    if (const auto* a = find(*fit, "activation_function"); a != nullptr && *a != "tanh" && *a != "default") {
+      throw ConfigError("model key 'model.fitting_net.activation_function' must be \"tanh\", got " +
+                        dump(*a));
+    }
+    for (const char* key : {"numb_fparam", "numb_aparam"}) {
+      if (const auto* n = find(*fit, key); n != nullptr && *n != 0) {
+        throw ConfigError("model key 'model.fitting_net." + std::string(key) + "' is not supported, got " +
+                          dump(*n));
+      }
     }
     c.fitting_neuron = read_int_list(*fit, "neuron", c.fitting_neuron, fp);
     c.fitting_resnet_dt = read_bool(*fit, "resnet_dt", c.fitting_resnet_dt, fp);

@@ -140,6 +140,17 @@ TEST_CASE("ModelConfig reads DeePMD-kit's keys and defaults and rejects bad valu
     model = water_reference_model();
     model["fitting_net"]["precision"] = "float32";
     CHECK_THROWS_AS(ModelConfig::from_json(model), ConfigError);
+    model = water_reference_model();
+    model["descriptor"]["activation_function"] = "gelu";
+    CHECK_THROWS_WITH(ModelConfig::from_json(model),
+                      Catch::Contains("activation_function") && Catch::Contains("gelu"));
+    model = water_reference_model();
+    model["fitting_net"]["numb_fparam"] = 2;
+    CHECK_THROWS_WITH(ModelConfig::from_json(model), Catch::Contains("numb_fparam"));
+    model = water_reference_model();
+    model["descriptor"]["activation_function"] = "tanh";
+    model["descriptor"]["exclude_types"] = nlohmann::json::array();
+    CHECK_NOTHROW(ModelConfig::from_json(model));
   }
 }
 
