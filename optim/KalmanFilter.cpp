@@ -163,7 +163,17 @@ void KalmanFilter::update(double e, const std::vector<torch::Tensor>& grads) {
     const auto& cls = classes_[c];
     const auto nb = static_cast<std::int64_t>(cls.blocks.size());
     const auto hc = h.index_select(0, cls.index).view({nb, cls.n, 1});
-    gains[c] = torch::bmm(cls.P, hc);
+    if (device_.is_cpu()) {
+      // On the CPU one BLAS gemv per block reads P at full bandwidth; batched bmm with a single column
+      // went through a slower gemm path (2.5x slower in docs/benchmarks-optim.md).
+      gains[c] = torch::empty({nb, cls.n, 1}, cls.P.options());
+      for (std::int64_t j = 0; j < nb; ++j) {
+        auto out = gains[c][j].view({cls.n});
+        at::mv_out(out, cls.P[j], hc[j].view({cls.n}));
+      }
+    } else {
+      gains[c] = torch::bmm(cls.P, hc);
+    }
     const auto hk = (hc * gains[c]).sum({1, 2}, false, torch::kFloat64).to(torch::kCPU);
     const auto* hk_data = hk.data_ptr<double>();
     for (std::int64_t j = 0; j < nb; ++j)
