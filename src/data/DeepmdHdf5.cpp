@@ -104,8 +104,10 @@ struct Reader {
     std::vector<std::string> out;
     if (n == 0) return out;
     if (H5Tis_variable_str(type.get()) > 0) {
+      // Same character set as the file (h5py writes UTF-8): HDF5 does not convert between sets.
       Handle mem(H5Tcopy(H5T_C_S1), H5Tclose);
       H5Tset_size(mem.get(), H5T_VARIABLE);
+      H5Tset_cset(mem.get(), H5Tget_cset(type.get()));
       std::vector<char*> ptrs(static_cast<std::size_t>(n), nullptr);
       if (H5Dread(ds.get(), mem.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, ptrs.data()) < 0)
         fail(object, "H5Dread failed");

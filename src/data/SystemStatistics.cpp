@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "src/geometry/NeighborList.hpp"
+
 namespace deepkf {
 
 double SystemStatistics::force_rms() const {
@@ -53,6 +55,22 @@ SystemStatistics compute_statistics(const System& s) {
     }
   }
   return st;
+}
+
+NeighborCensus neighbor_census(const System& s, int ntypes, double rcut, std::int64_t max_frames) {
+  NeighborCensus c;
+  c.max_count.assign(static_cast<std::size_t>(ntypes), 0);
+  if (s.nframes == 0) return c;
+  c.stride = std::max<std::int64_t>(1, (s.nframes + max_frames - 1) / std::max<std::int64_t>(max_frames, 1));
+  const auto per_frame = static_cast<std::size_t>(3 * s.natoms);
+  for (std::int64_t f = 0; f < s.nframes; f += c.stride) {
+    const double* box = s.periodic ? s.box.data() + 9 * f : nullptr;
+    const auto counts = max_neighbor_counts(s.coord.data() + static_cast<std::size_t>(f) * per_frame,
+                                            s.natoms, s.atom_types.data(), ntypes, box, rcut);
+    for (std::size_t t = 0; t < c.max_count.size(); ++t) c.max_count[t] = std::max(c.max_count[t], counts[t]);
+    ++c.frames_used;
+  }
+  return c;
 }
 
 std::string check_units(const std::vector<System>& systems, const std::vector<SystemStatistics>& stats,

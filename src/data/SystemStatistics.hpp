@@ -29,6 +29,17 @@ struct SystemStatistics {
 
 SystemStatistics compute_statistics(const System& system);
 
+// Per neighbour type, the most neighbours within rcut of any atom over the frames examined: every
+// frame when nframes <= max_frames, else every stride-th frame (stride = ceil(nframes / max_frames)).
+struct NeighborCensus {
+  std::vector<std::int64_t> max_count;  // ntypes
+  std::int64_t frames_used = 0;
+  std::int64_t stride = 1;
+};
+
+// system.atom_types must lie in [0, ntypes) (a Dataset's systems share one map); rcut in A.
+NeighborCensus neighbor_census(const System& system, int ntypes, double rcut, std::int64_t max_frames = 200);
+
 // Thresholds of check_units, calibrated on the shared DFT datasets (water, si_mlearn, cho_nopbc,
 // cu_pwmat: pooled force RMS 0.43 to 4.6 eV/A, energy-spread length at most 0.34 A) and on the same data
 // with forces divided by 51.42 (Hartree/Bohr): pooled force RMS 0.008 to 0.09 eV/A, length 3.1 to 17 A.

@@ -79,6 +79,7 @@ void write_dpdata_like_group(hid_t file, const std::string& path, const Syntheti
   const char* names[2] = {"O", "H"};
   const hid_t vstr = H5Tcopy(H5T_C_S1);
   H5Tset_size(vstr, H5T_VARIABLE);
+  H5Tset_cset(vstr, H5T_CSET_UTF8);  // h5py's str dtype
   h5_write(g, "type_map.raw", vstr, vstr, {2}, names);
   H5Tclose(vstr);
   const std::int8_t yes = 1;
@@ -272,7 +273,7 @@ TEST_CASE("npy system errors name the file, the array and the value", "[data][np
   fs::remove_all(dir);
 }
 
-TEST_CASE("hdf5 files written like dpdata: nested groups, variable-length names, float32, #group",
+TEST_CASE("hdf5 files written like dpdata: nested groups, variable-length utf-8 names, float32, #group",
           "[data][hdf5]") {
   const std::string dir = make_temp_dir("h5-dpdata");
   const std::string file = dir + "/multi.h5";
