@@ -436,6 +436,15 @@ TEST_CASE("extended xyz: properties, stress sign, grouping by species and pbc", 
   CHECK(m.box.empty());
   CHECK(m.source == file + ":O1H2_nopbc_2");
   CHECK(m.energy == std::vector<double>{-9.0});
+
+  // extxyz -> h5 -> read gives the same systems.
+  deepkf::write_hdf5_systems(dir + "/frames.h5", systems,
+                             {"frames/O1H2", "frames/H2O1", "frames/O1H2_nopbc"});
+  const auto back = deepkf::read_hdf5_systems(dir + "/frames.h5");
+  REQUIRE(back.size() == 3);
+  require_same_system(back[0], systems[1]);  // name order: H2O1, O1H2, O1H2_nopbc
+  require_same_system(back[1], systems[0]);
+  require_same_system(back[2], systems[2]);
   fs::remove_all(dir);
 }
 
