@@ -99,7 +99,8 @@ std::string check_units(const std::vector<System>& systems, const std::vector<Sy
         "forces in {} look like hartree/bohr, not ev/a: force rms {:.4g} ev/a over {} frames is below {} "
         "ev/a "
         "(dft data in ev/a has 0.4 to 5); multiply forces by 51.422 to get ev/a (and energies in hartree by "
-        "27.211 to get ev), or allow suspicious units to load them as they are",
+        "27.211 to get ev), or set allow_suspicious_units (--allow-suspicious-units) to load them as they "
+        "are",
         what, rms, frames, limits.min_force_rms);
   if (dof > 0.0) {
     // sigma = sqrt(sum_s sum_f (e - mean_s)^2 / sum_s (nframes_s - 1)), L = sigma / F_rms
