@@ -110,9 +110,8 @@ std::string check_units(const std::vector<System>& systems, const std::vector<Sy
       return fmt::format(
           "forces in {} look too small for their energies: energy per atom spreads by {:.4g} ev (std within "
           "systems) while force rms is only {:.4g} ev/a, a ratio of {:.3g} a (dft data in ev and ev/a stays "
-          "below {} a); forces in hartree/bohr? multiply them by 51.422 to get ev/a, or allow suspicious "
-          "units "
-          "to load them as they are",
+          "below {} a); forces in hartree/bohr? multiply them by 51.422 to get ev/a, or set "
+          "allow_suspicious_units (--allow-suspicious-units) to load them as they are",
           what, sigma, rms, length, limits.max_energy_force_length);
   }
   return "";
