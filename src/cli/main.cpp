@@ -15,6 +15,9 @@ int main(int argc, char** argv) {
   deepkf::cli::add_data_command(app);
   deepkf::cli::add_convert_command(app);
   deepkf::cli::add_info_command(app);
+  deepkf::cli::add_train_command(app);
+  deepkf::cli::add_test_command(app);
+  deepkf::cli::add_export_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,86 @@
+// deepkf train INPUT.json [--restart CKPT] [--init-model MODEL] [-o DIR]: fit a model. Under mpirun every
+// rank runs this command; a rank-local error ends the whole job with its message (MPI_Abort), never a hang.
+#include <mpi.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+
+#include "src/cli/Commands.hpp"
+#include "src/core/Error.hpp"
+#include "src/core/MpiCommunicator.hpp"
+#include "src/train/Trainer.hpp"
+
+namespace deepkf::cli {
+namespace {
+
+struct TrainArgs {
+  std::string input;
+  std::string restart;
+  std::string init_model;
+  std::string output_dir = ".";
+  bool no_progress = false;
+};
+
+void run_train(const TrainArgs& args) {
+  int initialised = 0;
+  MPI_Initialized(&initialised);
+  if (!initialised) {
+    int provided = 0;
+    MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+  }
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  try {
+    auto comm = std::make_shared<MpiCommunicator>(MPI_COMM_WORLD);
+    const TrainConfig config = TrainConfig::from_file(args.input);
+    TrainerOptions options;
+    options.output_dir = args.output_dir;
+    options.restart = args.restart;
+    options.init_model = args.init_model;
+    options.progress = args.no_progress ? 0 : -1;
+    Trainer trainer(config, options, comm);
+    const TrainResult r = trainer.run();
+    if (rank == 0) {
+      const auto dir = std::filesystem::absolute(args.output_dir).lexically_normal().string();
+      std::printf("\n%s after %lld steps in %.1f s\n", r.interrupted ? "stopped" : "finished",
+                  static_cast<long long>(r.steps), r.wall_seconds);
+      if (r.validation.e_count > 0) {
+        std::printf("validation RMSE: energy %.3e eV/atom, force %.3e eV/A\n", r.validation.rmse_e(),
+                    r.validation.rmse_f());
+      }
+      std::printf("learning curve  %s/%s\n", dir.c_str(), config.disp_file.c_str());
+      std::printf("checkpoint      %s\n", r.checkpoint.c_str());
+      if (!r.model.empty()) std::printf("model           %s\n", r.model.c_str());
+      std::printf("log             %s/train.log\n", dir.c_str());
+    }
+    comm.reset();
+    MPI_Finalize();
+  } catch (const std::exception& e) {
+    if (size > 1) {
+      std::fprintf(stderr, "deepkf: error on rank %d: %s\n", rank, e.what());
+      std::fflush(stderr);
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    MPI_Finalize();
+    throw;
+  }
+}
+
+}  // namespace
+
+void add_train_command(CLI::App& app) {
+  auto args = std::make_shared<TrainArgs>();
+  auto* cmd = app.add_subcommand("train", "Train a Deep Potential from a DeePMD-kit style input file");
+  cmd->add_option("INPUT", args->input, "input file (input.json)")->required()->check(CLI::ExistingFile);
+  cmd->add_option("--restart", args->restart, "continue from this checkpoint")->check(CLI::ExistingFile);
+  cmd->add_option("--init-model", args->init_model, "start from this model file (fine-tuning)")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("-o,--output", args->output_dir, "directory for the outputs")->capture_default_str();
+  cmd->add_flag("--no-progress", args->no_progress, "no progress bar");
+  cmd->callback([args] { run_train(*args); });
+}
+
+}  // namespace deepkf::cli

@@ -1,0 +1,609 @@
+#include "src/train/Trainer.hpp"
+
+#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+#include <thread>
+
+#include "optim/AdamTrainer.hpp"
+#include "optim/EnerLoss.hpp"
+#include "optim/Optimizer.hpp"
+#include "optim/AtomSelector.hpp"
+#include "optim/KalmanFilter.hpp"
+#include "optim/KalmanMeasurement.hpp"
+#include "src/core/AtomicFile.hpp"
+#include "src/core/Error.hpp"
+#include "src/data/Dataset.hpp"
+#include "src/data/DatasetSplit.hpp"
+#include "src/geometry/NeighborList.hpp"
+#include "src/model/Batch.hpp"
+#include "src/model/DeepPot.hpp"
+#include "src/model/EnvMatrix.hpp"
+#include "src/model/ModelFile.hpp"
+#include "src/model/Statistics.hpp"
+#include "src/train/BatchSampler.hpp"
+#include "src/train/Checkpoint.hpp"
+#include "src/train/ProgressBar.hpp"
+#include "src/train/StopSignal.hpp"
+
+namespace deepkf {
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+struct Trainer::Impl {
+  TrainConfig cfg;
+  TrainerOptions opt;
+  std::shared_ptr<Communicator> comm;
+  torch::Device device{torch::kCPU};
+  ModelConfig mcfg;
+  DeepPot model{nullptr};
+  std::vector<torch::Tensor> params;
+  std::vector<System> train;
+  std::vector<System> valid;
+  std::vector<int> batch_size;
+  std::vector<int> valid_batch_size;
+  std::unique_ptr<BatchSampler> sampler;
+  std::unique_ptr<Optimizer> optimizer;
+  KalmanFilter* kalman = nullptr;  // optimizer viewed as RLEKF, or null
+  AdamTrainer* adam = nullptr;     // optimizer viewed as Adam, or null
+  std::unique_ptr<AtomSelector> selector;
+  std::int64_t step = 0;
+  std::int64_t valid_cursor = 0;  // next validation (system, frame) position, cycles through all frames
+  std::shared_ptr<spdlog::logger> log;
+  double wall_before = 0.0;  // training seconds of earlier runs (restarts)
+
+  Impl(const TrainConfig& c, const TrainerOptions& o, std::shared_ptr<Communicator> cm)
+      : cfg(c), opt(o), comm(std::move(cm)) {}
+
+  bool root() const { return comm->rank() == 0; }
+  std::string out(const std::string& name) const { return (fs::path(opt.output_dir) / name).string(); }
+
+  void setup();
+  void setup_logging();
+  void setup_threads_and_device();
+  void load_data();
+  void resolve_sel();
+  void compute_statistics();
+  void build_optimizer();
+  void restore(const std::string& path);
+
+  // This rank's share [begin, end) of a global batch of n frames.
+  std::pair<std::size_t, std::size_t> my_share(std::size_t n) const {
+    const auto r = static_cast<std::size_t>(comm->rank());
+    const auto size = static_cast<std::size_t>(comm->size());
+    return {n * r / size, n * (r + 1) / size};
+  }
+  Batch local_batch(const std::vector<System>& systems, const BatchRef& ref) const;
+
+  // Sums per-parameter gradients over ranks; unused parameters (undefined gradients) become zeros.
+  std::vector<torch::Tensor> reduce_gradients(std::vector<torch::Tensor> grads) const;
+  void reduce(std::vector<double>& values) const {
+    if (comm->size() > 1) comm->allreduce_sum(values.data(), values.size());
+  }
+
+  ErrorMetrics kalman_step(const BatchRef& ref);
+  ErrorMetrics adam_step(const BatchRef& ref);
+  ErrorMetrics validate(bool all_frames);
+  void write_checkpoint_now(const std::string& path);
+  json provenance() const;
+};
+
+// ----------------------------------------------------------------------------------------------- set-up
+
+void Trainer::Impl::setup_logging() {
+  if (root()) fs::create_directories(opt.output_dir);
+  comm->barrier();
+  std::vector<spdlog::sink_ptr> sinks;
+  if (root()) {
+    sinks.push_back(std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
+    sinks.push_back(std::make_shared<spdlog::sinks::basic_file_sink_mt>(out("train.log"), !opt.restart.empty() ? false : true));
+  }
+  log = std::make_shared<spdlog::logger>("deepkf", sinks.begin(), sinks.end());
+  log->set_pattern("[%Y-%m-%d %H:%M:%S] %v");
+  log->set_level(spdlog::level::info);
+}
+
+void Trainer::Impl::setup_threads_and_device() {
+  // LibTorch defaults to one thread in a plain program here: use the cores, shared among local ranks.
+  int threads = cfg.num_threads;
+  if (threads <= 0) {
+    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    threads = std::max(1, cores / std::max(1, comm->size()));
+  }
+  torch::set_num_threads(threads);
+  if (cfg.device == "cpu") {
+    device = torch::kCPU;
+  } else if (cfg.device == "auto") {
+    device = torch::cuda::is_available() ? torch::Device(torch::kCUDA, comm->local_rank() % std::max<int>(1, static_cast<int>(torch::cuda::device_count())))
+                                         : torch::Device(torch::kCPU);
+  } else {
+    if (!torch::cuda::is_available()) {
+      throw ConfigError("device '" + cfg.device + "' in " + cfg.file + " asks for CUDA, but this build of deepkf or this machine has no GPU");
+    }
+    device = cfg.device == "cuda" ? torch::Device(torch::kCUDA, comm->local_rank() % static_cast<int>(torch::cuda::device_count()))
+                                  : torch::Device(cfg.device);
+  }
+  log->info("ranks {}, threads per rank {}, device {}", comm->size(), threads, device.str());
+}
+
+namespace {
+
+std::vector<std::string> resolve_paths(const std::vector<std::string>& paths, const std::string& base) {
+  std::vector<std::string> out;
+  for (const auto& p : paths) {
+    // "file.h5#group" keeps its group suffix; only the file part is resolved.
+    const auto hash = p.find('#');
+    const std::string file = p.substr(0, hash);
+    const fs::path resolved = fs::path(file).is_absolute() ? fs::path(file) : fs::path(base) / file;
+    out.push_back(resolved.lexically_normal().string() + (hash == std::string::npos ? "" : p.substr(hash)));
+  }
+  return out;
+}
+
+// DeePMD-kit's "auto" batch size: the smallest batch with at least 32 atoms.
+int auto_batch_size(std::int64_t natoms) { return static_cast<int>(std::max<std::int64_t>(1, (32 + natoms - 1) / natoms)); }
+
+std::vector<double> flatten_cpu(const std::vector<torch::Tensor>& tensors) {
+  std::vector<double> out;
+  for (const auto& t : tensors) {
+    const auto c = t.detach().to(torch::kCPU, torch::kFloat64).contiguous();
+    out.insert(out.end(), c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
+  }
+  return out;
+}
+
+}  // namespace
+
+void Trainer::Impl::load_data() {
+  const auto type_map = cfg.model.value("type_map", std::vector<std::string>{});
+  Dataset training = Dataset::load(resolve_paths(cfg.training_data.systems, cfg.base_dir), type_map);
+  train = std::move(training.systems);
+  if (!cfg.validation_data.systems.empty()) {
+    Dataset validation = Dataset::load(resolve_paths(cfg.validation_data.systems, cfg.base_dir), type_map);
+    valid = std::move(validation.systems);
+  } else if (cfg.validation_fraction > 0.0) {
+    auto split = split_systems(train, cfg.validation_fraction, cfg.validation_split == "system" ? SplitMode::kSystem : SplitMode::kFrame, cfg.seed);
+    train = std::move(split.train);
+    valid = std::move(split.validation);
+  }
+  for (const auto& s : train) batch_size.push_back(cfg.training_data.batch_auto ? auto_batch_size(s.natoms) : cfg.training_data.batch_size);
+  for (const auto& s : valid) valid_batch_size.push_back(cfg.validation_data.batch_auto ? auto_batch_size(s.natoms) : cfg.validation_data.batch_size);
+  std::int64_t frames = 0, vframes = 0;
+  for (const auto& s : train) frames += s.nframes;
+  for (const auto& s : valid) vframes += s.nframes;
+  log->info("training data: {} systems, {} frames; validation: {} systems, {} frames", train.size(), frames, valid.size(), vframes);
+}
+
+void Trainer::Impl::resolve_sel() {
+  if (!mcfg.sel_auto) return;
+  // DeePMD's "auto": the largest per-type neighbour count in the training data, times the factor, rounded up
+  // to a multiple of 4. Every frame is scanned (the neighbour search is O(N)).
+  std::vector<std::int64_t> counts(static_cast<std::size_t>(mcfg.ntypes()), 0);
+  for (const auto& s : train) {
+    std::vector<int> types(s.atom_types.size());
+    for (std::size_t i = 0; i < types.size(); ++i) {
+      const auto& name = s.type_map[static_cast<std::size_t>(s.atom_types[i])];
+      types[i] = static_cast<int>(std::find(mcfg.type_map.begin(), mcfg.type_map.end(), name) - mcfg.type_map.begin());
+    }
+    for (std::int64_t f = 0; f < s.nframes; ++f) {
+      const auto c = max_neighbor_counts(s.coord.data() + f * s.natoms * 3, s.natoms, types.data(), mcfg.ntypes(),
+                                         s.periodic ? s.box.data() + f * 9 : nullptr, mcfg.rcut);
+      for (std::size_t t = 0; t < c.size(); ++t) counts[t] = std::max(counts[t], c[t]);
+    }
+  }
+  std::vector<double> reduced(counts.begin(), counts.end());
+  if (comm->size() > 1) comm->allreduce_max(reduced.data(), reduced.size());
+  mcfg.sel.clear();
+  for (double c : reduced) {
+    const auto scaled = static_cast<std::int64_t>(std::ceil(c * mcfg.sel_auto_factor - 1e-9));
+    mcfg.sel.push_back(static_cast<int>((scaled + 3) / 4 * 4));
+  }
+  mcfg.sel_auto = false;
+  log->info("sel \"auto\": max neighbours {} -> sel {}", fmt::join(reduced, " "), fmt::join(mcfg.sel, " "));
+}
+
+void Trainer::Impl::compute_statistics() {
+  // davg/dstd from up to kStatFrames frames per system, the energy bias from every frame.
+  constexpr std::int64_t kStatFrames = 100;
+  StatisticsSums sums(mcfg.ntypes());
+  for (const auto& s : train) {
+    std::vector<std::int64_t> all(static_cast<std::size_t>(s.nframes));
+    std::iota(all.begin(), all.end(), std::int64_t{0});
+    const auto [begin, end] = my_share(all.size());
+    const std::int64_t stride = std::max<std::int64_t>(1, s.nframes / kStatFrames);
+    for (std::size_t k = begin; k < end; k += 16) {
+      std::vector<std::int64_t> frames(all.begin() + static_cast<std::ptrdiff_t>(k), all.begin() + static_cast<std::ptrdiff_t>(std::min(end, k + 16)));
+      Batch b = make_batch(s, frames, mcfg, torch::kCPU, torch::kFloat64);
+      sums.add_energy(b.energy, b.atype);
+      std::vector<std::int64_t> pick;
+      for (std::size_t j = 0; j < frames.size(); ++j) {
+        if (frames[j] % stride == 0) pick.push_back(static_cast<std::int64_t>(j));
+      }
+      if (pick.empty()) continue;
+      const auto idx = torch::tensor(pick, torch::kInt64);
+      const auto rij = pair_vectors(b.coord.index_select(0, idx), b.nlist.index_select(0, idx), b.shift.index_select(0, idx), mcfg.rcut);
+      sums.add_environment(environment_matrix(rij, mcfg.rcut, mcfg.rcut_smth), b.atype.index_select(0, idx));
+    }
+  }
+  auto packed = sums.pack();
+  reduce(packed);
+  sums.unpack(packed);
+  const auto [davg, dstd] = sums.descriptor_statistics(mcfg.nnei());
+  model->set_statistics(davg, dstd);
+  const auto bias = sums.energy_bias(mcfg.type_map);
+  for (const auto& w : bias.warnings) log->warn("{}", w);
+  model->set_energy_bias(bias.bias);
+  std::string text;
+  for (int t = 0; t < mcfg.ntypes(); ++t) {
+    text += fmt::format("{}{} {:.4f}", t ? ", " : "", mcfg.type_map[static_cast<std::size_t>(t)], bias.bias[t].item<double>());
+  }
+  log->info("energy bias per type (eV): {}", text);
+}
+
+void Trainer::Impl::build_optimizer() {
+  params = model->parameters();
+  KalmanOptions k;
+  k.blocksize = cfg.kalman.blocksize;
+  k.lambda0 = cfg.kalman.lambda0;
+  k.nu = cfg.kalman.nu;
+  k.p0 = cfg.kalman.p0;
+  k.p_dtype = cfg.kalman.p_precision == "float32" ? torch::kFloat32 : torch::kFloat64;
+  AdamOptions a;
+  a.start_lr = cfg.adam.start_lr;
+  a.stop_lr = cfg.adam.stop_lr;
+  a.decay_steps = cfg.adam.decay_steps;
+  a.total_steps = cfg.numb_steps;
+  optimizer = make_optimizer(cfg.optimizer, params, k, a, comm);
+  if (optimizer->kind() == Optimizer::Kind::kMeasurement) {
+    kalman = &optimizer->as_kalman();
+    selector = std::make_unique<AtomSelector>(cfg.seed, cfg.kalman.nselect, cfg.kalman.groupsize);
+    log->info("optimizer RLEKF: {} parameters in {} blocks (kf_blocksize {}), covariance {:.1f} MiB on this rank",
+              model->parameter_count(), kalman->layout().num_blocks(), cfg.kalman.blocksize,
+              static_cast<double>(kalman->covariance_bytes()) / (1 << 20));
+  } else {
+    adam = &optimizer->as_adam();
+    log->info("optimizer Adam: {} parameters, lr {} -> {} every {} steps", model->parameter_count(), a.start_lr, a.stop_lr, a.decay_steps);
+  }
+}
+
+void Trainer::Impl::setup() {
+  setup_logging();
+  setup_threads_and_device();
+  for (const auto& key : cfg.ignored_keys) log->info("input key {} has no effect in deepkf", key);
+  load_data();
+  std::vector<std::int64_t> nframes;
+  for (const auto& s : train) nframes.push_back(s.nframes);
+  sampler = std::make_unique<BatchSampler>(nframes, batch_size, cfg.seed);
+
+  if (!opt.restart.empty()) {
+    restore(opt.restart);
+    return;
+  }
+  if (!opt.init_model.empty()) {
+    auto loaded = load_model(opt.init_model, torch::kCPU);
+    mcfg = loaded.config;
+    model = loaded.model;
+    log->info("starting from model {} ({} parameters)", opt.init_model, model->parameter_count());
+  } else {
+    mcfg = ModelConfig::from_json(cfg.model);
+    resolve_sel();
+    mcfg.validate();
+    model = DeepPot(mcfg);
+    compute_statistics();
+  }
+  model->to(device);
+  build_optimizer();
+}
+
+void Trainer::Impl::restore(const std::string& path) {
+  auto ckpt = read_checkpoint(path, device);
+  mcfg = ckpt.model->config();
+  model = ckpt.model;
+  build_optimizer();
+  if (ckpt.meta.value("optimizer", std::string()) != cfg.optimizer) {
+    throw ConfigError("checkpoint '" + path + "' was written by the " + ckpt.meta.value("optimizer", std::string("?")) +
+                      " optimizer, but " + cfg.file + " asks for " + cfg.optimizer);
+  }
+  optimizer->load(ckpt.optimizer);
+  if (selector) selector->load(ckpt.optimizer);
+  step = ckpt.meta.at("step").get<std::int64_t>();
+  sampler->seek(ckpt.meta.at("epoch").get<std::int64_t>(), ckpt.meta.at("position").get<std::int64_t>());
+  valid_cursor = ckpt.meta.value("valid_cursor", std::int64_t{0});
+  wall_before = ckpt.meta.value("wall_seconds", 0.0);
+  log->info("restarted from {} at step {}", path, step);
+}
+
+// ----------------------------------------------------------------------------------------------- steps
+
+Batch Trainer::Impl::local_batch(const std::vector<System>& systems, const BatchRef& ref) const {
+  const auto [begin, end] = my_share(ref.frames.size());
+  std::vector<std::int64_t> mine(ref.frames.begin() + static_cast<std::ptrdiff_t>(begin), ref.frames.begin() + static_cast<std::ptrdiff_t>(end));
+  return make_batch(systems[static_cast<std::size_t>(ref.system)], mine, mcfg, device, mcfg.precision);
+}
+
+std::vector<torch::Tensor> Trainer::Impl::reduce_gradients(std::vector<torch::Tensor> grads) const {
+  for (std::size_t i = 0; i < grads.size(); ++i) {
+    if (!grads[i].defined()) grads[i] = torch::zeros_like(params[i]);
+  }
+  if (comm->size() == 1) return grads;
+  // One allreduce of all gradients, staged through a float64 host buffer.
+  std::vector<torch::Tensor> flat;
+  for (const auto& g : grads) flat.push_back(g.reshape({-1}));
+  auto host = torch::cat(flat).to(torch::kCPU, torch::kFloat64).contiguous();
+  comm->allreduce_sum(host.data_ptr<double>(), static_cast<std::size_t>(host.numel()));
+  const auto summed = host.to(device, grads.front().scalar_type());
+  std::int64_t offset = 0;
+  for (auto& g : grads) {
+    const auto n = g.numel();
+    g = summed.narrow(0, offset, n).view(g.sizes());
+    offset += n;
+  }
+  return grads;
+}
+
+ErrorMetrics Trainer::Impl::kalman_step(const BatchRef& ref) {
+  const Batch b = local_batch(train, ref);
+  const auto global_frames = static_cast<std::int64_t>(ref.frames.size());
+  const bool have_frames = b.coord.size(0) > 0;
+  const double t = static_cast<double>(step) / static_cast<double>(cfg.numb_steps);
+  const auto& k = cfg.kalman;
+  const double pe = kalman_prefactor(k.start_pref_e, k.limit_pref_e, t);
+  const double pf = kalman_prefactor(k.start_pref_f, k.limit_pref_f, t);
+  const double pv = kalman_prefactor(k.start_pref_v, k.limit_pref_v, t);
+  const auto natoms = torch::full({b.coord.size(0)}, static_cast<double>(b.natoms), torch::TensorOptions().dtype(mcfg.precision).device(device));
+
+  auto update = [&](const Measurement& m) {
+    std::vector<torch::Tensor> grads(params.size());
+    if (have_frames) grads = torch::autograd::grad({m.y}, params, {}, false, false, /*allow_unused=*/true);
+    grads = reduce_gradients(std::move(grads));
+    std::vector<double> sums = {m.abs_sum, static_cast<double>(m.count)};
+    reduce(sums);
+    // e = sqrt(B) * mean |d| over the global batch
+    const double e = kalman_error(sums[0], static_cast<std::int64_t>(std::llround(sums[1])), global_frames);
+    kalman->update(e, grads);
+  };
+
+  // Energy measurement on the current weights.
+  {
+    Measurement m;
+    if (have_frames) {
+      const auto energy = model->atomic_energy(b.coord, b.atype, b.nlist, b.shift).sum(1);
+      m = energy_measurement(energy, b.energy, natoms, pe);
+    }
+    update(m);
+  }
+  // Force measurements: groups of selected atoms, each on the weights updated by the step before.
+  if (b.has_force && pf > 0.0) {
+    // Every rank draws for the whole global batch and keeps its own frames' rows.
+    const auto groups = selector->select(static_cast<std::int64_t>(my_share(ref.frames.size()).first), b.coord.size(0), global_frames, b.natoms, device);
+    for (const auto& atoms : groups) {
+      Measurement m;
+      if (have_frames) {
+        const auto out = model->evaluate(b.coord, b.atype, b.nlist, b.shift, /*create_graph=*/true);
+        const auto idx = atoms.unsqueeze(-1).expand({-1, -1, 3});
+        m = force_measurement(out.force.gather(1, idx), b.force.gather(1, idx), natoms, pf);
+      }
+      update(m);
+    }
+  }
+  // Virial measurement when asked for and present.
+  if (b.has_virial && pv > 0.0) {
+    Measurement m;
+    if (have_frames) {
+      const auto out = model->evaluate(b.coord, b.atype, b.nlist, b.shift, /*create_graph=*/true);
+      m = virial_measurement(out.virial, b.virial, natoms, pv);
+    }
+    update(m);
+  }
+  // Training errors of this batch on the updated weights are reported at display time only.
+  return {};
+}
+
+ErrorMetrics Trainer::Impl::adam_step(const BatchRef& ref) {
+  const Batch b = local_batch(train, ref);
+  const LossPrefactors pref = adam->prefactors(step, cfg.adam.start_pref_e, cfg.adam.limit_pref_e, cfg.adam.start_pref_f,
+                                               cfg.adam.limit_pref_f, cfg.adam.start_pref_v, cfg.adam.limit_pref_v);
+  adam->zero_grad();
+  ErrorMetrics metrics;
+  if (b.coord.size(0) > 0) {
+    const auto out = model->evaluate(b.coord, b.atype, b.nlist, b.shift, /*create_graph=*/true);
+    const auto loss = ener_loss(out.energy, b.energy, b.has_force ? out.force : torch::Tensor(), b.force,
+                                b.has_virial ? out.virial : torch::Tensor(), b.virial, b.natoms, pref.energy, pref.force, pref.virial);
+    loss.backward();
+    metrics.add(out, b);
+  }
+  // Data parallel: the loss is a mean over frames, so average the gradients over ranks.
+  if (comm->size() > 1) {
+    std::vector<torch::Tensor> grads;
+    for (const auto& p : params) grads.push_back(p.grad().defined() ? p.grad() : torch::zeros_like(p));
+    grads = reduce_gradients(grads);
+    for (std::size_t i = 0; i < params.size(); ++i) params[i].mutable_grad() = grads[i] / comm->size();
+  }
+  adam->step(step);
+  return metrics;
+}
+
+ErrorMetrics Trainer::Impl::validate(bool all_frames) {
+  ErrorMetrics metrics;
+  if (valid.empty()) return metrics;
+  std::int64_t total = 0;
+  for (const auto& s : valid) total += s.nframes;
+  // numb_btch batches per display, cycling through all validation frames in order.
+  const std::int64_t wanted = all_frames ? total
+                                         : std::min<std::int64_t>(total, static_cast<std::int64_t>(cfg.validation_data.numb_btch) *
+                                                                             std::max(1, cfg.validation_data.batch_auto ? 1 : cfg.validation_data.batch_size));
+  std::int64_t done = 0;
+  std::int64_t cursor = all_frames ? 0 : valid_cursor;
+  while (done < wanted) {
+    // Locate the system holding frame number `cursor` of the concatenated validation set.
+    std::int64_t c = cursor % total, s = 0;
+    while (c >= valid[static_cast<std::size_t>(s)].nframes) c -= valid[static_cast<std::size_t>(s++)].nframes;
+    const auto& sys = valid[static_cast<std::size_t>(s)];
+    const std::int64_t n = std::min({static_cast<std::int64_t>(valid_batch_size[static_cast<std::size_t>(s)]), sys.nframes - c, wanted - done});
+    BatchRef ref{static_cast<int>(s), {}};
+    for (std::int64_t f = c; f < c + n; ++f) ref.frames.push_back(f);
+    const Batch b = local_batch(valid, ref);
+    if (b.coord.size(0) > 0) metrics.add(model->evaluate(b.coord, b.atype, b.nlist, b.shift, false), b);
+    done += n;
+    cursor += n;
+  }
+  if (!all_frames) valid_cursor = cursor % total;
+  auto packed = metrics.pack();
+  reduce(packed);
+  metrics.unpack(packed);
+  return metrics;
+}
+
+json Trainer::Impl::provenance() const {
+  json p;
+  p["program"] = "deepkf 0.1.0";
+  p["training_data"] = cfg.training_data.systems;
+  p["validation_data"] = cfg.validation_data.systems;
+  p["input"] = cfg.file;
+  p["steps"] = step;
+  p["optimizer"] = cfg.to_json()["optimizer"];
+  p["ranks"] = comm->size();
+  const auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  char date[64];
+  std::strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  p["date"] = date;
+  return p;
+}
+
+void Trainer::Impl::write_checkpoint_now(const std::string& path) {
+  json meta;
+  meta["step"] = step;
+  meta["epoch"] = sampler->epoch();
+  meta["position"] = sampler->position();
+  meta["valid_cursor"] = valid_cursor;
+  meta["optimizer"] = cfg.optimizer;
+  meta["config"] = cfg.to_json();
+  meta["model"] = mcfg.to_json();
+  meta["provenance"] = provenance();
+  meta["ranks"] = comm->size();
+  // Saving the optimizer is collective (covariance blocks are gathered from their owners); only the root
+  // writes the file.
+  torch::serialize::OutputArchive optimizer_state;
+  optimizer->save(optimizer_state);
+  if (selector) selector->save(optimizer_state);
+  if (root()) {
+    write_checkpoint(path, model, meta, optimizer_state);
+  }
+  comm->barrier();
+}
+
+// ----------------------------------------------------------------------------------------------- loop
+
+Trainer::Trainer(const TrainConfig& config, const TrainerOptions& options, std::shared_ptr<Communicator> comm)
+    : impl_(std::make_unique<Impl>(config, options, std::move(comm))) {
+  impl_->setup();
+}
+
+Trainer::~Trainer() = default;
+
+std::int64_t Trainer::step() const { return impl_->step; }
+
+std::vector<double> Trainer::flat_parameters() const { return flatten_cpu(impl_->params); }
+
+TrainResult Trainer::run() {
+  Impl& m = *impl_;
+  TrainResult result;
+  StopSignal stop_guard;
+  const auto start = std::chrono::steady_clock::now();
+  const auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  const std::string lcurve_path = m.out(m.cfg.disp_file);
+  const std::string ckpt_path = m.out(m.cfg.save_ckpt);
+  std::ofstream lcurve;
+  const bool virial_columns = std::any_of(m.train.begin(), m.train.end(), [](const System& s) { return s.has_virial(); });
+  if (m.root()) {
+    write_text_atomically(m.out("input.resolved.json"), m.cfg.to_json().dump(2) + "\n");
+    const bool append = !m.opt.restart.empty() && fs::exists(lcurve_path);
+    lcurve.open(lcurve_path, append ? std::ios::app : std::ios::trunc);
+    if (!lcurve) throw Error("cannot write learning curve " + lcurve_path);
+    if (!append) {
+      lcurve << "#  step      rmse_e_val  rmse_e_trn  rmse_f_val  rmse_f_trn";
+      if (virial_columns) lcurve << "  rmse_v_val  rmse_v_trn";
+      lcurve << (m.kalman ? "      lambda" : "          lr") << "      wall_s\n";
+      lcurve << "#  (energy and virial per atom: eV/atom; force: eV/A)\n";
+    }
+  }
+  ProgressBar progress(m.step, m.cfg.numb_steps, m.root() ? m.opt.progress : 0);
+  m.log->info("training from step {} to {}", m.step, m.cfg.numb_steps);
+
+  auto display = [&](const ErrorMetrics& trn) {
+    const ErrorMetrics val = m.validate(false);
+    result.validation = val;
+    result.training = trn;
+    if (!m.root()) return;
+    const double status = m.kalman ? m.kalman->lambda() : m.adam->learning_rate(m.step);
+    lcurve << fmt::format("{:8d}  {:10.3e}  {:10.3e}  {:10.3e}  {:10.3e}", m.step, val.rmse_e(), trn.rmse_e(), val.rmse_f(), trn.rmse_f());
+    if (virial_columns) lcurve << fmt::format("  {:10.3e}  {:10.3e}", val.rmse_v(), trn.rmse_v());
+    lcurve << fmt::format("  {:10.6f}  {:10.2f}\n", status, m.wall_before + elapsed());
+    lcurve.flush();
+    progress.clear();
+    m.log->info("step {:>7}  rmse_e val {:.3e} trn {:.3e} eV/atom  rmse_f val {:.3e} trn {:.3e} eV/A  {} {:.6g}", m.step,
+                val.rmse_e(), trn.rmse_e(), val.rmse_f(), trn.rmse_f(), m.kalman ? "lambda" : "lr", status);
+  };
+
+  while (m.step < m.cfg.numb_steps) {
+    const BatchRef ref = m.sampler->next();
+    ErrorMetrics trn = m.kalman ? m.kalman_step(ref) : m.adam_step(ref);
+    ++m.step;
+    const bool last = m.step == m.cfg.numb_steps;
+    if (m.step % m.cfg.disp_freq == 0 || last || m.step == 1) {
+      if (m.kalman) {
+        // Errors of the training batch on the weights after the update.
+        const Batch b = m.local_batch(m.train, ref);
+        trn = ErrorMetrics{};
+        if (b.coord.size(0) > 0) trn.add(m.model->evaluate(b.coord, b.atype, b.nlist, b.shift, false), b);
+        auto packed = trn.pack();
+        m.reduce(packed);
+        trn.unpack(packed);
+      } else {
+        auto packed = trn.pack();
+        m.reduce(packed);
+        trn.unpack(packed);
+      }
+      display(trn);
+    }
+    progress.update(m.step, fmt::format("rmse_f {:.3e}", result.training.rmse_f()));
+    const bool stop = m.comm->any(StopSignal::requested());
+    if (m.step % m.cfg.save_freq == 0 || last || stop) {
+      m.write_checkpoint_now(ckpt_path);
+      result.checkpoint = ckpt_path;
+    }
+    if (stop) {
+      progress.clear();
+      m.log->info("stopped by signal {} at step {}; checkpoint {} (continue with --restart)", StopSignal::signal_number(), m.step, ckpt_path);
+      result.interrupted = true;
+      break;
+    }
+  }
+  progress.finish();
+  if (!result.interrupted && !m.valid.empty()) {
+    // The displays sample numb_btch batches; the final figure covers every validation frame.
+    result.validation = m.validate(true);
+    const auto& v = result.validation;
+    m.log->info("validation on all {} frames: rmse_e {:.3e} eV/atom, rmse_f {:.3e} eV/A{}", v.e_count, v.rmse_e(),
+                v.rmse_f(), v.has_virial() ? fmt::format(", rmse_v {:.3e} eV/atom", v.rmse_v()) : std::string());
+  }
+  result.steps = m.step;
+  result.wall_seconds = elapsed();
+  if (!result.interrupted && m.opt.write_model && m.root()) {
+    result.model = m.out("model.pt");
+    save_model(result.model, m.model, m.provenance());
+    m.log->info("model written to {}", result.model);
+  }
+  m.comm->barrier();
+  return result;
+}
+
+}  // namespace deepkf

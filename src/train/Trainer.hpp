@@ -1,0 +1,54 @@
+#pragma once
+// The trainer: a Dataset, a DeepPot model and an optimizer (RLEKF or Adam), built complete from a
+// TrainConfig, and the loop that fits the model, writes the learning curve and checkpoints, and restarts
+// exactly from a checkpoint. Data-parallel over the ranks of its Communicator: each rank evaluates its share
+// of every global batch, and the gradients and error sums are summed over ranks.
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "src/core/Communicator.hpp"
+#include "src/train/ErrorMetrics.hpp"
+#include "src/train/TrainConfig.hpp"
+
+namespace deepkf {
+
+struct TrainerOptions {
+  std::string output_dir = ".";  // lcurve, checkpoints, model and logs go here
+  std::string restart;           // checkpoint to continue from (weights, optimizer, data order, RNG)
+  std::string init_model;        // model file to start from (fine-tuning): weights and statistics
+  int progress = -1;             // progress bar: -1 when stderr is a terminal, 0 never, 1 always
+  bool write_model = true;       // write model.pt at the end
+};
+
+struct TrainResult {
+  std::int64_t steps = 0;           // steps done in total (including those before a restart)
+  bool interrupted = false;         // stopped by SIGINT/SIGTERM (a checkpoint was written)
+  double wall_seconds = 0.0;        // this run's training time
+  ErrorMetrics validation;          // last validation errors (empty without validation data)
+  ErrorMetrics training;            // last training-batch errors
+  std::string checkpoint;           // last checkpoint written
+  std::string model;                // model file written at the end ("" if none)
+};
+
+class Trainer {
+ public:
+  Trainer(const TrainConfig& config, const TrainerOptions& options, std::shared_ptr<Communicator> comm);
+  ~Trainer();
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
+
+  // Trains to config.numb_steps (or until a stop signal); returns what was done.
+  TrainResult run();
+
+  // Steps already done (non-zero after a restart).
+  std::int64_t step() const;
+  // The model's flattened trainable parameters (for tests comparing runs), float64 on the CPU.
+  std::vector<double> flat_parameters() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace deepkf
