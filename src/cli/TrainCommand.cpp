@@ -44,17 +44,21 @@ void run_train(const TrainArgs& args) {
     Trainer trainer(config, options, comm);
     const TrainResult r = trainer.run();
     if (rank == 0) {
-      const auto dir = std::filesystem::absolute(args.output_dir).lexically_normal().string();
+      namespace fs = std::filesystem;
+      const auto shown = [](const fs::path& p) { return fs::absolute(p).lexically_normal().string(); };
+      const fs::path dir = args.output_dir;
       std::printf("\n%s after %lld steps in %.1f s\n", r.interrupted ? "stopped" : "finished",
                   static_cast<long long>(r.steps), r.wall_seconds);
       if (r.validation.e_count > 0) {
-        std::printf("validation RMSE: energy %.3e eV/atom, force %.3e eV/A\n", r.validation.rmse_e(),
-                    r.validation.rmse_f());
+        std::printf("validation RMSE (%lld frames): energy %.3e eV/atom, force %.3e eV/A", static_cast<long long>(r.validation.e_count),
+                    r.validation.rmse_e(), r.validation.rmse_f());
+        if (r.validation.has_virial()) std::printf(", virial %.3e eV/atom", r.validation.rmse_v());
+        std::printf("\n");
       }
-      std::printf("learning curve  %s/%s\n", dir.c_str(), config.disp_file.c_str());
-      std::printf("checkpoint      %s\n", r.checkpoint.c_str());
-      if (!r.model.empty()) std::printf("model           %s\n", r.model.c_str());
-      std::printf("log             %s/train.log\n", dir.c_str());
+      std::printf("learning curve  %s\n", shown(dir / config.disp_file).c_str());
+      std::printf("checkpoint      %s\n", shown(r.checkpoint).c_str());
+      if (!r.model.empty()) std::printf("model           %s\n", shown(r.model).c_str());
+      std::printf("log             %s\n", shown(dir / "train.log").c_str());
     }
     comm.reset();
     MPI_Finalize();
