@@ -193,6 +193,34 @@ TEST_CASE("100 MD steps give the same trajectory on 1, 2 and 4 ranks", "[lammps]
   CHECK(max_row_diff(ends[0], ends[2]) < 1e-7);
 }
 
+TEST_CASE("a cell smaller than the cutoff: one cell gives 1/8 of the energy of its 2x2x2 replica", "[lammps]") {
+  // rcut 6 A in a 4.5 A triclinic cell: every atom sees several images of each neighbour, which LAMMPS
+  // provides as ghosts. Energy and pressure must not depend on whether the images are ghosts or atoms.
+  const auto dir = make_temp_dir("lammps-small-cell");
+  write_water_model(dir + "/model.pt", 11);
+  std::vector<std::vector<double>> pe;
+  for (int reps : {1, 2}) {
+    const std::string input =
+        "units metal\nboundary p p p\natom_style atomic\natom_modify map yes\n"
+        "region cell prism 0 4.5 0 4.7 0 4.9 0.6 -0.4 0.3\ncreate_box 2 cell\n"
+        "create_atoms 1 random 4 4211 NULL\n"
+        "create_atoms 2 random 8 4212 NULL\nmass 1 15.9994\nmass 2 1.00794\n"
+        "replicate " + std::to_string(reps) + " " + std::to_string(reps) + " " + std::to_string(reps) + "\n" +
+        pair_lines("model.pt") +
+        "thermo_style custom step pe press atoms\nthermo_modify format float %.17g\nrun 0\n";
+    const auto r = run_lammps(dir, input, 2);
+    INFO(r.output);
+    REQUIRE(r.status == 0);
+    const auto rows = thermo_rows(read_text(dir + "/log.lammps"), 4);
+    REQUIRE(rows.size() == 1);
+    pe.push_back(rows[0]);
+  }
+  REQUIRE(pe[0][3] == 12);
+  REQUIRE(pe[1][3] == 96);
+  CHECK(std::abs(8 * pe[0][1] - pe[1][1]) < 1e-8 * std::abs(pe[1][1]));
+  CHECK(std::abs(pe[0][2] - pe[1][2]) < 1e-6 * std::max(1.0, std::abs(pe[1][2])));
+}
+
 TEST_CASE("ranks that own no atoms work", "[lammps]") {
   // 24 atoms of a water frame in one corner of a large box; 4 ranks along x: two of them own nothing.
   auto frame = water_frame(0, false);
