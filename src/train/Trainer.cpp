@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <numeric>
@@ -88,6 +89,13 @@ struct Trainer::Impl {
   void reduce(std::vector<double>& values) const {
     if (comm->size() > 1) comm->allreduce_sum(values.data(), values.size());
   }
+  // Runs f, which may fail on some ranks only (file I/O, root-only writes), then agrees over all ranks
+  // whether it failed anywhere; if so every rank throws: a failing rank its own error, the others a
+  // ParallelError with the lowest failing rank's message. Collective; f itself must not communicate.
+  template <typename F>
+  void together(F&& f);
+  // ParallelError unless every rank loaded the same number of systems, frames and atoms.
+  void check_same_data() const;
 
   ErrorMetrics kalman_step(const BatchRef& ref);
   ErrorMetrics adam_step(const BatchRef& ref);
@@ -98,14 +106,44 @@ struct Trainer::Impl {
 
 // ----------------------------------------------------------------------------------------------- set-up
 
+template <typename F>
+void Trainer::Impl::together(F&& f) {
+  std::exception_ptr error;
+  std::string what;
+  try {
+    f();
+  } catch (const std::exception& e) {
+    error = std::current_exception();
+    what = e.what();
+  }
+  if (comm->size() == 1) {
+    if (error) std::rethrow_exception(error);
+    return;
+  }
+  // The lowest failing rank r, as max(size - r) (0: none failed).
+  double code = error ? static_cast<double>(comm->size() - comm->rank()) : 0.0;
+  comm->allreduce_max(&code, 1);
+  if (code == 0.0) return;
+  // Every rank takes part in sending the failing rank's message, then the failing ranks rethrow their own.
+  const int failed = comm->size() - static_cast<int>(code);
+  std::string message = what;
+  std::uint64_t length = message.size();
+  comm->broadcast(&length, sizeof length, failed);
+  message.resize(length);
+  comm->broadcast(message.data(), length, failed);
+  if (error) std::rethrow_exception(error);
+  throw ParallelError("rank " + std::to_string(failed) + " failed: " + message);
+}
+
 void Trainer::Impl::setup_logging() {
-  if (root()) fs::create_directories(opt.output_dir);
-  comm->barrier();
+  // Only the root writes files: the output directory and train.log are its own.
   std::vector<spdlog::sink_ptr> sinks;
-  if (root()) {
+  together([&] {
+    if (!root()) return;
+    fs::create_directories(opt.output_dir);
     sinks.push_back(std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
     sinks.push_back(std::make_shared<spdlog::sinks::basic_file_sink_mt>(out("train.log"), !opt.restart.empty() ? false : true));
-  }
+  });
   log = std::make_shared<spdlog::logger>("deepkf", sinks.begin(), sinks.end());
   log->set_pattern("[%Y-%m-%d %H:%M:%S] %v");
   log->set_level(spdlog::level::info);
@@ -182,6 +220,23 @@ void Trainer::Impl::load_data() {
   log->info("training data: {} systems, {} frames; validation: {} systems, {} frames", train.size(), frames, valid.size(), vframes);
 }
 
+void Trainer::Impl::check_same_data() const {
+  if (comm->size() == 1) return;
+  std::vector<double> local = {static_cast<double>(train.size()), static_cast<double>(valid.size()), 0.0, 0.0};
+  for (const auto& s : train) {
+    local[2] += static_cast<double>(s.nframes);
+    local[3] += static_cast<double>(s.nframes * s.natoms);
+  }
+  auto most = local;
+  comm->allreduce_max(most.data(), most.size());
+  // Every rank draws the same global batches from its own copy of the data: the copies must agree.
+  if (comm->any(most != local)) {
+    throw ParallelError(fmt::format("ranks read different training data: rank {} has {} systems, {} frames, {} atoms; "
+                                    "the largest figures over ranks are {}, {}, {}",
+                                    comm->rank(), local[0], local[2], local[3], most[0], most[2], most[3]));
+  }
+}
+
 void Trainer::Impl::resolve_sel() {
   if (!mcfg.sel_auto) return;
   // DeePMD's "auto": the largest per-type neighbour count in the training data, times the factor, rounded up
@@ -193,7 +248,9 @@ void Trainer::Impl::resolve_sel() {
       const auto& name = s.type_map[static_cast<std::size_t>(s.atom_types[i])];
       types[i] = static_cast<int>(std::find(mcfg.type_map.begin(), mcfg.type_map.end(), name) - mcfg.type_map.begin());
     }
-    for (std::int64_t f = 0; f < s.nframes; ++f) {
+    // Each rank scans its share of the frames; the maximum over ranks follows.
+    const auto [begin, end] = my_share(static_cast<std::size_t>(s.nframes));
+    for (auto f = static_cast<std::int64_t>(begin); f < static_cast<std::int64_t>(end); ++f) {
       const auto c = max_neighbor_counts(s.coord.data() + f * s.natoms * 3, s.natoms, types.data(), mcfg.ntypes(),
                                          s.periodic ? s.box.data() + f * 9 : nullptr, mcfg.rcut);
       for (std::size_t t = 0; t < c.size(); ++t) counts[t] = std::max(counts[t], c[t]);
@@ -278,7 +335,10 @@ void Trainer::Impl::setup() {
   setup_logging();
   setup_threads_and_device();
   for (const auto& key : cfg.ignored_keys) log->info("input key {} has no effect in deepkf", key);
-  load_data();
+  // Every rank reads the whole data set (a rank evaluates only its share of each batch, but any frame may
+  // fall to it); a rank that cannot read it ends the set-up on all ranks.
+  together([&] { load_data(); });
+  check_same_data();
   std::vector<std::int64_t> nframes;
   for (const auto& s : train) nframes.push_back(s.nframes);
   sampler = std::make_unique<BatchSampler>(nframes, batch_size, cfg.seed);
@@ -288,9 +348,11 @@ void Trainer::Impl::setup() {
     return;
   }
   if (!opt.init_model.empty()) {
-    auto loaded = load_model(opt.init_model, torch::kCPU);
-    mcfg = loaded.config;
-    model = loaded.model;
+    together([&] {
+      auto loaded = load_model(opt.init_model, torch::kCPU);
+      mcfg = loaded.config;
+      model = loaded.model;
+    });
     log->info("starting from model {} ({} parameters)", opt.init_model, model->parameter_count());
   } else {
     mcfg = ModelConfig::from_json(cfg.model);
@@ -304,7 +366,9 @@ void Trainer::Impl::setup() {
 }
 
 void Trainer::Impl::restore(const std::string& path) {
-  auto ckpt = read_checkpoint(path, device);
+  // Every rank reads the checkpoint: its model, and the covariance blocks this rank owns.
+  LoadedCheckpoint ckpt;
+  together([&] { ckpt = read_checkpoint(path, device); });
   mcfg = ckpt.model->config();
   model = ckpt.model;
   build_optimizer();
@@ -420,12 +484,17 @@ ErrorMetrics Trainer::Impl::adam_step(const BatchRef& ref) {
     loss.backward();
     metrics.add(out, b);
   }
-  // Data parallel: the loss is a mean over frames, so average the gradients over ranks.
+  // Data parallel: the loss is a mean over the frames of this rank's share (all of one system, so every
+  // frame has the same number of atoms); the global loss is the frame-weighted mean of the ranks' losses,
+  // so weight each rank's gradient by its share of the frames before the sum (shares differ by one frame
+  // when R does not divide B, and a rank may have none).
   if (comm->size() > 1) {
+    const double weight = static_cast<double>(b.coord.size(0)) / static_cast<double>(ref.frames.size());
     std::vector<torch::Tensor> grads;
-    for (const auto& p : params) grads.push_back(p.grad().defined() ? p.grad() : torch::zeros_like(p));
+    for (const auto& p : params) grads.push_back(p.grad().defined() ? p.grad() * weight : torch::zeros_like(p));
     grads = reduce_gradients(grads);
-    for (std::size_t i = 0; i < params.size(); ++i) params[i].mutable_grad() = grads[i] / comm->size();
+    // reduce_gradients returns views of one buffer; a gradient must own its memory (zero_grad detaches it).
+    for (std::size_t i = 0; i < params.size(); ++i) params[i].mutable_grad() = grads[i].clone();
   }
   adam->step(step);
   return metrics;
@@ -490,14 +559,13 @@ void Trainer::Impl::write_checkpoint_now(const std::string& path) {
   meta["provenance"] = provenance();
   meta["ranks"] = comm->size();
   // Saving the optimizer is collective (covariance blocks are gathered from their owners); only the root
-  // writes the file.
+  // writes the file, and a failure to write it ends the run on every rank.
   torch::serialize::OutputArchive optimizer_state;
   optimizer->save(optimizer_state);
   if (selector) selector->save(optimizer_state);
-  if (root()) {
-    write_checkpoint(path, model, meta, optimizer_state);
-  }
-  comm->barrier();
+  together([&] {
+    if (root()) write_checkpoint(path, model, meta, optimizer_state);
+  });
 }
 
 // ----------------------------------------------------------------------------------------------- loop
@@ -513,6 +581,8 @@ std::int64_t Trainer::step() const { return impl_->step; }
 
 std::vector<double> Trainer::flat_parameters() const { return flatten_cpu(impl_->params); }
 
+std::int64_t Trainer::covariance_bytes() const { return impl_->kalman ? impl_->kalman->covariance_bytes() : 0; }
+
 TrainResult Trainer::run() {
   Impl& m = *impl_;
   TrainResult result;
@@ -523,7 +593,8 @@ TrainResult Trainer::run() {
   const std::string ckpt_path = m.out(m.cfg.save_ckpt);
   std::ofstream lcurve;
   const bool virial_columns = std::any_of(m.train.begin(), m.train.end(), [](const System& s) { return s.has_virial(); });
-  if (m.root()) {
+  m.together([&] {
+    if (!m.root()) return;
     write_text_atomically(m.out("input.resolved.json"), m.cfg.to_json().dump(2) + "\n");
     const bool append = !m.opt.restart.empty() && fs::exists(lcurve_path);
     lcurve.open(lcurve_path, append ? std::ios::app : std::ios::trunc);
@@ -534,7 +605,7 @@ TrainResult Trainer::run() {
       lcurve << (m.kalman ? "      lambda" : "          lr") << "      wall_s\n";
       lcurve << "#  (energy and virial per atom: eV/atom; force: eV/A)\n";
     }
-  }
+  });
   ProgressBar progress(m.step, m.cfg.numb_steps, m.root() ? m.opt.progress : 0);
   m.log->info("training from step {} to {}", m.step, m.cfg.numb_steps);
 
@@ -588,6 +659,7 @@ TrainResult Trainer::run() {
     }
   }
   progress.finish();
+  result.wall_seconds = elapsed();
   if (!result.interrupted && !m.valid.empty()) {
     // The displays sample numb_btch batches; the final figure covers every validation frame.
     result.validation = m.validate(true);
@@ -596,11 +668,13 @@ TrainResult Trainer::run() {
                 v.rmse_f(), v.has_virial() ? fmt::format(", rmse_v {:.3e} eV/atom", v.rmse_v()) : std::string());
   }
   result.steps = m.step;
-  result.wall_seconds = elapsed();
-  if (!result.interrupted && m.opt.write_model && m.root()) {
-    result.model = m.out("model.pt");
-    save_model(result.model, m.model, m.provenance());
-    m.log->info("model written to {}", result.model);
+  if (!result.interrupted && m.opt.write_model) {
+    m.together([&] {
+      if (!m.root()) return;
+      result.model = m.out("model.pt");
+      save_model(result.model, m.model, m.provenance());
+      m.log->info("model written to {}", result.model);
+    });
   }
   m.comm->barrier();
   return result;

@@ -1,0 +1,307 @@
+// Data-parallel training on 2 ranks (run under mpiexec -n 2) on the real silicon dataset
+// (../shared/datasets/si_mlearn), against the same training on one rank:
+//   - the same global batches give the same weights (relative 1e-10) and validation errors;
+//   - each rank holds about half of the RLEKF covariance;
+//   - Adam too, with batches that split unevenly (1 + 2 frames);
+//   - a checkpoint written on 1 rank resumes on 2, and one written on 2 resumes on 1, to the weights of
+//     the uninterrupted run; a stop signal seen by one rank stops both;
+//   - only rank 0 writes files;
+//   - a failure on one rank only (a missing data set, an unwritable output directory, different data)
+//     ends the set-up on both ranks with its message instead of a hang.
+#include <mpi.h>
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "src/core/Communicator.hpp"
+#include "src/core/Error.hpp"
+#include "src/core/MpiCommunicator.hpp"
+#include "src/train/StopSignal.hpp"
+#include "src/train/Trainer.hpp"
+#include "tests/support/TestData.hpp"
+
+namespace fs = std::filesystem;
+using deepkf::Communicator;
+using deepkf::TrainConfig;
+using deepkf::Trainer;
+using deepkf::TrainerOptions;
+using json = nlohmann::json;
+
+namespace {
+
+constexpr std::int64_t kSteps = 6;
+
+std::string si_dir() { return deepkf::test::require_shared_dataset("si_mlearn"); }
+
+// Training systems: 2, 3 and 57 frames, so batches of 4 frames split 2 + 2, and the short last batches of
+// a system 1 + 2 or 0 + 1 (a rank with no frames still takes part in every step).
+std::vector<std::string> train_systems() {
+  const std::string si = si_dir();
+  return {si + "/train/sys_Si16", si + "/train/sys_Si24", si + "/train/sys_Si63"};
+}
+
+// The small se_e2_a model of test_Trainer.cpp, float64, RLEKF with p0 = 100, global batches of 4 frames.
+// The Kalman prefactors are constant (the defaults), so numb_steps does not change the steps before it and
+// a shorter run is a prefix of a longer one.
+json input_doc(const std::vector<std::string>& train, std::int64_t steps) {
+  json doc = json::parse(R"({
+    "model": {
+      "type_map": ["Si"],
+      "descriptor": {"type": "se_e2_a", "rcut": 4.0, "rcut_smth": 1.0, "sel": "auto", "neuron": [8, 16],
+                     "axis_neuron": 4, "type_one_side": true, "seed": 3, "precision": "float64"},
+      "fitting_net": {"neuron": [32, 32], "resnet_dt": true, "seed": 3}
+    },
+    "optimizer": {"type": "LKF", "kf_blocksize": 512, "nselect": 12, "groupsize": 6, "p0": 100.0},
+    "training": {"training_data": {"batch_size": 4}, "validation_data": {"batch_size": 3, "numb_btch": 2},
+                 "seed": 5, "disp_freq": 1000000, "save_freq": 1000000, "num_threads": 1}
+  })");
+  doc["training"]["training_data"]["systems"] = train;
+  doc["training"]["validation_data"]["systems"] = {si_dir() + "/test/sys_Si63"};
+  doc["training"]["numb_steps"] = steps;
+  return doc;
+}
+
+TrainConfig config_of(const json& doc) { return TrainConfig::from_json(doc, "test-input.json", "/"); }
+TrainConfig config(std::int64_t steps) { return config_of(input_doc(train_systems(), steps)); }
+
+TrainerOptions options_in(const std::string& dir) {
+  TrainerOptions o;
+  o.output_dir = dir;
+  o.progress = 0;
+  return o;
+}
+
+std::shared_ptr<Communicator> world() { return std::make_shared<deepkf::MpiCommunicator>(MPI_COMM_WORLD); }
+
+// A string every rank agrees on (rank 0's).
+std::string from_root(Communicator& comm, std::string s) {
+  std::uint64_t n = s.size();
+  comm.broadcast(&n, sizeof n, 0);
+  s.resize(n);
+  comm.broadcast(s.data(), n, 0);
+  return s;
+}
+
+// A fresh directory every rank agrees on (made by rank 0).
+std::string shared_temp_dir(Communicator& comm, const std::string& tag) {
+  return from_root(comm, comm.is_root() ? deepkf::test::make_temp_dir(tag) : std::string());
+}
+
+// max |a - b| / max |b|
+double relative_difference(const std::vector<double>& a, const std::vector<double>& b) {
+  REQUIRE(a.size() == b.size());
+  double diff = 0, scale = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    diff = std::max(diff, std::abs(a[i] - b[i]));
+    scale = std::max(scale, std::abs(b[i]));
+  }
+  return diff / scale;
+}
+
+// The uninterrupted single-rank run of kSteps steps (each rank runs it alone; computed once per process).
+struct Reference {
+  std::vector<double> weights;
+  std::int64_t covariance_bytes = 0;
+  deepkf::TrainResult result;
+};
+const Reference& serial_reference(Communicator& comm) {
+  static Reference ref = [&] {
+    Reference r;
+    const std::string dir = deepkf::test::make_temp_dir("trainer-mpi-serial-rank" + std::to_string(comm.rank()));
+    Trainer serial(config(kSteps), options_in(dir), deepkf::make_serial_communicator());
+    r.covariance_bytes = serial.covariance_bytes();
+    r.result = serial.run();
+    r.weights = serial.flat_parameters();
+    return r;
+  }();
+  return ref;
+}
+
+// The message of the error that constructing a Trainer throws ("" when it does not throw).
+std::string construction_error(const TrainConfig& cfg, const TrainerOptions& opt, std::shared_ptr<Communicator> comm) {
+  try {
+    Trainer trainer(cfg, opt, std::move(comm));
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("2 ranks train to the weights of 1 rank, each with half of the covariance, rank 0 writing the files",
+          "[train][mpi]") {
+  auto comm = world();
+  REQUIRE(comm->size() == 2);
+  const int rank = comm->rank();
+  INFO("rank " << rank);
+  const auto& ref = serial_reference(*comm);
+  REQUIRE(ref.result.steps == kSteps);
+
+  const std::string dir = shared_temp_dir(*comm, "trainer-mpi");
+  // Rank 1 gets a directory of its own that nobody creates: it must stay absent.
+  const std::string out = rank == 0 ? dir + "/run" : dir + "/rank1-must-not-exist";
+  Trainer parallel(config(kSteps), options_in(out), comm);
+  const auto result = parallel.run();
+  REQUIRE(result.steps == kSteps);
+  const auto weights = parallel.flat_parameters();
+  INFO("relative weight difference between 2 ranks and 1 rank after " << kSteps << " steps");
+  CHECK(relative_difference(weights, ref.weights) < 1e-10);
+
+  // Every rank holds the same weights (the allgather rebuilt them): compare with rank 0's bit for bit.
+  auto root_weights = weights;
+  comm->broadcast(root_weights.data(), root_weights.size() * sizeof(double), 0);
+  CHECK(root_weights == weights);
+
+  // The validation errors (each validation batch is split over the ranks too) agree with one rank's.
+  REQUIRE(result.validation.e_count == ref.result.validation.e_count);
+  CHECK(result.validation.rmse_e() == Approx(ref.result.validation.rmse_e()).epsilon(1e-8));
+  CHECK(result.validation.rmse_f() == Approx(ref.result.validation.rmse_f()).epsilon(1e-8));
+
+  // Covariance memory: the blocks are split between the ranks, balanced by n^2.
+  std::int64_t mine = parallel.covariance_bytes();
+  std::int64_t total = mine;
+  comm->allreduce_sum(&total, 1);
+  INFO("covariance bytes on this rank " << mine << ", on both " << total << ", on one rank alone " << ref.covariance_bytes);
+  CHECK(total == ref.covariance_bytes);
+  CHECK(static_cast<double>(mine) > 0.35 * static_cast<double>(ref.covariance_bytes));
+  CHECK(static_cast<double>(mine) < 0.65 * static_cast<double>(ref.covariance_bytes));
+
+  // Files: rank 0's directory has them all, rank 1 wrote nothing.
+  comm->barrier();
+  if (rank == 0) {
+    for (const char* name : {"lcurve.out", "train.log", "model.ckpt", "model.pt", "input.resolved.json"}) {
+      INFO(name);
+      CHECK(fs::exists(fs::path(out) / name));
+    }
+    CHECK(result.model == out + "/model.pt");
+  } else {
+    CHECK_FALSE(fs::exists(out));
+    CHECK(result.model.empty());
+  }
+}
+
+TEST_CASE("Adam on 2 ranks equals 1 rank when the batches split unevenly", "[train][mpi][adam]") {
+  auto comm = world();
+  REQUIRE(comm->size() == 2);
+  INFO("rank " << comm->rank());
+  // Batches of 3 frames split 1 + 2 (and Si16's 2 frames 1 + 1): the loss is a mean over frames, so each
+  // rank's gradient must count by its share of the frames, not by 1/R.
+  json doc = input_doc(train_systems(), kSteps);
+  doc["training"]["training_data"]["batch_size"] = 3;
+  doc["optimizer"] = {{"type", "Adam"}, {"learning_rate", {{"start_lr", 1e-3}, {"stop_lr", 1e-4}, {"decay_steps", 2}}}};
+  const TrainConfig cfg = config_of(doc);
+  const std::string dir = shared_temp_dir(*comm, "trainer-mpi-adam");
+
+  Trainer serial(cfg, options_in(dir + "/serial-rank" + std::to_string(comm->rank())), deepkf::make_serial_communicator());
+  serial.run();
+  Trainer parallel(cfg, options_in(dir + "/parallel"), comm);
+  const auto result = parallel.run();
+  REQUIRE(result.steps == kSteps);
+  CHECK(parallel.covariance_bytes() == 0);
+  INFO("relative weight difference between 2 ranks and 1 rank after " << kSteps << " Adam steps");
+  CHECK(relative_difference(parallel.flat_parameters(), serial.flat_parameters()) < 1e-10);
+}
+
+TEST_CASE("a checkpoint written on 1 rank resumes on 2 ranks, and one written on 2 resumes on 1", "[train][mpi][restart]") {
+  auto comm = world();
+  REQUIRE(comm->size() == 2);
+  const int rank = comm->rank();
+  INFO("rank " << rank);
+  const auto& ref = serial_reference(*comm);
+  const std::string dir = shared_temp_dir(*comm, "trainer-mpi-restart");
+
+  SECTION("1 rank for 3 steps, then 2 ranks to the end") {
+    std::string checkpoint;
+    if (rank == 0) {
+      Trainer first(config(3), options_in(dir + "/first"), deepkf::make_serial_communicator());
+      const auto part = first.run();
+      REQUIRE(part.steps == 3);
+      checkpoint = part.checkpoint;
+    }
+    checkpoint = from_root(*comm, checkpoint);
+    REQUIRE(fs::exists(checkpoint));
+
+    TrainerOptions again = options_in(rank == 0 ? dir + "/first" : dir + "/rank1-must-not-exist");
+    again.restart = checkpoint;
+    Trainer resumed(config(kSteps), again, comm);
+    CHECK(resumed.step() == 3);
+    const auto rest = resumed.run();
+    CHECK(rest.steps == kSteps);
+    INFO("relative weight difference between 1 + 2 ranks and the uninterrupted run");
+    CHECK(relative_difference(resumed.flat_parameters(), ref.weights) < 1e-10);
+    comm->barrier();
+    if (rank == 1) CHECK_FALSE(fs::exists(dir + "/rank1-must-not-exist"));
+    if (rank == 0) {
+      // The learning curve of the restarted run continues the first run's file: step 6 is its last line.
+      std::ifstream lcurve(dir + "/first/lcurve.out");
+      std::string line, last;
+      while (std::getline(lcurve, line)) last = line;
+      CHECK(std::stoll(last) == kSteps);
+    }
+  }
+
+  SECTION("2 ranks stopped by a signal on rank 1 after 1 step, then 1 rank to the end") {
+    // The stop request reaches rank 1 only; the collective check stops both after the same step.
+    if (rank == 1) deepkf::StopSignal::raise_for_test(15);
+    Trainer stopped(config(kSteps), options_in(rank == 0 ? dir + "/stopped" : dir + "/rank1-must-not-exist"), comm);
+    const auto part = stopped.run();
+    deepkf::StopSignal::reset();
+    REQUIRE(part.interrupted);
+    REQUIRE(part.steps == 1);
+    const std::string checkpoint = from_root(*comm, part.checkpoint);
+    REQUIRE(fs::exists(checkpoint));
+    CHECK_FALSE(fs::exists(dir + "/rank1-must-not-exist"));
+
+    // Each rank resumes the 2-rank checkpoint alone (the covariance blocks of both ranks are in it).
+    TrainerOptions again = options_in(dir + "/resumed-alone-rank" + std::to_string(rank));
+    again.restart = checkpoint;
+    Trainer resumed(config(kSteps), again, deepkf::make_serial_communicator());
+    CHECK(resumed.step() == 1);
+    const auto rest = resumed.run();
+    CHECK(rest.steps == kSteps);
+    INFO("relative weight difference between 2 + 1 ranks and the uninterrupted run");
+    CHECK(relative_difference(resumed.flat_parameters(), ref.weights) < 1e-10);
+  }
+}
+
+TEST_CASE("a failure on one rank only ends the set-up on both ranks with its message", "[train][mpi][errors]") {
+  auto comm = world();
+  REQUIRE(comm->size() == 2);
+  const int rank = comm->rank();
+  INFO("rank " << rank);
+  const std::string dir = shared_temp_dir(*comm, "trainer-mpi-errors");
+
+  SECTION("a data set that rank 1 cannot read") {
+    auto systems = train_systems();
+    if (rank == 1) systems.push_back(dir + "/missing_system");
+    const std::string message = construction_error(config_of(input_doc(systems, 2)), options_in(dir + "/out"), comm);
+    INFO("error: " << message);
+    CHECK(message.find("missing_system") != std::string::npos);
+    if (rank == 0) CHECK(message.find("rank 1 failed") != std::string::npos);
+  }
+
+  SECTION("an output directory that rank 0 cannot create") {
+    // A regular file in the way of the output directory, seen by rank 0 only (only it writes files).
+    if (rank == 0) std::ofstream(dir + "/blocker") << "not a directory\n";
+    comm->barrier();
+    const std::string message = construction_error(config(2), options_in(dir + "/blocker/out"), comm);
+    INFO("error: " << message);
+    CHECK_FALSE(message.empty());
+    if (rank == 1) CHECK(message.find("rank 0 failed") != std::string::npos);
+  }
+
+  SECTION("ranks that read different training data") {
+    auto systems = train_systems();
+    if (rank == 1) systems.pop_back();
+    const std::string message = construction_error(config_of(input_doc(systems, 2)), options_in(dir + "/out"), comm);
+    INFO("error: " << message);
+    CHECK(message.find("ranks read different training data") != std::string::npos);
+  }
+}
