@@ -10,6 +10,7 @@ packages=(
   libopenmpi-dev openmpi-bin
   libcli11-dev catch2 nlohmann-json3-dev libspdlog-dev libfmt-dev
   dpkg-dev xz-utils   # scripts/build_lammps.sh: unpack Debian's LAMMPS source (dpkg-source)
+  python3-numpy python3-h5py   # tests/data_cp2k: layout checks of the shipped CP2K datasets
 )
 
 missing=()
