@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Strong scaling of data-parallel RLEKF training: bench_train_mpi at 1 rank and at each rank count given
+# (default 2), same global batch, the cores shared among the ranks (torch threads per rank = cores / R).
+# Prints each run's report and a table: time per training step and per Kalman step, speed-up, parallel
+# efficiency T1 / (R T_R), and bytes sent per training step against the model of docs/mpi.md.
+#
+# usage: bench/train/mpi_scaling.sh [BUILD_DIR (build)] [STEPS (8)] [BATCH (4)] [BLOCKSIZE (1024)] [RANKS... (2)]
+set -euo pipefail
+build=${1:-build}
+steps=${2:-8}
+batch=${3:-4}
+blocksize=${4:-1024}
+shift $(( $# < 4 ? $# : 4 ))
+ranks=("$@")
+[ ${#ranks[@]} -eq 0 ] && ranks=(2)
+bench=$build/bench/train/bench_train_mpi
+if [ ! -x "$bench" ]; then
+  echo "no $bench: cmake --build $build --target bench_train_mpi" >&2
+  exit 1
+fi
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+# OpenBLAS keeps its own thread pool beside torch's: one thread each, torch sets its own count.
+export OPENBLAS_NUM_THREADS=1
+
+results=()
+for r in 1 "${ranks[@]}"; do
+  echo "=== $r rank(s): mpiexec -n $r $bench $steps $batch $blocksize"
+  out=$(mpiexec -n "$r" --oversubscribe "$bench" "$steps" "$batch" "$blocksize" 2>&1 | grep -v '^\[20')
+  echo "$out"
+  results+=("$(grep '^RESULT' <<<"$out")")
+done
+
+field() { sed -n "s/.* $2 \([^ ]*\).*/\1/p" <<<"$1"; }
+t1=$(field "${results[0]}" step_ms)
+echo
+echo "| ranks | training step ms | Kalman step ms | filter update ms | speed-up | parallel efficiency | bytes / training step (measured) | model | transfer ms / step | wait ms / step | collectives of a Kalman step alone, ms |"
+echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+i=0
+for r in 1 "${ranks[@]}"; do
+  line=${results[$i]}
+  t=$(field "$line" step_ms)
+  awk -v r="$r" -v t="$t" -v t1="$t1" -v k="$(field "$line" kalman_step_ms)" -v f="$(field "$line" filter_ms)" \
+      -v b="$(field "$line" bytes_per_step)" -v m="$(field "$line" model_bytes_per_step)" \
+      -v tr="$(field "$line" transfer_ms_per_step)" -v w="$(field "$line" wait_ms_per_step)" \
+      -v c="$(field "$line" collectives_alone_ms)" \
+      'BEGIN { printf "| %d | %.1f | %.1f | %.1f | %.2f | %.0f%% | %.0f | %.0f | %.2f | %.2f | %.3f |\n", r, t, k, f, t1 / t, 100 * t1 / (r * t), b, m, tr, w, c }'
+  i=$((i + 1))
+done
