@@ -5,6 +5,7 @@
 // usage: [mpiexec -n R] bench_train_mpi [STEPS (8)] [BATCH (4)] [BLOCKSIZE (1024)] [DATASETS_DIR]
 //   STEPS measured training steps, BATCH frames per global batch (all from sys_Si64, 64 atoms), BLOCKSIZE
 //   kf_blocksize. DATASETS_DIR defaults to $DEEPKF_SHARED_DATASETS or <source>/../shared/datasets.
+//   Torch threads per rank: cores / R, or $DEEPKF_BENCH_THREADS.
 //
 // Method. Two runs from the same start: A trains 2 steps, B trains 2 + STEPS steps; both pay the same
 // fixed costs inside run() (two displays, the final checkpoint), so (B - A) / STEPS is the time of one
@@ -27,6 +28,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -51,7 +53,15 @@ struct Tally {
   std::int64_t bytes = 0;  // payload: values x bytes per value (for allgatherv: the whole gathered vector)
   double seconds = 0.0;    // inside the collective, after the ranks met
   double wait = 0.0;       // in the barrier before it: waiting for the slowest rank (load imbalance)
+  double cpu = 0.0;        // process CPU seconds inside barrier + collective (MPI spins while it waits)
 };
+
+// CPU seconds used by this process (all its threads) so far.
+double process_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
 
 class CountingCommunicator final : public deepkf::Communicator {
  public:
@@ -94,6 +104,7 @@ class CountingCommunicator final : public deepkf::Communicator {
   // With several ranks a barrier first separates waiting for the other ranks from the transfer itself.
   template <typename F>
   void timed(const char* kind, std::size_t bytes, F&& f) {
+    const double c0 = process_cpu_seconds();
     const auto t0 = Clock::now();
     if (inner_->size() > 1) inner_->barrier();
     const auto t1 = Clock::now();
@@ -103,6 +114,7 @@ class CountingCommunicator final : public deepkf::Communicator {
     t.bytes += static_cast<std::int64_t>(bytes);
     t.wait += std::chrono::duration<double>(t1 - t0).count();
     t.seconds += std::chrono::duration<double>(Clock::now() - t1).count();
+    t.cpu += process_cpu_seconds() - c0;
   }
   std::shared_ptr<deepkf::Communicator> inner_;
 };
@@ -123,6 +135,8 @@ json input_doc(const std::string& si, std::int64_t steps, int batch, std::int64_
   doc["optimizer"]["kf_blocksize"] = blocksize;
   doc["training"]["training_data"] = {{"systems", {si + "/train/sys_Si64"}}, {"batch_size", batch}};
   doc["training"]["numb_steps"] = steps;
+  // Torch threads per rank: cores / R unless DEEPKF_BENCH_THREADS says otherwise.
+  if (const char* t = std::getenv("DEEPKF_BENCH_THREADS"); t && *t) doc["training"]["num_threads"] = std::atoi(t);
   return doc;
 }
 
@@ -164,6 +178,7 @@ int main(int argc, char** argv) {
     // --- Training: run() of 2 steps and of 2 + STEPS steps.
     struct Run {
       double seconds = 0.0;
+      double cpu = 0.0;  // process CPU seconds in run()
       std::map<std::string, Tally> tally;
       std::int64_t nparams = 0;
       std::int64_t p_bytes = 0;
@@ -183,7 +198,9 @@ int main(int argc, char** argv) {
       counting->nparams = r.nparams;
       counting->tally.clear();  // count run() only
       mpi->barrier();
+      const double c0 = process_cpu_seconds();
       r.seconds = trainer.run().wall_seconds;
+      r.cpu = process_cpu_seconds() - c0;
       r.tally = counting->tally;
       return r;
     };
@@ -198,11 +215,19 @@ int main(int argc, char** argv) {
         t.bytes -= ia->second.bytes;
         t.seconds -= ia->second.seconds;
         t.wait -= ia->second.wait;
+        t.cpu -= ia->second.cpu;
       }
       return t;
     };
     double step_s = (b.seconds - a.seconds) / static_cast<double>(steps);
     mpi->allreduce_max(&step_s, 1);  // the slowest rank's
+    // This rank's CPU time per step outside the collectives: its share of the work, whatever the machine's
+    // other load (with 1 torch thread per rank; idle OpenMP workers spin and inflate it with more).
+    double work_cpu = b.cpu - a.cpu;
+    for (const char* kind : {"grad", "small", "gather", "control", "bcast"}) work_cpu -= diff(kind).cpu;
+    work_cpu /= static_cast<double>(steps);
+    double work_cpu_max = work_cpu;
+    mpi->allreduce_max(&work_cpu_max, 1);
     const double kalman_per_step = 1.0 + static_cast<double>((24 + 6 - 1) / 6);  // energy + force groups
     std::int64_t p_total = b.p_bytes;
     mpi->allreduce_sum(&p_total, 1);
@@ -276,6 +301,8 @@ int main(int argc, char** argv) {
       std::printf("  training step   %8.1f ms\n", 1e3 * step_s);
       std::printf("  Kalman step     %8.1f ms   of which the filter update alone %.1f ms (measurement %.1f ms)\n",
                   1e3 * step_s / kalman_per_step, 1e3 * filter_s, 1e3 * (step_s / kalman_per_step - filter_s));
+      std::printf("  CPU time outside the collectives: %.1f ms on rank 0, %.1f ms on the busiest rank\n",
+                  1e3 * work_cpu, 1e3 * work_cpu_max);
       std::printf("collectives per training step on rank 0 (payload bytes; transfer ms after the ranks met; wait ms "
                   "for the slowest rank before it):\n");
       double comm_s = 0.0, wait_s = 0.0;
@@ -295,12 +322,13 @@ int main(int argc, char** argv) {
           nranks > 1 ? kalman_per_step * (8.0 * n + 8.0 * n + 8.0 * (2.0 + static_cast<double>(nblocks))) + 4.0 : 0.0;
       std::printf("  total    bytes %.0f (model %.0f), transfer %.2f ms, wait %.2f ms per training step\n",
                   static_cast<double>(comm_bytes) / steps, model_bytes, 1e3 * comm_s / steps, 1e3 * wait_s / steps);
-      std::printf("the collectives of one Kalman step alone, nothing else running: %.3f ms\n", 1e3 * collectives_s);
+      if (nranks > 1) std::printf("the collectives of one Kalman step by themselves: %.3f ms\n", 1e3 * collectives_s);
       std::printf("RESULT ranks %d step_ms %.1f kalman_step_ms %.1f filter_ms %.1f bytes_per_step %.0f "
-                  "model_bytes_per_step %.0f transfer_ms_per_step %.2f wait_ms_per_step %.2f collectives_alone_ms %.3f\n",
+                  "model_bytes_per_step %.0f transfer_ms_per_step %.2f wait_ms_per_step %.2f collectives_alone_ms %.3f "
+                  "work_cpu_ms_per_step %.1f\n",
                   nranks, 1e3 * step_s, 1e3 * step_s / kalman_per_step, 1e3 * filter_s,
                   static_cast<double>(comm_bytes) / steps, model_bytes, 1e3 * comm_s / steps, 1e3 * wait_s / steps,
-                  1e3 * collectives_s);
+                  1e3 * collectives_s, 1e3 * work_cpu_max);
     }
     mpi->barrier();
     if (root) fs::remove_all(tmp);

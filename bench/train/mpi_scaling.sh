@@ -4,6 +4,8 @@
 # Prints each run's report and a table: time per training step and per Kalman step, speed-up, parallel
 # efficiency T1 / (R T_R), and bytes sent per training step against the model of docs/mpi.md.
 #
+# DEEPKF_BENCH_THREADS=t in the environment fixes t torch threads per rank instead.
+#
 # usage: bench/train/mpi_scaling.sh [BUILD_DIR (build)] [STEPS (8)] [BATCH (4)] [BLOCKSIZE (1024)] [RANKS... (2)]
 set -euo pipefail
 build=${1:-build}
@@ -33,8 +35,8 @@ done
 field() { sed -n "s/.* $2 \([^ ]*\).*/\1/p" <<<"$1"; }
 t1=$(field "${results[0]}" step_ms)
 echo
-echo "| ranks | training step ms | Kalman step ms | filter update ms | speed-up | parallel efficiency | bytes / training step (measured) | model | transfer ms / step | wait ms / step | collectives of a Kalman step alone, ms |"
-echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+echo "| ranks | training step ms | Kalman step ms | filter update ms | speed-up | parallel efficiency | bytes / training step (measured) | model | transfer ms / step | wait ms / step | collectives of a Kalman step alone, ms | CPU ms / step outside collectives, busiest rank |"
+echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 i=0
 for r in 1 "${ranks[@]}"; do
   line=${results[$i]}
@@ -42,7 +44,7 @@ for r in 1 "${ranks[@]}"; do
   awk -v r="$r" -v t="$t" -v t1="$t1" -v k="$(field "$line" kalman_step_ms)" -v f="$(field "$line" filter_ms)" \
       -v b="$(field "$line" bytes_per_step)" -v m="$(field "$line" model_bytes_per_step)" \
       -v tr="$(field "$line" transfer_ms_per_step)" -v w="$(field "$line" wait_ms_per_step)" \
-      -v c="$(field "$line" collectives_alone_ms)" \
-      'BEGIN { printf "| %d | %.1f | %.1f | %.1f | %.2f | %.0f%% | %.0f | %.0f | %.2f | %.2f | %.3f |\n", r, t, k, f, t1 / t, 100 * t1 / (r * t), b, m, tr, w, c }'
+      -v c="$(field "$line" collectives_alone_ms)" -v u="$(field "$line" work_cpu_ms_per_step)" \
+      'BEGIN { printf "| %d | %.1f | %.1f | %.1f | %.2f | %.0f%% | %.0f | %.0f | %.2f | %.2f | %.3f | %.1f |\n", r, t, k, f, t1 / t, 100 * t1 / (r * t), b, m, tr, w, c, u }'
   i=$((i + 1))
 done
