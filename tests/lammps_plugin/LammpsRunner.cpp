@@ -137,21 +137,36 @@ std::string read_text(const std::string& path) {
   return ss.str();
 }
 
-LammpsResult run_lammps(const std::string& dir, const std::string& input, int np) {
-  {
-    std::ofstream in(dir + "/in.lmp");
-    in << "plugin load " << DEEPKF_PLUGIN << "\n" << input;
-  }
+namespace {
+
+LammpsResult run_lmp(const std::string& dir, const std::string& arguments, int np) {
   std::string cmd = "cd '" + dir + "' && ";
   if (np > 1) {
     cmd += "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 " + std::string(DEEPKF_MPIEXEC) +
            " -n " + std::to_string(np) + " --oversubscribe ";
   }
-  cmd += std::string(DEEPKF_LMP) + " -in in.lmp -log log.lammps > screen.txt 2>&1";
+  cmd += std::string(DEEPKF_LMP) + " " + arguments + " -log log.lammps > screen.txt 2>&1";
   LammpsResult r;
   r.status = std::system(cmd.c_str());
   r.output = read_text(dir + "/screen.txt");
   return r;
+}
+
+}  // namespace
+
+LammpsResult run_lammps(const std::string& dir, const std::string& input, int np) {
+  {
+    std::ofstream in(dir + "/in.lmp");
+    in << "plugin load " << DEEPKF_PLUGIN << "\n" << input;
+  }
+  return run_lmp(dir, "-in in.lmp", np);
+}
+
+LammpsResult run_lammps_script(const std::string& dir, const std::string& script,
+                               const std::vector<std::pair<std::string, std::string>>& vars, int np) {
+  std::string arguments = "-in '" + script + "'";
+  for (const auto& [name, value] : vars) arguments += " -var " + name + " '" + value + "'";
+  return run_lmp(dir, arguments, np);
 }
 
 std::vector<std::vector<double>> read_last_dump(const std::string& path) {

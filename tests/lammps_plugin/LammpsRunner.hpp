@@ -3,6 +3,7 @@
 // files, running the real lmp (optionally under mpiexec) and reading its dumps and thermo output.
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace deepkf::test {
@@ -34,6 +35,11 @@ struct LammpsResult {
 
 // Runs `input` (an input script body; the plugin is loaded first) in `dir` on `np` ranks (1: no mpiexec).
 LammpsResult run_lammps(const std::string& dir, const std::string& input, int np = 1);
+
+// Runs the input script file `script` as shipped (it loads the plugin itself) in `dir` with `-var NAME VALUE`
+// for each pair of `vars`.
+LammpsResult run_lammps_script(const std::string& dir, const std::string& script,
+                               const std::vector<std::pair<std::string, std::string>>& vars, int np = 1);
 
 // Rows of the last snapshot of a text dump with `dump_modify sort id` (one vector of columns per atom).
 std::vector<std::vector<double>> read_last_dump(const std::string& path);

@@ -7,6 +7,8 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <tuple>
 
 #include "src/core/Communicator.hpp"
 #include "src/data/Dataset.hpp"
@@ -20,8 +22,11 @@ using json = nlohmann::json;
 namespace {
 
 // Two RLEKF epochs of a small se_e2_a model on si_mlearn/train (about 30 s on 2 cores; validation force
-// RMSE about 0.26 eV/A). Returns the model file.
-std::string train_silicon_model(const std::string& si, const std::string& dir) {
+// RMSE about 0.26 eV/A). Returns the model file. Trained once per test run.
+std::string train_silicon_model(const std::string& si) {
+  static std::string trained;
+  if (!trained.empty()) return trained;
+  const auto dir = make_temp_dir("si-model");
   json doc = json::parse(R"({
     "model": {
       "type_map": ["Si"],
@@ -43,7 +48,8 @@ std::string train_silicon_model(const std::string& si, const std::string& dir) {
   const auto result = trainer.run();
   INFO("validation force RMSE of the trained model: " << result.validation.rmse_f() << " eV/A");
   REQUIRE(result.validation.rmse_f() < 0.5);
-  return result.model;
+  trained = result.model;
+  return trained;
 }
 
 // Frame 0 of si_mlearn/train/sys_Si64 (a 64-atom cubic cell) as a LAMMPS data file.
@@ -75,7 +81,7 @@ void write_silicon_data(const std::string& si, const std::string& path) {
 TEST_CASE("NVE with a trained silicon model conserves the total energy over 2000 steps", "[lammps][nve]") {
   const std::string si = require_shared_dataset("si_mlearn");
   const auto dir = make_temp_dir("lammps-nve");
-  const std::string model = train_silicon_model(si, dir);
+  const std::string model = train_silicon_model(si);
   write_silicon_data(si, dir + "/data.lmp");
   const std::string input = "units metal\nboundary p p p\natom_style atomic\natom_modify map yes\n"
                             "read_data data.lmp\npair_style deepkf " + model + "\npair_coeff * * Si\n"
@@ -140,4 +146,31 @@ TEST_CASE("NVE with the trained water model conserves the total energy over 1000
   // velocity-Verlet shadow-energy fluctuation) and does not drift.
   CHECK(spread < 6e-3 * ke_mean);
   CHECK(std::abs(last - first) < 1e-3 * ke_mean);
+}
+
+TEST_CASE("the example inputs run as shipped", "[lammps][examples]") {
+  const std::string si = require_shared_dataset("si_mlearn");
+  const std::string examples = DEEPKF_SOURCE_DIR "/lammps_plugin/examples";
+  const std::vector<std::tuple<std::string, std::string, std::string>> cases = {
+      {"water_nvt.in", DEEPKF_TEST_MODELS "/water_small.pt", "192 atoms"},
+      {"silicon_npt.in", train_silicon_model(si), "512 atoms"}};
+  for (const auto& [script, model, atoms] : cases) {
+    SECTION(script) {
+      const auto dir = make_temp_dir("lammps-example");
+      std::filesystem::copy_file(examples + "/water.data", dir + "/water.data");
+      const auto r = run_lammps_script(dir, examples + "/" + script, {{"model", model}, {"plugin", DEEPKF_PLUGIN}}, 2);
+      INFO(r.output);
+      REQUIRE(r.status == 0);
+      const std::string log = read_text(dir + "/log.lammps");
+      CHECK(log.find(atoms) != std::string::npos);
+      // step temp pe ... every 20 steps of 200
+      const auto rows = thermo_rows(log, 6);
+      REQUIRE(rows.size() == 11);
+      for (const auto& row : rows) {
+        CHECK(std::isfinite(row[2]));
+        CHECK(row[1] > 0.0);
+        CHECK(row[1] < 1000.0);  // K: thermostatted at 300 K
+      }
+    }
+  }
 }
