@@ -136,7 +136,7 @@ def check_fd(gen, data_dir, jobs):
     delta = 1e-3  # strain
     # (frame row, atom, component) for forces; (frame row, a, b) for the virial
     force_cases = [(0, 3, 0), (min(1, len(d["energy"]) - 1), 5, 2)]
-    virial_cases = [(0, 0, 0)]
+    virial_cases = [(min(1, len(d["energy"]) - 1), 0, 1)]
     work = tempfile.mkdtemp(prefix="deepkf-cp2k-fd-")
     tasks = []
     for row, atom, comp in force_cases:
@@ -175,8 +175,9 @@ def check_fd(gen, data_dir, jobs):
         else:
             print("ok " + msg)
     for row, a, b in virial_cases:
-        # W_aa = -dE/d(eps_aa) for h -> h (I + eps)
-        fd = -(energies[("W", row, a, b, 1)] - energies[("W", row, a, b, -1)]) / (2 * delta)
+        # for h -> h (I + eps) with eps_ab = eps_ba = d: dE/dd = -W_aa (a == b), -(W_ab + W_ba) = -2 W_ab (a != b)
+        dedd = (energies[("W", row, a, b, 1)] - energies[("W", row, a, b, -1)]) / (2 * delta)
+        fd = -dedd if a == b else -dedd / 2.0
         stored = d["virial"][row].reshape(3, 3)[a, b]
         diff = abs(fd - stored)
         msg = (f"Si8 frame row {row} virial {'xyz'[a]}{'xyz'[b]}: stored {stored:.6f} eV, "
