@@ -624,11 +624,12 @@ TrainResult Trainer::run() {
                 val.rmse_e(), trn.rmse_e(), val.rmse_f(), trn.rmse_f(), m.kalman ? "lambda" : "lr", status);
   };
 
-  while (m.step < m.cfg.numb_steps) {
+  const std::int64_t end = m.opt.pause_at > 0 ? std::min(m.opt.pause_at, m.cfg.numb_steps) : m.cfg.numb_steps;
+  while (m.step < end) {
     const BatchRef ref = m.sampler->next();
     ErrorMetrics trn = m.kalman ? m.kalman_step(ref) : m.adam_step(ref);
     ++m.step;
-    const bool last = m.step == m.cfg.numb_steps;
+    const bool last = m.step == end;
     if (m.step % m.cfg.disp_freq == 0 || last || m.step == 1) {
       if (m.kalman) {
         // Errors of the training batch on the weights after the update.

@@ -23,6 +23,8 @@ struct TrainerOptions {
   std::string init_model;        // model file to start from (fine-tuning): weights and statistics
   int progress = -1;             // progress bar: -1 when stderr is a terminal, 0 never, 1 always
   bool write_model = true;       // write model.pt at the end
+  std::int64_t pause_at = 0;     // > 0: return after this step with a checkpoint, as if numb_steps were
+                                 // reached, without changing the schedules (which follow numb_steps)
 };
 
 struct TrainResult {

@@ -1,0 +1,146 @@
+// Time to accuracy: RLEKF against Adam on the same model and data in one run. Validation energy and force
+// RMSE (all validation frames) against wall time and epochs, as a table (markdown) and a plot (SVG).
+//
+// usage: bench_time_to_accuracy DATASET [KF_EPOCHS] [ADAM_EPOCHS] [OUT_DIR] [DATASETS_DIR]
+//   DATASET: si (si_mlearn train/ vs test/) or water (water data_0..2 vs data_3)
+//   KF_EPOCHS / ADAM_EPOCHS: training length of each optimizer (defaults 3 and 12: an Adam step is cheaper,
+//   so it gets more epochs; compare the curves against wall time)
+//   OUT_DIR (default bench-accuracy-DATASET): training outputs, curves.svg, table.md
+//   DATASETS_DIR defaults to <source>/../shared/datasets
+//
+// The wall time of a point is the training time only: the validation passes are timed and subtracted.
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "src/core/AtomicFile.hpp"
+#include "src/core/Communicator.hpp"
+#include "src/data/Dataset.hpp"
+#include "src/train/SvgPlot.hpp"
+#include "src/train/Trainer.hpp"
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+struct Point {
+  double epoch, wall, rmse_e, rmse_f;
+};
+
+// The same small se_e2_a model for both optimizers (fits 2 cores; the reference water model does not).
+json model_section(const std::string& dataset) {
+  if (dataset == "si") {
+    return json::parse(R"({"type_map": ["Si"],
+      "descriptor": {"type": "se_e2_a", "rcut": 5.0, "rcut_smth": 2.0, "sel": "auto", "neuron": [8, 16, 32],
+                     "axis_neuron": 8, "type_one_side": true, "seed": 1},
+      "fitting_net": {"neuron": [32, 32, 32], "resnet_dt": true, "seed": 1}})");
+  }
+  return json::parse(R"({"type_map": ["O", "H"],
+      "descriptor": {"type": "se_e2_a", "rcut": 5.0, "rcut_smth": 0.5, "sel": "auto", "neuron": [8, 16, 32],
+                     "axis_neuron": 8, "type_one_side": true, "seed": 1},
+      "fitting_net": {"neuron": [32, 32, 32], "resnet_dt": true, "seed": 1}})");
+}
+
+// Trains `optimizer` for `epochs`, validating on every validation frame every `every` steps.
+std::vector<Point> train(const std::string& dataset, const std::string& datasets, const std::string& optimizer,
+                         double epochs, const std::string& out_dir) {
+  std::vector<std::string> train_sys, valid_sys;
+  if (dataset == "si") {
+    train_sys = {datasets + "/si_mlearn/train"};
+    valid_sys = {datasets + "/si_mlearn/test"};
+  } else {
+    for (int k = 0; k < 3; ++k) train_sys.push_back(datasets + "/water/data_" + std::to_string(k));
+    valid_sys = {datasets + "/water/data_3"};
+  }
+  json doc;
+  doc["model"] = model_section(dataset);
+  doc["training"] = {{"training_data", {{"systems", train_sys}, {"batch_size", 1}}},
+                     {"validation_data", {{"systems", valid_sys}, {"batch_size", 1}, {"numb_btch", 1}}},
+                     {"seed", 1}, {"save_freq", 100000000}};
+  const auto probe = deepkf::Dataset::load(train_sys);
+  const double frames = static_cast<double>(probe.total_frames());
+  const auto steps = static_cast<std::int64_t>(epochs * frames);
+  const std::int64_t points = 12;
+  const std::int64_t every = std::max<std::int64_t>(1, steps / points);
+  if (optimizer == "LKF") {
+    doc["optimizer"] = {{"type", "LKF"}, {"kf_blocksize", 2048}, {"p0", 100.0}};
+  } else {
+    // DeePMD-kit's schedule: lr from 1e-3 decaying to 1e-5 over the run.
+    doc["optimizer"] = {{"type", "Adam"},
+                        {"learning_rate", {{"start_lr", 1e-3}, {"stop_lr", 1e-5}, {"decay_steps", std::max<std::int64_t>(1, steps / 40)}}}};
+  }
+  std::vector<Point> curve;
+  double train_wall = 0.0;
+  std::string restart;
+  fs::create_directories(out_dir);
+  // Runs of `every` steps, each continuing exactly from the last one's checkpoint, so that validating on
+  // every frame between them costs no training time.
+  for (std::int64_t done = 0; done < steps;) {
+    const std::int64_t next = std::min(steps, done + every);
+    doc["training"]["numb_steps"] = steps;  // the schedules (lr, prefactors) follow numb_steps
+    doc["training"]["disp_freq"] = every;
+    deepkf::TrainerOptions opt;
+    opt.output_dir = out_dir;
+    opt.progress = 0;
+    opt.restart = restart;
+    opt.pause_at = next;
+    opt.write_model = next == steps;
+    deepkf::Trainer trainer(deepkf::TrainConfig::from_json(doc, out_dir + "/input.json", "/"), opt,
+                            deepkf::make_serial_communicator());
+    const auto r = trainer.run();
+    train_wall += r.wall_seconds;  // includes one one-frame validation display; small against the steps
+    done = next;
+    restart = r.checkpoint;
+    curve.push_back({static_cast<double>(done) / frames, train_wall, r.validation.rmse_e(), r.validation.rmse_f()});
+    std::fprintf(stderr, "%s %s epoch %.2f wall %.1f s: rmse_e %.3e eV/atom rmse_f %.3e eV/A\n", dataset.c_str(),
+                 optimizer.c_str(), curve.back().epoch, curve.back().wall, curve.back().rmse_e, curve.back().rmse_f);
+  }
+  return curve;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: bench_time_to_accuracy si|water [KF_EPOCHS] [ADAM_EPOCHS] [OUT_DIR] [DATASETS_DIR]\n");
+    return 2;
+  }
+  const std::string dataset = argv[1];
+  if (dataset != "si" && dataset != "water") {
+    std::fprintf(stderr, "unknown dataset '%s' (si or water)\n", dataset.c_str());
+    return 2;
+  }
+  const double kf_epochs = argc > 2 ? std::atof(argv[2]) : 3.0;
+  const double adam_epochs = argc > 3 ? std::atof(argv[3]) : 12.0;
+  const std::string out = argc > 4 ? argv[4] : "bench-accuracy-" + dataset;
+  const std::string datasets = argc > 5 ? argv[5] : std::string(DEEPKF_SOURCE_DIR) + "/../shared/datasets";
+  const auto kf = train(dataset, datasets, "LKF", kf_epochs, out + "/rlekf");
+  const auto adam = train(dataset, datasets, "Adam", adam_epochs, out + "/adam");
+
+  std::string table = "| optimizer | epoch | train wall (s) | val rmse_e (meV/atom) | val rmse_f (meV/A) |\n|---|---|---|---|---|\n";
+  std::vector<deepkf::PlotPanel> panels(3);
+  panels[0] = {"force RMSE vs wall time", "training wall time (s)", "validation force RMSE (eV/A)", true, false, {}};
+  panels[1] = {"force RMSE vs epochs", "epoch", "validation force RMSE (eV/A)", true, false, {}};
+  panels[2] = {"energy RMSE vs wall time", "training wall time (s)", "validation energy RMSE (eV/atom)", true, false, {}};
+  for (const auto& [name, curve] : {std::pair{std::string("RLEKF"), kf}, std::pair{std::string("Adam"), adam}}) {
+    deepkf::PlotSeries fw{name, {}, {}, true, {}}, fe{name, {}, {}, true, {}}, ew{name, {}, {}, true, {}};
+    for (const auto& p : curve) {
+      table += "| " + name + " | " + std::to_string(p.epoch).substr(0, 5) + " | " + std::to_string(p.wall).substr(0, 6) +
+               " | " + std::to_string(1e3 * p.rmse_e).substr(0, 6) + " | " + std::to_string(1e3 * p.rmse_f).substr(0, 6) + " |\n";
+      fw.x.push_back(p.wall), fw.y.push_back(p.rmse_f);
+      fe.x.push_back(p.epoch), fe.y.push_back(p.rmse_f);
+      ew.x.push_back(p.wall), ew.y.push_back(p.rmse_e);
+    }
+    panels[0].series.push_back(fw), panels[1].series.push_back(fe), panels[2].series.push_back(ew);
+  }
+  deepkf::write_text_atomically(out + "/curves.svg", deepkf::render_svg(panels));
+  deepkf::write_text_atomically(out + "/table.md", table);
+  std::printf("%s", table.c_str());
+  std::printf("plot: %s/curves.svg\n", out.c_str());
+  return 0;
+}
