@@ -45,6 +45,7 @@ NeighborCensus neighbor_census(const System& system, int ntypes, double rcut, st
 // with forces divided by 51.42 (Hartree/Bohr): pooled force RMS 0.008 to 0.09 eV/A, length 3.1 to 17 A.
 struct UnitLimits {
   double min_force_rms = 0.03;           // eV/A: below, forces look like Hartree/Bohr (51.42 times smaller)
+  std::int64_t min_frames_force_rms = 10;  // fewer frames with forces than this: too little to judge
   double max_force_rms = 100.0;          // eV/A, per system: above, forces look like kcal/mol/A or worse
   double max_energy_force_length = 3.0;  // A: sigma(E/natoms) / force RMS above this means forces too
                                          // small for the energy spread (forces in Ha/Bohr, energies in eV)

@@ -199,7 +199,7 @@ TEST_CASE("units: every real dataset passes, the same data with forces / 51.42 i
     std::replace(sub.begin() + static_cast<std::ptrdiff_t>(dir.size()) + 1, sub.end(), '/', '_');
     const auto paths = scaled_copy(real, sub, 51.42);
     CHECK_THROWS_AS(Dataset::load(paths), DataError);
-    CHECK_THROWS_WITH(Dataset::load(paths), Contains(paths[0]) && Contains("51.422") && Contains("ev/a"));
+    CHECK_THROWS_WITH(Dataset::load(paths), Contains(paths[0]) && Contains("51.422") && Contains("eV/A"));
     deepkf::LoadOptions allow;
     allow.allow_suspicious_units = true;
     const Dataset loaded = Dataset::load(paths, {}, allow);
@@ -210,7 +210,7 @@ TEST_CASE("units: every real dataset passes, the same data with forces / 51.42 i
   {
     const Dataset real = Dataset::load({require_shared_dataset("cho_nopbc/C4H3O1")});
     const auto paths = scaled_copy(real, dir + "/kcal", 1.0 / 23.06);
-    CHECK_THROWS_WITH(Dataset::load(paths), Contains("sys0") && Contains("kcal/mol/a"));
+    CHECK_THROWS_WITH(Dataset::load(paths), Contains("sys0") && Contains("kcal/mol/A"));
   }
   fs::remove_all(dir);
 }
@@ -336,4 +336,11 @@ TEST_CASE("neighbour census equals a brute-force minimum-image count on water", 
   // Water at 1 g/cm^3 has about 30 O and 60 H within 6 A: a sanity bound on the brute force itself.
   CHECK(expected[0] > 25);
   CHECK(expected[1] > 2 * 25);
+}
+
+TEST_CASE("units: a few near-equilibrium frames in eV/A are not taken for Hartree/Bohr", "[data][units]") {
+  // si_mlearn train/sys_Si16: 2 frames with a force rms of 0.009 eV/A, below the pooled-rms limit.
+  const Dataset small = Dataset::load({require_shared_dataset("si_mlearn/train/sys_Si16")});
+  CHECK(small.systems.size() == 1);
+  CHECK(small.warnings.empty());
 }

@@ -1,6 +1,7 @@
 // End-to-end training tests on the real silicon dataset (../shared/datasets/si_mlearn): exact restarts,
 // clean stops on a signal, and RLEKF against Adam per epoch.
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -141,4 +142,28 @@ TEST_CASE("training without validation data can hold out a seeded fraction", "[t
   std::string header;
   std::getline(lcurve, header);
   CHECK(header.find("rmse_f_val") != std::string::npos);
+}
+
+TEST_CASE("init_model starts from a trained model's weights and trains on", "[train][init]") {
+  const std::string si = deepkf::test::require_shared_dataset("si_mlearn");
+  auto comm = deepkf::make_serial_communicator();
+  TrainerOptions first;
+  first.output_dir = deepkf::test::make_temp_dir("init-a");
+  first.progress = 0;
+  Trainer a(config_of(small_input({si + "/train/sys_Si16"}, {si + "/test/sys_Si24"}, "LKF", 4)), first, comm);
+  const auto ra = a.run();
+  REQUIRE(fs::exists(ra.model));
+
+  // Fine-tuning on other data with another optimizer: the weights start where the model ended.
+  TrainerOptions second;
+  second.output_dir = deepkf::test::make_temp_dir("init-b");
+  second.progress = 0;
+  second.init_model = ra.model;
+  Trainer b(config_of(small_input({si + "/train/sys_Si24"}, {si + "/test/sys_Si24"}, "Adam", 3)), second, comm);
+  CHECK(max_abs_diff(b.flat_parameters(), a.flat_parameters()) == 0.0);
+  CHECK(b.step() == 0);
+  const auto rb = b.run();
+  CHECK(rb.steps == 3);
+  CHECK(max_abs_diff(b.flat_parameters(), a.flat_parameters()) > 0.0);
+  CHECK(std::isfinite(rb.validation.rmse_f()));
 }
