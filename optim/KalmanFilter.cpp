@@ -165,7 +165,7 @@ void KalmanFilter::update(double e, const std::vector<torch::Tensor>& grads) {
     const auto hc = h.index_select(0, cls.index).view({nb, cls.n, 1});
     if (device_.is_cpu()) {
       // On the CPU one BLAS gemv per block reads P at full bandwidth; batched bmm with a single column
-      // went through a slower gemm path (2.5x slower in docs/benchmarks-optim.md).
+      // went through a slower gemm path (2.5x slower in docs/benchmarks.md, RLEKF step).
       gains[c] = torch::empty({nb, cls.n, 1}, cls.P.options());
       for (std::int64_t j = 0; j < nb; ++j) {
         auto out = gains[c][j].view({cls.n});

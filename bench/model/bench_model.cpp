@@ -5,7 +5,7 @@
 // usage: bench_model [DATASETS_DIR] [REPEATS] [THREADS]
 //   DATASETS_DIR defaults to <source>/../shared/datasets, REPEATS (median of) to 10, THREADS (torch) to 2.
 //   OpenBLAS keeps its own thread pool: OPENBLAS_NUM_THREADS=1 in the environment stops the two pools
-//   from competing for the cores (see docs/benchmarks-model.md).
+//   from competing for the cores (see docs/benchmarks.md, model evaluation).
 //
 // FLOPs per atom of one energy evaluation (multiply-add = 2 FLOPs), N_c = sum(sel), M = last embedding
 // width, M< = axis_neuron, e_k / f_k the embedding / fitting layer widths (e_0 = 1, f_0 = M M<, f_last = 1):
