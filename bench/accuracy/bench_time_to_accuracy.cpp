@@ -1,12 +1,13 @@
 // Time to accuracy: RLEKF against Adam on the same model and data in one run. Validation energy and force
 // RMSE (all validation frames) against wall time and epochs, as a table (markdown) and a plot (SVG).
 //
-// usage: bench_time_to_accuracy DATASET [KF_EPOCHS] [ADAM_EPOCHS] [OUT_DIR] [DATASETS_DIR]
+// usage: bench_time_to_accuracy DATASET [KF_EPOCHS] [ADAM_EPOCHS] [OUT_DIR] [DATASETS_DIR] [P0]
 //   DATASET: si (si_mlearn train/ vs test/) or water (water data_0..2 vs data_3)
 //   KF_EPOCHS / ADAM_EPOCHS: training length of each optimizer (defaults 3 and 12: an Adam step is cheaper,
 //   so it gets more epochs; compare the curves against wall time)
 //   OUT_DIR (default bench-accuracy-DATASET): training outputs, curves.svg, table.md
 //   DATASETS_DIR defaults to <source>/../shared/datasets
+//   P0: RLEKF's initial covariance scale (default 10)
 //
 // The wall time of a point is the training time only: the validation passes are timed and subtracted.
 #include <chrono>
@@ -48,7 +49,7 @@ json model_section(const std::string& dataset) {
 
 // Trains `optimizer` for `epochs`, validating on every validation frame every `every` steps.
 std::vector<Point> train(const std::string& dataset, const std::string& datasets, const std::string& optimizer,
-                         double epochs, const std::string& out_dir) {
+                         double epochs, const std::string& out_dir, double p0) {
   std::vector<std::string> train_sys, valid_sys;
   if (dataset == "si") {
     train_sys = {datasets + "/si_mlearn/train"};
@@ -68,7 +69,7 @@ std::vector<Point> train(const std::string& dataset, const std::string& datasets
   const std::int64_t points = 12;
   const std::int64_t every = std::max<std::int64_t>(1, steps / points);
   if (optimizer == "LKF") {
-    doc["optimizer"] = {{"type", "LKF"}, {"kf_blocksize", 2048}, {"p0", 100.0}};
+    doc["optimizer"] = {{"type", "LKF"}, {"kf_blocksize", 2048}, {"p0", p0}};
   } else {
     // DeePMD-kit's schedule: lr from 1e-3 decaying to 1e-5 over the run.
     doc["optimizer"] = {{"type", "Adam"},
@@ -107,7 +108,7 @@ std::vector<Point> train(const std::string& dataset, const std::string& datasets
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: bench_time_to_accuracy si|water [KF_EPOCHS] [ADAM_EPOCHS] [OUT_DIR] [DATASETS_DIR]\n");
+    std::fprintf(stderr, "usage: bench_time_to_accuracy si|water [KF_EPOCHS] [ADAM_EPOCHS] [OUT_DIR] [DATASETS_DIR] [P0]\n");
     return 2;
   }
   const std::string dataset = argv[1];
@@ -119,8 +120,9 @@ int main(int argc, char** argv) {
   const double adam_epochs = argc > 3 ? std::atof(argv[3]) : 12.0;
   const std::string out = argc > 4 ? argv[4] : "bench-accuracy-" + dataset;
   const std::string datasets = argc > 5 ? argv[5] : std::string(DEEPKF_SOURCE_DIR) + "/../shared/datasets";
-  const auto kf = train(dataset, datasets, "LKF", kf_epochs, out + "/rlekf");
-  const auto adam = train(dataset, datasets, "Adam", adam_epochs, out + "/adam");
+  const double p0 = argc > 6 ? std::atof(argv[6]) : 10.0;
+  const auto kf = train(dataset, datasets, "LKF", kf_epochs, out + "/rlekf", p0);
+  const auto adam = train(dataset, datasets, "Adam", adam_epochs, out + "/adam", p0);
 
   std::string table = "| optimizer | epoch | train wall (s) | val rmse_e (meV/atom) | val rmse_f (meV/A) |\n|---|---|---|---|---|\n";
   std::vector<deepkf::PlotPanel> panels(3);
