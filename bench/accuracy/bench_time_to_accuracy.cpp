@@ -48,8 +48,8 @@ json model_section(const std::string& dataset) {
 }
 
 // Trains `optimizer` for `epochs`, validating on every validation frame every `every` steps.
-std::vector<Point> train(const std::string& dataset, const std::string& datasets, const std::string& optimizer,
-                         double epochs, const std::string& out_dir, double p0) {
+std::vector<Point> train(const std::string& dataset, const std::string& datasets,
+                         const std::string& optimizer, double epochs, const std::string& out_dir, double p0) {
   std::vector<std::string> train_sys, valid_sys;
   if (dataset == "si") {
     train_sys = {datasets + "/si_mlearn/train"};
@@ -62,7 +62,8 @@ std::vector<Point> train(const std::string& dataset, const std::string& datasets
   doc["model"] = model_section(dataset);
   doc["training"] = {{"training_data", {{"systems", train_sys}, {"batch_size", 1}}},
                      {"validation_data", {{"systems", valid_sys}, {"batch_size", 1}, {"numb_btch", 1}}},
-                     {"seed", 1}, {"save_freq", 100000000}};
+                     {"seed", 1},
+                     {"save_freq", 100000000}};
   const auto probe = deepkf::Dataset::load(train_sys);
   const double frames = static_cast<double>(probe.total_frames());
   const auto steps = static_cast<std::int64_t>(epochs * frames);
@@ -72,8 +73,10 @@ std::vector<Point> train(const std::string& dataset, const std::string& datasets
     doc["optimizer"] = {{"type", "LKF"}, {"kf_blocksize", 2048}, {"p0", p0}};
   } else {
     // DeePMD-kit's schedule: lr from 1e-3 decaying to 1e-5 over the run.
-    doc["optimizer"] = {{"type", "Adam"},
-                        {"learning_rate", {{"start_lr", 1e-3}, {"stop_lr", 1e-5}, {"decay_steps", std::max<std::int64_t>(1, steps / 40)}}}};
+    doc["optimizer"] = {
+        {"type", "Adam"},
+        {"learning_rate",
+         {{"start_lr", 1e-3}, {"stop_lr", 1e-5}, {"decay_steps", std::max<std::int64_t>(1, steps / 40)}}}};
   }
   std::vector<Point> curve;
   double train_wall = 0.0;
@@ -97,9 +100,11 @@ std::vector<Point> train(const std::string& dataset, const std::string& datasets
     train_wall += r.wall_seconds;  // includes one one-frame validation display; small against the steps
     done = next;
     restart = r.checkpoint;
-    curve.push_back({static_cast<double>(done) / frames, train_wall, r.validation.rmse_e(), r.validation.rmse_f()});
-    std::fprintf(stderr, "%s %s epoch %.2f wall %.1f s: rmse_e %.3e eV/atom rmse_f %.3e eV/A\n", dataset.c_str(),
-                 optimizer.c_str(), curve.back().epoch, curve.back().wall, curve.back().rmse_e, curve.back().rmse_f);
+    curve.push_back(
+        {static_cast<double>(done) / frames, train_wall, r.validation.rmse_e(), r.validation.rmse_f()});
+    std::fprintf(stderr, "%s %s epoch %.2f wall %.1f s: rmse_e %.3e eV/atom rmse_f %.3e eV/A\n",
+                 dataset.c_str(), optimizer.c_str(), curve.back().epoch, curve.back().wall,
+                 curve.back().rmse_e, curve.back().rmse_f);
   }
   return curve;
 }
@@ -108,7 +113,9 @@ std::vector<Point> train(const std::string& dataset, const std::string& datasets
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: bench_time_to_accuracy si|water [KF_EPOCHS] [ADAM_EPOCHS] [OUT_DIR] [DATASETS_DIR] [P0]\n");
+    std::fprintf(
+        stderr,
+        "usage: bench_time_to_accuracy si|water [KF_EPOCHS] [ADAM_EPOCHS] [OUT_DIR] [DATASETS_DIR] [P0]\n");
     return 2;
   }
   const std::string dataset = argv[1];
@@ -124,16 +131,26 @@ int main(int argc, char** argv) {
   const auto kf = train(dataset, datasets, "LKF", kf_epochs, out + "/rlekf", p0);
   const auto adam = train(dataset, datasets, "Adam", adam_epochs, out + "/adam", p0);
 
-  std::string table = "| optimizer | epoch | train wall (s) | val rmse_e (meV/atom) | val rmse_f (meV/A) |\n|---|---|---|---|---|\n";
+  std::string table =
+      "| optimizer | epoch | train wall (s) | val rmse_e (meV/atom) | val rmse_f (meV/A) "
+      "|\n|---|---|---|---|---|\n";
   std::vector<deepkf::PlotPanel> panels(3);
-  panels[0] = {"force RMSE vs wall time", "training wall time (s)", "validation force RMSE (eV/A)", true, false, {}};
+  panels[0] = {
+      "force RMSE vs wall time", "training wall time (s)", "validation force RMSE (eV/A)", true, false, {}};
   panels[1] = {"force RMSE vs epochs", "epoch", "validation force RMSE (eV/A)", true, false, {}};
-  panels[2] = {"energy RMSE vs wall time", "training wall time (s)", "validation energy RMSE (eV/atom)", true, false, {}};
-  for (const auto& [name, curve] : {std::pair{std::string("RLEKF"), kf}, std::pair{std::string("Adam"), adam}}) {
+  panels[2] = {"energy RMSE vs wall time",
+               "training wall time (s)",
+               "validation energy RMSE (eV/atom)",
+               true,
+               false,
+               {}};
+  for (const auto& [name, curve] :
+       {std::pair{std::string("RLEKF"), kf}, std::pair{std::string("Adam"), adam}}) {
     deepkf::PlotSeries fw{name, {}, {}, true, {}}, fe{name, {}, {}, true, {}}, ew{name, {}, {}, true, {}};
     for (const auto& p : curve) {
-      table += "| " + name + " | " + std::to_string(p.epoch).substr(0, 5) + " | " + std::to_string(p.wall).substr(0, 6) +
-               " | " + std::to_string(1e3 * p.rmse_e).substr(0, 6) + " | " + std::to_string(1e3 * p.rmse_f).substr(0, 6) + " |\n";
+      table += "| " + name + " | " + std::to_string(p.epoch).substr(0, 5) + " | " +
+               std::to_string(p.wall).substr(0, 6) + " | " + std::to_string(1e3 * p.rmse_e).substr(0, 6) +
+               " | " + std::to_string(1e3 * p.rmse_f).substr(0, 6) + " |\n";
       fw.x.push_back(p.wall), fw.y.push_back(p.rmse_f);
       fe.x.push_back(p.epoch), fe.y.push_back(p.rmse_f);
       ew.x.push_back(p.wall), ew.y.push_back(p.rmse_e);

@@ -28,7 +28,9 @@ void add_export_command(CLI::App& app) {
   auto checkpoint = std::make_shared<std::string>();
   auto output = std::make_shared<std::string>("model.pt");
   auto* cmd = app.add_subcommand("export", "Write the model file for LAMMPS from a training checkpoint");
-  cmd->add_option("CKPT", *checkpoint, "checkpoint written by deepkf train")->required()->check(CLI::ExistingFile);
+  cmd->add_option("CKPT", *checkpoint, "checkpoint written by deepkf train")
+      ->required()
+      ->check(CLI::ExistingFile);
   cmd->add_option("-o,--output", *output, "model file to write")->capture_default_str();
   cmd->callback([checkpoint, output] { run_export(*checkpoint, *output); });
 }

@@ -50,8 +50,9 @@ void run_train(const TrainArgs& args) {
       std::printf("\n%s after %lld steps in %.1f s\n", r.interrupted ? "stopped" : "finished",
                   static_cast<long long>(r.steps), r.wall_seconds);
       if (r.validation.e_count > 0) {
-        std::printf("validation RMSE (%lld frames): energy %.3e eV/atom, force %.3e eV/A", static_cast<long long>(r.validation.e_count),
-                    r.validation.rmse_e(), r.validation.rmse_f());
+        std::printf("validation RMSE (%lld frames): energy %.3e eV/atom, force %.3e eV/A",
+                    static_cast<long long>(r.validation.e_count), r.validation.rmse_e(),
+                    r.validation.rmse_f());
         if (r.validation.has_virial()) std::printf(", virial %.3e eV/atom", r.validation.rmse_v());
         std::printf("\n");
       }

@@ -37,7 +37,8 @@ LoadedCheckpoint read_checkpoint(const std::string& path, torch::Device device) 
   try {
     archive.load_from(path, device);
   } catch (const std::exception& e) {
-    throw ModelError("checkpoint '" + path + "' is corrupt or truncated: " + std::string(e.what()).substr(0, 200));
+    throw ModelError("checkpoint '" + path +
+                     "' is corrupt or truncated: " + std::string(e.what()).substr(0, 200));
   }
   try {
     c10::IValue value;
@@ -61,8 +62,8 @@ LoadedCheckpoint read_checkpoint(const std::string& path, torch::Device device) 
   } catch (const Error&) {
     throw;
   } catch (const std::exception& e) {
-    throw ModelError("checkpoint '" + path + "' does not match its own model record: " +
-                     std::string(e.what()).substr(0, 200));
+    throw ModelError("checkpoint '" + path +
+                     "' does not match its own model record: " + std::string(e.what()).substr(0, 200));
   }
   return out;
 }

@@ -15,11 +15,11 @@
 #include <thread>
 
 #include "optim/AdamTrainer.hpp"
-#include "optim/EnerLoss.hpp"
-#include "optim/Optimizer.hpp"
 #include "optim/AtomSelector.hpp"
+#include "optim/EnerLoss.hpp"
 #include "optim/KalmanFilter.hpp"
 #include "optim/KalmanMeasurement.hpp"
+#include "optim/Optimizer.hpp"
 #include "src/core/AtomicFile.hpp"
 #include "src/core/Error.hpp"
 #include "src/data/Dataset.hpp"
@@ -142,7 +142,8 @@ void Trainer::Impl::setup_logging() {
     if (!root()) return;
     fs::create_directories(opt.output_dir);
     sinks.push_back(std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
-    sinks.push_back(std::make_shared<spdlog::sinks::basic_file_sink_mt>(out("train.log"), !opt.restart.empty() ? false : true));
+    sinks.push_back(std::make_shared<spdlog::sinks::basic_file_sink_mt>(out("train.log"),
+                                                                        !opt.restart.empty() ? false : true));
   });
   log = std::make_shared<spdlog::logger>("deepkf", sinks.begin(), sinks.end());
   log->set_pattern("[%Y-%m-%d %H:%M:%S] %v");
@@ -160,14 +161,20 @@ void Trainer::Impl::setup_threads_and_device() {
   if (cfg.device == "cpu") {
     device = torch::kCPU;
   } else if (cfg.device == "auto") {
-    device = torch::cuda::is_available() ? torch::Device(torch::kCUDA, comm->local_rank() % std::max<int>(1, static_cast<int>(torch::cuda::device_count())))
-                                         : torch::Device(torch::kCPU);
+    device =
+        torch::cuda::is_available()
+            ? torch::Device(torch::kCUDA, comm->local_rank() %
+                                              std::max<int>(1, static_cast<int>(torch::cuda::device_count())))
+            : torch::Device(torch::kCPU);
   } else {
     if (!torch::cuda::is_available()) {
-      throw ConfigError("device '" + cfg.device + "' in " + cfg.file + " asks for CUDA, but this build of deepkf or this machine has no GPU");
+      throw ConfigError("device '" + cfg.device + "' in " + cfg.file +
+                        " asks for CUDA, but this build of deepkf or this machine has no GPU");
     }
-    device = cfg.device == "cuda" ? torch::Device(torch::kCUDA, comm->local_rank() % static_cast<int>(torch::cuda::device_count()))
-                                  : torch::Device(cfg.device);
+    device =
+        cfg.device == "cuda"
+            ? torch::Device(torch::kCUDA, comm->local_rank() % static_cast<int>(torch::cuda::device_count()))
+            : torch::Device(cfg.device);
   }
   log->info("ranks {}, threads per rank {}, device {}", comm->size(), threads, device.str());
 }
@@ -187,7 +194,9 @@ std::vector<std::string> resolve_paths(const std::vector<std::string>& paths, co
 }
 
 // DeePMD-kit's "auto" batch size: the smallest batch with at least 32 atoms.
-int auto_batch_size(std::int64_t natoms) { return static_cast<int>(std::max<std::int64_t>(1, (32 + natoms - 1) / natoms)); }
+int auto_batch_size(std::int64_t natoms) {
+  return static_cast<int>(std::max<std::int64_t>(1, (32 + natoms - 1) / natoms));
+}
 
 std::vector<double> flatten_cpu(const std::vector<torch::Tensor>& tensors) {
   std::vector<double> out;
@@ -208,21 +217,29 @@ void Trainer::Impl::load_data() {
     Dataset validation = Dataset::load(resolve_paths(cfg.validation_data.systems, cfg.base_dir), type_map);
     valid = std::move(validation.systems);
   } else if (cfg.validation_fraction > 0.0) {
-    auto split = split_systems(train, cfg.validation_fraction, cfg.validation_split == "system" ? SplitMode::kSystem : SplitMode::kFrame, cfg.seed);
+    auto split =
+        split_systems(train, cfg.validation_fraction,
+                      cfg.validation_split == "system" ? SplitMode::kSystem : SplitMode::kFrame, cfg.seed);
     train = std::move(split.train);
     valid = std::move(split.validation);
   }
-  for (const auto& s : train) batch_size.push_back(cfg.training_data.batch_auto ? auto_batch_size(s.natoms) : cfg.training_data.batch_size);
-  for (const auto& s : valid) valid_batch_size.push_back(cfg.validation_data.batch_auto ? auto_batch_size(s.natoms) : cfg.validation_data.batch_size);
+  for (const auto& s : train)
+    batch_size.push_back(cfg.training_data.batch_auto ? auto_batch_size(s.natoms)
+                                                      : cfg.training_data.batch_size);
+  for (const auto& s : valid)
+    valid_batch_size.push_back(cfg.validation_data.batch_auto ? auto_batch_size(s.natoms)
+                                                              : cfg.validation_data.batch_size);
   std::int64_t frames = 0, vframes = 0;
   for (const auto& s : train) frames += s.nframes;
   for (const auto& s : valid) vframes += s.nframes;
-  log->info("training data: {} systems, {} frames; validation: {} systems, {} frames", train.size(), frames, valid.size(), vframes);
+  log->info("training data: {} systems, {} frames; validation: {} systems, {} frames", train.size(), frames,
+            valid.size(), vframes);
 }
 
 void Trainer::Impl::check_same_data() const {
   if (comm->size() == 1) return;
-  std::vector<double> local = {static_cast<double>(train.size()), static_cast<double>(valid.size()), 0.0, 0.0};
+  std::vector<double> local = {static_cast<double>(train.size()), static_cast<double>(valid.size()), 0.0,
+                               0.0};
   for (const auto& s : train) {
     local[2] += static_cast<double>(s.nframes);
     local[3] += static_cast<double>(s.nframes * s.natoms);
@@ -231,9 +248,10 @@ void Trainer::Impl::check_same_data() const {
   comm->allreduce_max(most.data(), most.size());
   // Every rank draws the same global batches from its own copy of the data: the copies must agree.
   if (comm->any(most != local)) {
-    throw ParallelError(fmt::format("ranks read different training data: rank {} has {} systems, {} frames, {} atoms; "
-                                    "the largest figures over ranks are {}, {}, {}",
-                                    comm->rank(), local[0], local[2], local[3], most[0], most[2], most[3]));
+    throw ParallelError(
+        fmt::format("ranks read different training data: rank {} has {} systems, {} frames, {} atoms; "
+                    "the largest figures over ranks are {}, {}, {}",
+                    comm->rank(), local[0], local[2], local[3], most[0], most[2], most[3]));
   }
 }
 
@@ -246,13 +264,15 @@ void Trainer::Impl::resolve_sel() {
     std::vector<int> types(s.atom_types.size());
     for (std::size_t i = 0; i < types.size(); ++i) {
       const auto& name = s.type_map[static_cast<std::size_t>(s.atom_types[i])];
-      types[i] = static_cast<int>(std::find(mcfg.type_map.begin(), mcfg.type_map.end(), name) - mcfg.type_map.begin());
+      types[i] = static_cast<int>(std::find(mcfg.type_map.begin(), mcfg.type_map.end(), name) -
+                                  mcfg.type_map.begin());
     }
     // Each rank scans its share of the frames; the maximum over ranks follows.
     const auto [begin, end] = my_share(static_cast<std::size_t>(s.nframes));
     for (auto f = static_cast<std::int64_t>(begin); f < static_cast<std::int64_t>(end); ++f) {
-      const auto c = max_neighbor_counts(s.coord.data() + f * s.natoms * 3, s.natoms, types.data(), mcfg.ntypes(),
-                                         s.periodic ? s.box.data() + f * 9 : nullptr, mcfg.rcut);
+      const auto c =
+          max_neighbor_counts(s.coord.data() + f * s.natoms * 3, s.natoms, types.data(), mcfg.ntypes(),
+                              s.periodic ? s.box.data() + f * 9 : nullptr, mcfg.rcut);
       for (std::size_t t = 0; t < c.size(); ++t) counts[t] = std::max(counts[t], c[t]);
     }
   }
@@ -277,7 +297,8 @@ void Trainer::Impl::compute_statistics() {
     const auto [begin, end] = my_share(all.size());
     const std::int64_t stride = std::max<std::int64_t>(1, s.nframes / kStatFrames);
     for (std::size_t k = begin; k < end; k += 16) {
-      std::vector<std::int64_t> frames(all.begin() + static_cast<std::ptrdiff_t>(k), all.begin() + static_cast<std::ptrdiff_t>(std::min(end, k + 16)));
+      std::vector<std::int64_t> frames(all.begin() + static_cast<std::ptrdiff_t>(k),
+                                       all.begin() + static_cast<std::ptrdiff_t>(std::min(end, k + 16)));
       Batch b = make_batch(s, frames, mcfg, torch::kCPU, torch::kFloat64);
       sums.add_energy(b.energy, b.atype);
       std::vector<std::int64_t> pick;
@@ -286,7 +307,8 @@ void Trainer::Impl::compute_statistics() {
       }
       if (pick.empty()) continue;
       const auto idx = torch::tensor(pick, torch::kInt64);
-      const auto rij = pair_vectors(b.coord.index_select(0, idx), b.nlist.index_select(0, idx), b.shift.index_select(0, idx), mcfg.rcut);
+      const auto rij = pair_vectors(b.coord.index_select(0, idx), b.nlist.index_select(0, idx),
+                                    b.shift.index_select(0, idx), mcfg.rcut);
       sums.add_environment(environment_matrix(rij, mcfg.rcut, mcfg.rcut_smth), b.atype.index_select(0, idx));
     }
   }
@@ -300,7 +322,8 @@ void Trainer::Impl::compute_statistics() {
   model->set_energy_bias(bias.bias);
   std::string text;
   for (int t = 0; t < mcfg.ntypes(); ++t) {
-    text += fmt::format("{}{} {:.4f}", t ? ", " : "", mcfg.type_map[static_cast<std::size_t>(t)], bias.bias[t].item<double>());
+    text += fmt::format("{}{} {:.4f}", t ? ", " : "", mcfg.type_map[static_cast<std::size_t>(t)],
+                        bias.bias[t].item<double>());
   }
   log->info("energy bias per type (eV): {}", text);
 }
@@ -322,12 +345,14 @@ void Trainer::Impl::build_optimizer() {
   if (optimizer->kind() == Optimizer::Kind::kMeasurement) {
     kalman = &optimizer->as_kalman();
     selector = std::make_unique<AtomSelector>(cfg.seed, cfg.kalman.nselect, cfg.kalman.groupsize);
-    log->info("optimizer RLEKF: {} parameters in {} blocks (kf_blocksize {}), covariance {:.1f} MiB on this rank",
-              model->parameter_count(), kalman->layout().num_blocks(), cfg.kalman.blocksize,
-              static_cast<double>(kalman->covariance_bytes()) / (1 << 20));
+    log->info(
+        "optimizer RLEKF: {} parameters in {} blocks (kf_blocksize {}), covariance {:.1f} MiB on this rank",
+        model->parameter_count(), kalman->layout().num_blocks(), cfg.kalman.blocksize,
+        static_cast<double>(kalman->covariance_bytes()) / (1 << 20));
   } else {
     adam = &optimizer->as_adam();
-    log->info("optimizer Adam: {} parameters, lr {} -> {} every {} steps", model->parameter_count(), a.start_lr, a.stop_lr, a.decay_steps);
+    log->info("optimizer Adam: {} parameters, lr {} -> {} every {} steps", model->parameter_count(),
+              a.start_lr, a.stop_lr, a.decay_steps);
   }
 }
 
@@ -373,8 +398,9 @@ void Trainer::Impl::restore(const std::string& path) {
   model = ckpt.model;
   build_optimizer();
   if (ckpt.meta.value("optimizer", std::string()) != cfg.optimizer) {
-    throw ConfigError("checkpoint '" + path + "' was written by the " + ckpt.meta.value("optimizer", std::string("?")) +
-                      " optimizer, but " + cfg.file + " asks for " + cfg.optimizer);
+    throw ConfigError("checkpoint '" + path + "' was written by the " +
+                      ckpt.meta.value("optimizer", std::string("?")) + " optimizer, but " + cfg.file +
+                      " asks for " + cfg.optimizer);
   }
   optimizer->load(ckpt.optimizer);
   if (selector) selector->load(ckpt.optimizer);
@@ -389,7 +415,8 @@ void Trainer::Impl::restore(const std::string& path) {
 
 Batch Trainer::Impl::local_batch(const std::vector<System>& systems, const BatchRef& ref) const {
   const auto [begin, end] = my_share(ref.frames.size());
-  std::vector<std::int64_t> mine(ref.frames.begin() + static_cast<std::ptrdiff_t>(begin), ref.frames.begin() + static_cast<std::ptrdiff_t>(end));
+  std::vector<std::int64_t> mine(ref.frames.begin() + static_cast<std::ptrdiff_t>(begin),
+                                 ref.frames.begin() + static_cast<std::ptrdiff_t>(end));
   return make_batch(systems[static_cast<std::size_t>(ref.system)], mine, mcfg, device, mcfg.precision);
 }
 
@@ -422,7 +449,8 @@ ErrorMetrics Trainer::Impl::kalman_step(const BatchRef& ref) {
   const double pe = kalman_prefactor(k.start_pref_e, k.limit_pref_e, t);
   const double pf = kalman_prefactor(k.start_pref_f, k.limit_pref_f, t);
   const double pv = kalman_prefactor(k.start_pref_v, k.limit_pref_v, t);
-  const auto natoms = torch::full({b.coord.size(0)}, static_cast<double>(b.natoms), torch::TensorOptions().dtype(mcfg.precision).device(device));
+  const auto natoms = torch::full({b.coord.size(0)}, static_cast<double>(b.natoms),
+                                  torch::TensorOptions().dtype(mcfg.precision).device(device));
 
   auto update = [&](const Measurement& m) {
     std::vector<torch::Tensor> grads(params.size());
@@ -447,7 +475,8 @@ ErrorMetrics Trainer::Impl::kalman_step(const BatchRef& ref) {
   // Force measurements: groups of selected atoms, each on the weights updated by the step before.
   if (b.has_force && pf > 0.0) {
     // Every rank draws for the whole global batch and keeps its own frames' rows.
-    const auto groups = selector->select(static_cast<std::int64_t>(my_share(ref.frames.size()).first), b.coord.size(0), global_frames, b.natoms, device);
+    const auto groups = selector->select(static_cast<std::int64_t>(my_share(ref.frames.size()).first),
+                                         b.coord.size(0), global_frames, b.natoms, device);
     for (const auto& atoms : groups) {
       Measurement m;
       if (have_frames) {
@@ -473,14 +502,16 @@ ErrorMetrics Trainer::Impl::kalman_step(const BatchRef& ref) {
 
 ErrorMetrics Trainer::Impl::adam_step(const BatchRef& ref) {
   const Batch b = local_batch(train, ref);
-  const LossPrefactors pref = adam->prefactors(step, cfg.adam.start_pref_e, cfg.adam.limit_pref_e, cfg.adam.start_pref_f,
-                                               cfg.adam.limit_pref_f, cfg.adam.start_pref_v, cfg.adam.limit_pref_v);
+  const LossPrefactors pref =
+      adam->prefactors(step, cfg.adam.start_pref_e, cfg.adam.limit_pref_e, cfg.adam.start_pref_f,
+                       cfg.adam.limit_pref_f, cfg.adam.start_pref_v, cfg.adam.limit_pref_v);
   adam->zero_grad();
   ErrorMetrics metrics;
   if (b.coord.size(0) > 0) {
     const auto out = model->evaluate(b.coord, b.atype, b.nlist, b.shift, /*create_graph=*/true);
     const auto loss = ener_loss(out.energy, b.energy, b.has_force ? out.force : torch::Tensor(), b.force,
-                                b.has_virial ? out.virial : torch::Tensor(), b.virial, b.natoms, pref.energy, pref.force, pref.virial);
+                                b.has_virial ? out.virial : torch::Tensor(), b.virial, b.natoms, pref.energy,
+                                pref.force, pref.virial);
     loss.backward();
     metrics.add(out, b);
   }
@@ -491,7 +522,8 @@ ErrorMetrics Trainer::Impl::adam_step(const BatchRef& ref) {
   if (comm->size() > 1) {
     const double weight = static_cast<double>(b.coord.size(0)) / static_cast<double>(ref.frames.size());
     std::vector<torch::Tensor> grads;
-    for (const auto& p : params) grads.push_back(p.grad().defined() ? p.grad() * weight : torch::zeros_like(p));
+    for (const auto& p : params)
+      grads.push_back(p.grad().defined() ? p.grad() * weight : torch::zeros_like(p));
     grads = reduce_gradients(grads);
     // reduce_gradients returns views of one buffer; a gradient must own its memory (zero_grad detaches it).
     for (std::size_t i = 0; i < params.size(); ++i) params[i].mutable_grad() = grads[i].clone();
@@ -506,9 +538,12 @@ ErrorMetrics Trainer::Impl::validate(bool all_frames) {
   std::int64_t total = 0;
   for (const auto& s : valid) total += s.nframes;
   // numb_btch batches per display, cycling through all validation frames in order.
-  const std::int64_t wanted = all_frames ? total
-                                         : std::min<std::int64_t>(total, static_cast<std::int64_t>(cfg.validation_data.numb_btch) *
-                                                                             std::max(1, cfg.validation_data.batch_auto ? 1 : cfg.validation_data.batch_size));
+  const std::int64_t wanted =
+      all_frames
+          ? total
+          : std::min<std::int64_t>(
+                total, static_cast<std::int64_t>(cfg.validation_data.numb_btch) *
+                           std::max(1, cfg.validation_data.batch_auto ? 1 : cfg.validation_data.batch_size));
   std::int64_t done = 0;
   std::int64_t cursor = all_frames ? 0 : valid_cursor;
   while (done < wanted) {
@@ -516,7 +551,8 @@ ErrorMetrics Trainer::Impl::validate(bool all_frames) {
     std::int64_t c = cursor % total, s = 0;
     while (c >= valid[static_cast<std::size_t>(s)].nframes) c -= valid[static_cast<std::size_t>(s++)].nframes;
     const auto& sys = valid[static_cast<std::size_t>(s)];
-    const std::int64_t n = std::min({static_cast<std::int64_t>(valid_batch_size[static_cast<std::size_t>(s)]), sys.nframes - c, wanted - done});
+    const std::int64_t n = std::min({static_cast<std::int64_t>(valid_batch_size[static_cast<std::size_t>(s)]),
+                                     sys.nframes - c, wanted - done});
     BatchRef ref{static_cast<int>(s), {}};
     for (std::int64_t f = c; f < c + n; ++f) ref.frames.push_back(f);
     const Batch b = local_batch(valid, ref);
@@ -581,18 +617,23 @@ std::int64_t Trainer::step() const { return impl_->step; }
 
 std::vector<double> Trainer::flat_parameters() const { return flatten_cpu(impl_->params); }
 
-std::int64_t Trainer::covariance_bytes() const { return impl_->kalman ? impl_->kalman->covariance_bytes() : 0; }
+std::int64_t Trainer::covariance_bytes() const {
+  return impl_->kalman ? impl_->kalman->covariance_bytes() : 0;
+}
 
 TrainResult Trainer::run() {
   Impl& m = *impl_;
   TrainResult result;
   StopSignal stop_guard;
   const auto start = std::chrono::steady_clock::now();
-  const auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  const auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
   const std::string lcurve_path = m.out(m.cfg.disp_file);
   const std::string ckpt_path = m.out(m.cfg.save_ckpt);
   std::ofstream lcurve;
-  const bool virial_columns = std::any_of(m.train.begin(), m.train.end(), [](const System& s) { return s.has_virial(); });
+  const bool virial_columns =
+      std::any_of(m.train.begin(), m.train.end(), [](const System& s) { return s.has_virial(); });
   m.together([&] {
     if (!m.root()) return;
     write_text_atomically(m.out("input.resolved.json"), m.cfg.to_json().dump(2) + "\n");
@@ -615,13 +656,15 @@ TrainResult Trainer::run() {
     result.training = trn;
     if (!m.root()) return;
     const double status = m.kalman ? m.kalman->lambda() : m.adam->learning_rate(m.step);
-    lcurve << fmt::format("{:8d}  {:10.3e}  {:10.3e}  {:10.3e}  {:10.3e}", m.step, val.rmse_e(), trn.rmse_e(), val.rmse_f(), trn.rmse_f());
+    lcurve << fmt::format("{:8d}  {:10.3e}  {:10.3e}  {:10.3e}  {:10.3e}", m.step, val.rmse_e(), trn.rmse_e(),
+                          val.rmse_f(), trn.rmse_f());
     if (virial_columns) lcurve << fmt::format("  {:10.3e}  {:10.3e}", val.rmse_v(), trn.rmse_v());
     lcurve << fmt::format("  {:10.6f}  {:10.2f}\n", status, m.wall_before + elapsed());
     lcurve.flush();
     progress.clear();
-    m.log->info("step {:>7}  rmse_e val {:.3e} trn {:.3e} eV/atom  rmse_f val {:.3e} trn {:.3e} eV/A  {} {:.6g}", m.step,
-                val.rmse_e(), trn.rmse_e(), val.rmse_f(), trn.rmse_f(), m.kalman ? "lambda" : "lr", status);
+    m.log->info(
+        "step {:>7}  rmse_e val {:.3e} trn {:.3e} eV/atom  rmse_f val {:.3e} trn {:.3e} eV/A  {} {:.6g}",
+        m.step, val.rmse_e(), trn.rmse_e(), val.rmse_f(), trn.rmse_f(), m.kalman ? "lambda" : "lr", status);
   };
 
   const std::int64_t end = m.opt.pause_at > 0 ? std::min(m.opt.pause_at, m.cfg.numb_steps) : m.cfg.numb_steps;
@@ -654,7 +697,8 @@ TrainResult Trainer::run() {
     }
     if (stop) {
       progress.clear();
-      m.log->info("stopped by signal {} at step {}; checkpoint {} (continue with --restart)", StopSignal::signal_number(), m.step, ckpt_path);
+      m.log->info("stopped by signal {} at step {}; checkpoint {} (continue with --restart)",
+                  StopSignal::signal_number(), m.step, ckpt_path);
       result.interrupted = true;
       break;
     }
@@ -665,8 +709,9 @@ TrainResult Trainer::run() {
     // The displays sample numb_btch batches; the final figure covers every validation frame.
     result.validation = m.validate(true);
     const auto& v = result.validation;
-    m.log->info("validation on all {} frames: rmse_e {:.3e} eV/atom, rmse_f {:.3e} eV/A{}", v.e_count, v.rmse_e(),
-                v.rmse_f(), v.has_virial() ? fmt::format(", rmse_v {:.3e} eV/atom", v.rmse_v()) : std::string());
+    m.log->info("validation on all {} frames: rmse_e {:.3e} eV/atom, rmse_f {:.3e} eV/A{}", v.e_count,
+                v.rmse_e(), v.rmse_f(),
+                v.has_virial() ? fmt::format(", rmse_v {:.3e} eV/atom", v.rmse_v()) : std::string());
   }
   result.steps = m.step;
   if (!result.interrupted && m.opt.write_model) {

@@ -28,13 +28,13 @@ struct TrainerOptions {
 };
 
 struct TrainResult {
-  std::int64_t steps = 0;           // steps done in total (including those before a restart)
-  bool interrupted = false;         // stopped by SIGINT/SIGTERM (a checkpoint was written)
-  double wall_seconds = 0.0;        // this run's training time
-  ErrorMetrics validation;          // last validation errors (empty without validation data)
-  ErrorMetrics training;            // last training-batch errors
-  std::string checkpoint;           // last checkpoint written
-  std::string model;                // model file written at the end ("" if none)
+  std::int64_t steps = 0;     // steps done in total (including those before a restart)
+  bool interrupted = false;   // stopped by SIGINT/SIGTERM (a checkpoint was written)
+  double wall_seconds = 0.0;  // this run's training time
+  ErrorMetrics validation;    // last validation errors (empty without validation data)
+  ErrorMetrics training;      // last training-batch errors
+  std::string checkpoint;     // last checkpoint written
+  std::string model;          // model file written at the end ("" if none)
 };
 
 class Trainer {

@@ -1,6 +1,6 @@
-// NVE molecular dynamics with models trained by deepkf: a water model kept in tests/lammps_plugin/data (see its
-// README) and a silicon model trained here on ../shared/datasets/si_mlearn. Velocity Verlet with a smooth,
-// trained potential conserves the total energy.
+// NVE molecular dynamics with models trained by deepkf: a water model kept in tests/lammps_plugin/data (see
+// its README) and a silicon model trained here on ../shared/datasets/si_mlearn. Velocity Verlet with a
+// smooth, trained potential conserves the total energy.
 //
 // A random (untrained) model is no good here: nothing keeps atoms apart, two atoms pass within 0.05 A of
 // each other within 40 fs, and near r = 0 the 1/r environment matrix varies faster than any time step.
@@ -61,9 +61,11 @@ void write_silicon_data(const std::string& si, const std::string& path) {
   REQUIRE((h[1] == 0 && h[2] == 0 && h[3] == 0 && h[5] == 0 && h[6] == 0 && h[7] == 0));
   std::FILE* fp = std::fopen(path.c_str(), "w");
   REQUIRE(fp != nullptr);
-  std::fprintf(fp, "si_mlearn sys_Si64 frame 0\n\n%lld atoms\n1 atom types\n\n", static_cast<long long>(sys.natoms));
-  std::fprintf(fp, "0 %.17g xlo xhi\n0 %.17g ylo yhi\n0 %.17g zlo zhi\n\nMasses\n\n1 28.0855\n\nAtoms # atomic\n\n",
-               h[0], h[4], h[8]);
+  std::fprintf(fp, "si_mlearn sys_Si64 frame 0\n\n%lld atoms\n1 atom types\n\n",
+               static_cast<long long>(sys.natoms));
+  std::fprintf(
+      fp, "0 %.17g xlo xhi\n0 %.17g ylo yhi\n0 %.17g zlo zhi\n\nMasses\n\n1 28.0855\n\nAtoms # atomic\n\n",
+      h[0], h[4], h[8]);
   for (std::int64_t i = 0; i < sys.natoms; ++i) {
     // wrapped into [0, L) per axis (orthorhombic cell)
     double x[3];
@@ -83,11 +85,14 @@ TEST_CASE("NVE with a trained silicon model conserves the total energy over 2000
   const auto dir = make_temp_dir("lammps-nve");
   const std::string model = train_silicon_model(si);
   write_silicon_data(si, dir + "/data.lmp");
-  const std::string input = "units metal\nboundary p p p\natom_style atomic\natom_modify map yes\n"
-                            "read_data data.lmp\npair_style deepkf " + model + "\npair_coeff * * Si\n"
-                            "velocity all create 600 1234 mom yes rot yes dist gaussian loop geom\n"
-                            "timestep 0.001\nfix 1 all nve\nthermo 50\n"
-                            "thermo_style custom step pe ke etotal\nthermo_modify format float %.17g\nrun 2000\n";
+  const std::string input =
+      "units metal\nboundary p p p\natom_style atomic\natom_modify map yes\n"
+      "read_data data.lmp\npair_style deepkf " +
+      model +
+      "\npair_coeff * * Si\n"
+      "velocity all create 600 1234 mom yes rot yes dist gaussian loop geom\n"
+      "timestep 0.001\nfix 1 all nve\nthermo 50\n"
+      "thermo_style custom step pe ke etotal\nthermo_modify format float %.17g\nrun 2000\n";
   const auto r = run_lammps(dir, input, 2);
   INFO(r.output);
   REQUIRE(r.status == 0);
@@ -105,8 +110,8 @@ TEST_CASE("NVE with a trained silicon model conserves the total energy over 2000
     first += rows[k][3] / static_cast<double>(q);
     last += rows[rows.size() - 1 - k][3] / static_cast<double>(q);
   }
-  INFO("max |Etot - Etot(0)| = " << spread << " eV, drift " << last - first << " eV over 2 ps, <KE> = " << ke_mean
-                                 << " eV");
+  INFO("max |Etot - Etot(0)| = " << spread << " eV, drift " << last - first
+                                 << " eV over 2 ps, <KE> = " << ke_mean << " eV");
   // 600 K for 64 atoms: <KE> = 3/2 (N - 1) kT, about 4.9 eV at the start, shared with the potential energy.
   CHECK(ke_mean > 2.0);
   // With 1 fs steps the total energy wanders by ~3e-4 of the kinetic energy and does not drift.
@@ -117,12 +122,14 @@ TEST_CASE("NVE with a trained silicon model conserves the total energy over 2000
 TEST_CASE("NVE with the trained water model conserves the total energy over 1000 steps", "[lammps][nve]") {
   const auto dir = make_temp_dir("lammps-nve-water");
   write_data_file(dir + "/data.lmp", water_frame(0, false));
-  const std::string input = "units metal\nboundary p p p\natom_style atomic\natom_modify map yes\n"
-                            "read_data data.lmp\npair_style deepkf " DEEPKF_TEST_MODELS "/water_small.pt\n"
-                            "pair_coeff * * O H\n"
-                            "velocity all create 330 1234 mom yes rot yes dist gaussian loop geom\n"
-                            "timestep 0.0005\nfix 1 all nve\nthermo 50\n"
-                            "thermo_style custom step pe ke etotal\nthermo_modify format float %.17g\nrun 1000\n";
+  const std::string input =
+      "units metal\nboundary p p p\natom_style atomic\natom_modify map yes\n"
+      "read_data data.lmp\npair_style deepkf " DEEPKF_TEST_MODELS
+      "/water_small.pt\n"
+      "pair_coeff * * O H\n"
+      "velocity all create 330 1234 mom yes rot yes dist gaussian loop geom\n"
+      "timestep 0.0005\nfix 1 all nve\nthermo 50\n"
+      "thermo_style custom step pe ke etotal\nthermo_modify format float %.17g\nrun 1000\n";
   const auto r = run_lammps(dir, input, 2);
   INFO(r.output);
   REQUIRE(r.status == 0);
@@ -138,8 +145,8 @@ TEST_CASE("NVE with the trained water model conserves the total energy over 1000
     first += rows[k][3] / static_cast<double>(q);
     last += rows[rows.size() - 1 - k][3] / static_cast<double>(q);
   }
-  INFO("max |Etot - Etot(0)| = " << spread << " eV, drift " << last - first << " eV over 0.5 ps, <KE> = " << ke_mean
-                                 << " eV");
+  INFO("max |Etot - Etot(0)| = " << spread << " eV, drift " << last - first
+                                 << " eV over 0.5 ps, <KE> = " << ke_mean << " eV");
   // 192 atoms at 330 K: <KE> about 8 eV.
   CHECK(ke_mean > 4.0);
   // 0.5 fs steps resolve the O-H vibration: the total energy wanders by ~3e-3 of the kinetic energy (the
@@ -158,7 +165,8 @@ TEST_CASE("the example inputs run as shipped", "[lammps][examples]") {
     SECTION(script) {
       const auto dir = make_temp_dir("lammps-example");
       std::filesystem::copy_file(examples + "/water.data", dir + "/water.data");
-      const auto r = run_lammps_script(dir, examples + "/" + script, {{"model", model}, {"plugin", DEEPKF_PLUGIN}}, 2);
+      const auto r =
+          run_lammps_script(dir, examples + "/" + script, {{"model", model}, {"plugin", DEEPKF_PLUGIN}}, 2);
       INFO(r.output);
       REQUIRE(r.status == 0);
       const std::string log = read_text(dir + "/log.lammps");

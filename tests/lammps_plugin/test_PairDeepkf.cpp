@@ -193,7 +193,8 @@ TEST_CASE("100 MD steps give the same trajectory on 1, 2 and 4 ranks", "[lammps]
   CHECK(max_row_diff(ends[0], ends[2]) < 1e-7);
 }
 
-TEST_CASE("a cell smaller than the cutoff: one cell gives 1/8 of the energy of its 2x2x2 replica", "[lammps]") {
+TEST_CASE("a cell smaller than the cutoff: one cell gives 1/8 of the energy of its 2x2x2 replica",
+          "[lammps]") {
   // rcut 6 A in a 4.5 A triclinic cell: every atom sees several images of each neighbour, which LAMMPS
   // provides as ghosts. Energy and pressure must not depend on whether the images are ghosts or atoms.
   const auto dir = make_temp_dir("lammps-small-cell");
@@ -205,7 +206,8 @@ TEST_CASE("a cell smaller than the cutoff: one cell gives 1/8 of the energy of i
         "region cell prism 0 4.5 0 4.7 0 4.9 0.6 -0.4 0.3\ncreate_box 2 cell\n"
         "create_atoms 1 random 4 4211 NULL\n"
         "create_atoms 2 random 8 4212 NULL\nmass 1 15.9994\nmass 2 1.00794\n"
-        "replicate " + std::to_string(reps) + " " + std::to_string(reps) + " " + std::to_string(reps) + "\n" +
+        "replicate " +
+        std::to_string(reps) + " " + std::to_string(reps) + " " + std::to_string(reps) + "\n" +
         pair_lines("model.pt") +
         "thermo_style custom step pe press atoms\nthermo_modify format float %.17g\nrun 0\n";
     const auto r = run_lammps(dir, input, 2);

@@ -41,7 +41,8 @@ json small_input(const std::vector<std::string>& train, const std::vector<std::s
     // p0 = 100: with the force measurement scaled by 1/(N groupsize 3) the gradients are small, and
     // P0 = I (the default) makes the first epoch slow on this small model (validation force RMSE 0.85 eV/A
     // against 0.44 with p0 = 100).
-    doc["optimizer"] = {{"type", "LKF"}, {"kf_blocksize", 512}, {"nselect", 12}, {"groupsize", 6}, {"p0", 100.0}};
+    doc["optimizer"] = {
+        {"type", "LKF"}, {"kf_blocksize", 512}, {"nselect", 12}, {"groupsize", 6}, {"p0", 100.0}};
   }
   return doc;
 }
@@ -57,9 +58,11 @@ double max_abs_diff(const std::vector<double>& a, const std::vector<double>& b) 
 
 }  // namespace
 
-TEST_CASE("a run stopped by a signal restarts from its checkpoint to bit-identical weights", "[train][restart]") {
+TEST_CASE("a run stopped by a signal restarts from its checkpoint to bit-identical weights",
+          "[train][restart]") {
   const std::string si = deepkf::test::require_shared_dataset("si_mlearn");
-  const std::vector<std::string> train = {si + "/train/sys_Si12", si + "/train/sys_Si16", si + "/train/sys_Si24"};
+  const std::vector<std::string> train = {si + "/train/sys_Si12", si + "/train/sys_Si16",
+                                          si + "/train/sys_Si24"};
   const std::vector<std::string> valid = {si + "/test"};
   for (const std::string optimizer : {"LKF", "Adam"}) {
     SECTION(optimizer) {
@@ -114,13 +117,15 @@ TEST_CASE("RLEKF lowers the validation force error faster per epoch than Adam on
     options.output_dir = deepkf::test::make_temp_dir("compare");
     options.progress = 0;
     json doc = small_input(train, valid, optimizer, epoch);
-    if (optimizer == "Adam") doc["optimizer"]["learning_rate"] = {{"start_lr", 1e-3}, {"stop_lr", 1e-5}, {"decay_steps", 50}};
+    if (optimizer == "Adam")
+      doc["optimizer"]["learning_rate"] = {{"start_lr", 1e-3}, {"stop_lr", 1e-5}, {"decay_steps", 50}};
     Trainer trainer(config_of(doc), options, comm);
     const auto result = trainer.run();
     REQUIRE(result.validation.has_force());
     rmse_f[k++] = result.validation.rmse_f();
   }
-  INFO("validation force RMSE after one epoch: RLEKF " << rmse_f[0] << " eV/A, Adam " << rmse_f[1] << " eV/A");
+  INFO("validation force RMSE after one epoch: RLEKF " << rmse_f[0] << " eV/A, Adam " << rmse_f[1]
+                                                       << " eV/A");
   CHECK(rmse_f[0] < rmse_f[1]);
   // The trivial baseline (predicting zero force) is 0.87 eV/A on this data: RLEKF must beat it clearly.
   CHECK(rmse_f[0] < 0.5);
@@ -159,7 +164,8 @@ TEST_CASE("init_model starts from a trained model's weights and trains on", "[tr
   second.output_dir = deepkf::test::make_temp_dir("init-b");
   second.progress = 0;
   second.init_model = ra.model;
-  Trainer b(config_of(small_input({si + "/train/sys_Si24"}, {si + "/test/sys_Si24"}, "Adam", 3)), second, comm);
+  Trainer b(config_of(small_input({si + "/train/sys_Si24"}, {si + "/test/sys_Si24"}, "Adam", 3)), second,
+            comm);
   CHECK(max_abs_diff(b.flat_parameters(), a.flat_parameters()) == 0.0);
   CHECK(b.step() == 0);
   const auto rb = b.run();
