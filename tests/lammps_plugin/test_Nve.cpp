@@ -78,6 +78,46 @@ void write_silicon_data(const std::string& si, const std::string& path) {
   std::fclose(fp);
 }
 
+// Total-energy conservation of an NVE run: <KE>, the largest |Etot - Etot(0)|, and the drift (mean Etot of
+// the last quarter of the thermo rows minus that of the first quarter), all in eV.
+struct Conservation {
+  double ke_mean = 0, spread = 0, drift = 0;
+};
+
+// NVE on 2 ranks from dir/data.lmp with `model` for `elements`, velocities at `temperature` K, thermo every
+// 50 steps.
+Conservation run_nve(const std::string& dir, const std::string& model, const std::string& elements,
+                     int temperature, double timestep, int steps) {
+  const std::string input =
+      "units metal\nboundary p p p\natom_style atomic\natom_modify map yes\n"
+      "read_data data.lmp\npair_style deepkf " +
+      model + "\npair_coeff * * " + elements + "\nvelocity all create " + std::to_string(temperature) +
+      " 1234 mom yes rot yes dist gaussian loop geom\n"
+      "timestep " +
+      std::to_string(timestep) +
+      "\nfix 1 all nve\nthermo 50\n"
+      "thermo_style custom step pe ke etotal\nthermo_modify format float %.17g\nrun " +
+      std::to_string(steps) + "\n";
+  const auto r = run_lammps(dir, input, 2);
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  const auto rows = thermo_rows(read_text(dir + "/log.lammps"), 4);
+  REQUIRE(rows.size() == static_cast<std::size_t>(steps / 50 + 1));
+  Conservation c;
+  for (const auto& row : rows) {
+    c.ke_mean += row[2] / static_cast<double>(rows.size());
+    c.spread = std::max(c.spread, std::abs(row[3] - rows.front()[3]));
+  }
+  double first = 0, last = 0;
+  const std::size_t q = rows.size() / 4;
+  for (std::size_t k = 0; k < q; ++k) {
+    first += rows[k][3] / static_cast<double>(q);
+    last += rows[rows.size() - 1 - k][3] / static_cast<double>(q);
+  }
+  c.drift = last - first;
+  return c;
+}
+
 }  // namespace
 
 TEST_CASE("NVE with a trained silicon model conserves the total energy over 2000 steps", "[lammps][nve]") {
@@ -85,74 +125,28 @@ TEST_CASE("NVE with a trained silicon model conserves the total energy over 2000
   const auto dir = make_temp_dir("lammps-nve");
   const std::string model = train_silicon_model(si);
   write_silicon_data(si, dir + "/data.lmp");
-  const std::string input =
-      "units metal\nboundary p p p\natom_style atomic\natom_modify map yes\n"
-      "read_data data.lmp\npair_style deepkf " +
-      model +
-      "\npair_coeff * * Si\n"
-      "velocity all create 600 1234 mom yes rot yes dist gaussian loop geom\n"
-      "timestep 0.001\nfix 1 all nve\nthermo 50\n"
-      "thermo_style custom step pe ke etotal\nthermo_modify format float %.17g\nrun 2000\n";
-  const auto r = run_lammps(dir, input, 2);
-  INFO(r.output);
-  REQUIRE(r.status == 0);
-  const auto rows = thermo_rows(read_text(dir + "/log.lammps"), 4);
-  REQUIRE(rows.size() == 41);
-  double ke_mean = 0, spread = 0;
-  for (const auto& row : rows) {
-    ke_mean += row[2] / static_cast<double>(rows.size());
-    spread = std::max(spread, std::abs(row[3] - rows.front()[3]));
-  }
-  // Drift: the mean total energy of the last quarter against the first quarter.
-  double first = 0, last = 0;
-  const std::size_t q = rows.size() / 4;
-  for (std::size_t k = 0; k < q; ++k) {
-    first += rows[k][3] / static_cast<double>(q);
-    last += rows[rows.size() - 1 - k][3] / static_cast<double>(q);
-  }
-  INFO("max |Etot - Etot(0)| = " << spread << " eV, drift " << last - first
-                                 << " eV over 2 ps, <KE> = " << ke_mean << " eV");
+  const Conservation c = run_nve(dir, model, "Si", 600, 0.001, 2000);
+  INFO("max |Etot - Etot(0)| = " << c.spread << " eV, drift " << c.drift
+                                 << " eV over 2 ps, <KE> = " << c.ke_mean << " eV");
   // 600 K for 64 atoms: <KE> = 3/2 (N - 1) kT, about 4.9 eV at the start, shared with the potential energy.
-  CHECK(ke_mean > 2.0);
+  CHECK(c.ke_mean > 2.0);
   // With 1 fs steps the total energy wanders by ~3e-4 of the kinetic energy and does not drift.
-  CHECK(spread < 2e-3 * ke_mean);
-  CHECK(std::abs(last - first) < 1e-3 * ke_mean);
+  CHECK(c.spread < 2e-3 * c.ke_mean);
+  CHECK(std::abs(c.drift) < 1e-3 * c.ke_mean);
 }
 
 TEST_CASE("NVE with the trained water model conserves the total energy over 1000 steps", "[lammps][nve]") {
   const auto dir = make_temp_dir("lammps-nve-water");
   write_data_file(dir + "/data.lmp", water_frame(0, false));
-  const std::string input =
-      "units metal\nboundary p p p\natom_style atomic\natom_modify map yes\n"
-      "read_data data.lmp\npair_style deepkf " DEEPKF_TEST_MODELS
-      "/water_small.pt\n"
-      "pair_coeff * * O H\n"
-      "velocity all create 330 1234 mom yes rot yes dist gaussian loop geom\n"
-      "timestep 0.0005\nfix 1 all nve\nthermo 50\n"
-      "thermo_style custom step pe ke etotal\nthermo_modify format float %.17g\nrun 1000\n";
-  const auto r = run_lammps(dir, input, 2);
-  INFO(r.output);
-  REQUIRE(r.status == 0);
-  const auto rows = thermo_rows(read_text(dir + "/log.lammps"), 4);
-  REQUIRE(rows.size() == 21);
-  double ke_mean = 0, spread = 0, first = 0, last = 0;
-  for (const auto& row : rows) {
-    ke_mean += row[2] / static_cast<double>(rows.size());
-    spread = std::max(spread, std::abs(row[3] - rows.front()[3]));
-  }
-  const std::size_t q = rows.size() / 4;
-  for (std::size_t k = 0; k < q; ++k) {
-    first += rows[k][3] / static_cast<double>(q);
-    last += rows[rows.size() - 1 - k][3] / static_cast<double>(q);
-  }
-  INFO("max |Etot - Etot(0)| = " << spread << " eV, drift " << last - first
-                                 << " eV over 0.5 ps, <KE> = " << ke_mean << " eV");
+  const Conservation c = run_nve(dir, DEEPKF_TEST_MODELS "/water_small.pt", "O H", 330, 0.0005, 1000);
+  INFO("max |Etot - Etot(0)| = " << c.spread << " eV, drift " << c.drift
+                                 << " eV over 0.5 ps, <KE> = " << c.ke_mean << " eV");
   // 192 atoms at 330 K: <KE> about 8 eV.
-  CHECK(ke_mean > 4.0);
+  CHECK(c.ke_mean > 4.0);
   // 0.5 fs steps resolve the O-H vibration: the total energy wanders by ~3e-3 of the kinetic energy (the
   // velocity-Verlet shadow-energy fluctuation) and does not drift.
-  CHECK(spread < 6e-3 * ke_mean);
-  CHECK(std::abs(last - first) < 1e-3 * ke_mean);
+  CHECK(c.spread < 6e-3 * c.ke_mean);
+  CHECK(std::abs(c.drift) < 1e-3 * c.ke_mean);
 }
 
 TEST_CASE("the example inputs run as shipped", "[lammps][examples]") {
