@@ -6,8 +6,7 @@
 //
 // usage: bench_lammps [STEPS_SMALL] [STEPS_LARGE]   (defaults 50 and 5; needs ../shared/datasets/water)
 //
-// FLOPs per atom-step: F_EF = 2 F_E with F_E as in bench/model/bench_model.cpp:
-//   F_E = N_c 2 sum_k e_k e_{k+1} + 2*4 M N_c + 2*4 M M< + 2 sum_k f_k f_{k+1}
+// FLOPs per atom-step: F_EF = 2 F_E (bench/support/ModelFlops.hpp).
 #include <torch/torch.h>
 
 #include <chrono>
@@ -16,43 +15,12 @@
 #include <sstream>
 #include <string>
 
+#include "bench/support/ModelFlops.hpp"
 #include "src/model/ModelFile.hpp"
 #include "tests/lammps_plugin/LammpsRunner.hpp"
 #include "tests/support/TestData.hpp"
 
 namespace {
-
-deepkf::ModelConfig reference_config() {
-  deepkf::ModelConfig mc;
-  mc.type_map = {"O", "H"};
-  mc.rcut = 6.0;
-  mc.rcut_smth = 0.5;
-  mc.sel = {46, 92};
-  mc.embedding_neuron = {25, 50, 100};
-  mc.axis_neuron = 16;
-  mc.type_one_side = true;
-  mc.fitting_neuron = {240, 240, 240};
-  return mc;
-}
-
-double flops_per_atom_step(const deepkf::ModelConfig& c) {
-  const double nc = static_cast<double>(c.nnei());
-  const double m = static_cast<double>(c.embedding_width());
-  double emb = 0, prev = 1;
-  for (int w : c.embedding_neuron) {
-    emb += 2 * prev * w;
-    prev = w;
-  }
-  double fit = 0;
-  prev = static_cast<double>(c.descriptor_dim());
-  for (int w : c.fitting_neuron) {
-    fit += 2 * prev * w;
-    prev = w;
-  }
-  fit += 2 * prev;
-  // F_EF = 2 F_E
-  return 2 * (nc * emb + 2 * 4 * m * nc + 2 * 4 * m * c.axis_neuron + fit);
-}
 
 // FLOP/s of a float64 [rows x 50] x [50 x 100] product (the embedding net's largest layer).
 double mm_flops(std::int64_t rows) {
@@ -73,11 +41,11 @@ int main(int argc, char** argv) {
   const int steps_large = argc > 2 ? std::stoi(argv[2]) : 5;
   torch::set_num_threads(1);  // the matrix-product reference runs on one thread per rank
   const auto dir = deepkf::test::make_temp_dir("bench-lammps");
-  auto mc = reference_config();
+  auto mc = deepkf::bench::water_reference_config();
   deepkf::DeepPot model(mc);
   deepkf::save_model(dir + "/model.pt", model, nlohmann::json{{"source", "bench_lammps (random weights)"}});
   deepkf::test::write_data_file(dir + "/data.lmp", deepkf::test::water_frame(0, false));
-  const double fpas = flops_per_atom_step(mc);
+  const double fpas = 2 * deepkf::bench::energy_flops_per_atom(mc);  // F_EF = 2 F_E
   std::printf("model: water reference settings, random weights, float64; %.3f MFLOP per atom-step\n",
               fpas / 1e6);
   std::printf("%-8s %4s %6s %8s %14s %10s %12s %7s\n", "system", "np", "atoms", "steps", "atom-steps/s",

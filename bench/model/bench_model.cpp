@@ -7,14 +7,7 @@
 //   OpenBLAS keeps its own thread pool: OPENBLAS_NUM_THREADS=1 in the environment stops the two pools
 //   from competing for the cores (see docs/benchmarks.md, model evaluation).
 //
-// FLOPs per atom of one energy evaluation (multiply-add = 2 FLOPs), N_c = sum(sel), M = last embedding
-// width, M< = axis_neuron, e_k / f_k the embedding / fitting layer widths (e_0 = 1, f_0 = M M<, f_last = 1):
-//   F_E = N_c * 2 sum_k e_k e_{k+1}        (embedding net on every slot)
-//       + 2 * 4 * M * N_c                  (T = R^T G)
-//       + 2 * 4 * M * M<                   (D = T^T T<)
-//       + 2 sum_k f_k f_{k+1}              (fitting net)
-// Forces by autograd with respect to the pair vectors only (no weight gradients) cost one more pass of the
-// same matrix products: F_EF = 2 F_E.
+// FLOP counts: bench/support/ModelFlops.hpp.
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -28,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/support/ModelFlops.hpp"
 #include "src/model/Batch.hpp"
 #include "src/model/DeepPot.hpp"
 #include "src/model/EnvMatrix.hpp"
@@ -95,24 +89,6 @@ double time_median(int repeats, F&& f) {
   return median(t);
 }
 
-double model_flops_per_atom(const deepkf::ModelConfig& c) {
-  const double nc = static_cast<double>(c.nnei());
-  const double m = static_cast<double>(c.embedding_width());
-  double emb = 0, prev = 1;
-  for (int w : c.embedding_neuron) {
-    emb += 2 * prev * w;
-    prev = w;
-  }
-  double fit = 0;
-  prev = static_cast<double>(c.descriptor_dim());
-  for (int w : c.fitting_neuron) {
-    fit += 2 * prev * w;
-    prev = w;
-  }
-  fit += 2 * prev;
-  return nc * emb + 2 * 4 * m * nc + 2 * 4 * m * c.axis_neuron + fit;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -125,16 +101,8 @@ int main(int argc, char** argv) {
               torch::get_num_threads(), blas_threads ? blas_threads : "unset",
               std::thread::hardware_concurrency(), repeats);
 
-  deepkf::ModelConfig mc;
-  mc.type_map = {"O", "H"};
-  mc.rcut = 6.0;
-  mc.rcut_smth = 0.5;
-  mc.sel = {46, 92};
-  mc.embedding_neuron = {25, 50, 100};
-  mc.axis_neuron = 16;
-  mc.type_one_side = true;
-  mc.fitting_neuron = {240, 240, 240};
-  const double fe = model_flops_per_atom(mc);
+  deepkf::ModelConfig mc = deepkf::bench::water_reference_config();
+  const double fe = deepkf::bench::energy_flops_per_atom(mc);
   std::printf(
       "model: water reference (type_one_side true), F_E = %.3f MFLOP/atom, F_EF = 2 F_E = %.3f MFLOP/atom\n",
       fe / 1e6, 2 * fe / 1e6);

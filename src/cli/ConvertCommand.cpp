@@ -82,7 +82,7 @@ void convert(const ConvertOptions& o) {
 
   std::vector<SystemStatistics> stats;
   for (const System& s : systems) stats.push_back(compute_statistics(s));
-  const std::string finding = check_units(systems, stats, fmt::format("{}", fmt::join(o.inputs, ", ")));
+  const std::string finding = check_units(stats, fmt::format("{}", fmt::join(o.inputs, ", ")));
   if (!finding.empty() && !o.allow_suspicious_units) throw DataError(finding);
   if (!finding.empty()) fmt::print(stderr, "deepkf: warning: {}\n", finding);
 

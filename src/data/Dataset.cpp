@@ -24,12 +24,16 @@ bool is_extxyz_path(const std::string& path) {
 
 }  // namespace
 
-std::vector<System> read_systems(const std::string& path) {
-  if (is_hdf5_path(path)) return read_hdf5_systems(path);
+std::vector<std::shared_ptr<FrameSource>> open_systems(const std::string& path) {
+  if (is_hdf5_path(path)) return open_hdf5_systems(path);
   std::error_code ec;
-  if (is_extxyz_path(path) && fs::is_regular_file(path, ec)) return read_extxyz(path);
+  if (is_extxyz_path(path) && fs::is_regular_file(path, ec)) {
+    std::vector<std::shared_ptr<FrameSource>> out;
+    for (System& s : read_extxyz(path)) out.push_back(std::make_shared<MemoryFrameSource>(std::move(s)));
+    return out;
+  }
   if (!fs::exists(path, ec)) throw DataError(fmt::format("data path {} does not exist", path));
-  if (is_npy_system(path)) return {read_npy_system(path)};
+  if (is_npy_system(path)) return {open_npy_system(path)};
   if (!fs::is_directory(path, ec))
     throw DataError(
         fmt::format("{} is neither a system folder, a folder of systems, an .h5/.hdf5 file nor an "
@@ -46,40 +50,34 @@ std::vector<System> read_systems(const std::string& path) {
   }
   if (dirs.empty()) throw DataError(fmt::format("no system (folder with type.raw) found under {}", path));
   std::sort(dirs.begin(), dirs.end());
-  std::vector<System> out;
+  std::vector<std::shared_ptr<FrameSource>> out;
   out.reserve(dirs.size());
-  for (const auto& d : dirs) out.push_back(read_npy_system(d));
+  for (const auto& d : dirs) out.push_back(open_npy_system(d));
+  return out;
+}
+
+std::vector<System> read_systems(const std::string& path) {
+  std::vector<System> out;
+  for (const auto& source : open_systems(path)) out.push_back(source->read_all());
   return out;
 }
 
 void remap_types(System& system, const std::vector<std::string>& type_map) {
-  std::vector<int> to(system.type_map.size(), -1);
-  for (std::size_t t = 0; t < system.type_map.size(); ++t) {
-    const auto it = std::find(type_map.begin(), type_map.end(), system.type_map[t]);
-    if (it != type_map.end()) to[t] = static_cast<int>(it - type_map.begin());
-  }
-  for (int& t : system.atom_types) {
-    const int g = to[static_cast<std::size_t>(t)];
-    if (g < 0)
-      throw DataError(fmt::format("element '{}' of {} is not in the type map ({})",
-                                  system.type_map[static_cast<std::size_t>(t)], system.source,
-                                  fmt::join(type_map, ", ")));
-    t = g;
-  }
+  remap_atom_types(system.atom_types, system.type_map, type_map, system.source);
   system.type_map = type_map;
 }
 
-Dataset Dataset::load(const std::vector<std::string>& paths, const std::vector<std::string>& type_map,
-                      const LoadOptions& options) {
+OpenedData open_dataset(const std::vector<std::string>& paths, const std::vector<std::string>& type_map) {
   if (paths.empty()) throw DataError("no data paths given");
-  Dataset d;
+  OpenedData d;
   for (const auto& p : paths) {
-    auto systems = read_systems(p);
+    auto systems = open_systems(p);
     for (auto& s : systems) d.systems.push_back(std::move(s));
   }
   d.type_map = type_map;
   if (d.type_map.empty()) {
-    for (const System& s : d.systems)
+    for (const auto& source : d.systems) {
+      const SystemInfo& s = source->info();
       for (std::size_t t = 0; t < s.type_map.size(); ++t) {
         // only elements that occur: an unused type_map entry does not enter the union
         if (std::find(s.atom_types.begin(), s.atom_types.end(), static_cast<int>(t)) == s.atom_types.end())
@@ -87,15 +85,28 @@ Dataset Dataset::load(const std::vector<std::string>& paths, const std::vector<s
         if (std::find(d.type_map.begin(), d.type_map.end(), s.type_map[t]) == d.type_map.end())
           d.type_map.push_back(s.type_map[t]);
       }
+    }
   }
-  for (System& s : d.systems) remap_types(s, d.type_map);
+  for (auto& s : d.systems) s->remap_types(d.type_map);
+  return d;
+}
+
+std::string describe_paths(const std::vector<std::string>& paths) {
+  if (paths.empty()) return "";
+  return paths.size() == 1 ? paths[0] : fmt::format("{} (and {} more)", paths[0], paths.size() - 1);
+}
+
+Dataset Dataset::load(const std::vector<std::string>& paths, const std::vector<std::string>& type_map,
+                      const LoadOptions& options) {
+  OpenedData opened = open_dataset(paths, type_map);
+  Dataset d;
+  d.type_map = opened.type_map;
+  for (const auto& source : opened.systems) d.systems.push_back(source->read_all());
 
   std::vector<SystemStatistics> stats;
   stats.reserve(d.systems.size());
   for (const System& s : d.systems) stats.push_back(compute_statistics(s));
-  const std::string what =
-      paths.size() == 1 ? paths[0] : fmt::format("{} (and {} more)", paths[0], paths.size() - 1);
-  const std::string finding = check_units(d.systems, stats, what);
+  const std::string finding = check_units(stats, describe_paths(paths));
   if (!finding.empty()) {
     if (!options.allow_suspicious_units) throw DataError(finding);
     d.warnings.push_back(finding);

@@ -1,10 +1,12 @@
 #pragma once
 // A dataset: many systems of different sizes and type maps under one global type map by element name.
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "src/data/DatasetSplit.hpp"
+#include "src/data/FrameSource.hpp"
 #include "src/data/System.hpp"
 
 namespace deepkf {
@@ -33,8 +35,25 @@ class Dataset {
   std::int64_t total_frames() const;
 };
 
-// The systems under one path (see Dataset::load), each with its own type map.
+// A dataset opened without reading its frames: the systems as FrameSources under one type map.
+struct OpenedData {
+  std::vector<std::shared_ptr<FrameSource>> systems;  // each with info().type_map == type_map
+  std::vector<std::string> type_map;
+};
+
+// Opens every path (as Dataset::load reads them) and remaps all systems to one type map (given, or the
+// union of the elements that occur, in order of first appearance). Reads types, type maps and array
+// shapes only (extended XYZ files are read whole); frame values are checked when frames are read, and
+// units are not judged (that needs the labels: see check_units). Throws DataError for a bad path or
+// layout.
+OpenedData open_dataset(const std::vector<std::string>& paths, const std::vector<std::string>& type_map = {});
+
+// The systems under one path, opened (see open_dataset) or read whole, each with its own type map.
+std::vector<std::shared_ptr<FrameSource>> open_systems(const std::string& path);
 std::vector<System> read_systems(const std::string& path);
+
+// "first path" or "first path (and K more)", for messages about a load.
+std::string describe_paths(const std::vector<std::string>& paths);
 
 // Rewrites system.atom_types to index `type_map` (element names) and sets system.type_map to it. Throws
 // DataError naming the system and the element when one is missing from type_map.

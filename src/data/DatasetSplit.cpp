@@ -33,62 +33,48 @@ std::vector<bool> choose(std::int64_t n, std::int64_t k, std::mt19937_64 rng) {
   return chosen;
 }
 
-void copy_rows(const std::vector<double>& from, std::vector<double>& to,
-               const std::vector<std::int64_t>& frames, std::size_t per_frame) {
-  if (from.empty()) return;
-  to.reserve(frames.size() * per_frame);
-  for (auto f : frames)
-    to.insert(to.end(), from.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(f) * per_frame),
-              from.begin() + static_cast<std::ptrdiff_t>((static_cast<std::size_t>(f) + 1) * per_frame));
-}
-
 }  // namespace
 
-System select_frames(const System& system, const std::vector<std::int64_t>& frames) {
-  System out;
-  out.source = system.source;
-  out.type_map = system.type_map;
-  out.atom_types = system.atom_types;
-  out.periodic = system.periodic;
-  out.natoms = system.natoms;
-  out.nframes = static_cast<std::int64_t>(frames.size());
-  for (auto f : frames)
-    if (f < 0 || f >= system.nframes)
-      throw DataError(
-          fmt::format("frame {} out of range for {} ({} frames)", f, system.source, system.nframes));
-  const auto per_atom3 = static_cast<std::size_t>(3 * system.natoms);
-  copy_rows(system.coord, out.coord, frames, per_atom3);
-  copy_rows(system.box, out.box, frames, 9);
-  copy_rows(system.energy, out.energy, frames, 1);
-  copy_rows(system.force, out.force, frames, per_atom3);
-  copy_rows(system.virial, out.virial, frames, 9);
-  return out;
+SplitIndices split_frames(const std::vector<std::int64_t>& nframes, double fraction, SplitMode mode,
+                          std::uint64_t seed) {
+  if (!(fraction >= 0.0 && fraction < 1.0))
+    throw ConfigError(fmt::format("validation fraction {} is outside [0, 1)", fraction));
+  auto all = [](std::int64_t n) {
+    std::vector<std::int64_t> v(static_cast<std::size_t>(n));
+    std::iota(v.begin(), v.end(), std::int64_t{0});
+    return v;
+  };
+  SplitIndices r;
+  if (mode == SplitMode::kSystem) {
+    const auto n = static_cast<std::int64_t>(nframes.size());
+    const auto val = choose(n, held_out(n, fraction), make_stream(seed, kSplitStream));
+    for (std::size_t i = 0; i < nframes.size(); ++i)
+      (val[i] ? r.validation : r.train).push_back(FramePart{static_cast<int>(i), all(nframes[i])});
+    return r;
+  }
+  for (std::size_t i = 0; i < nframes.size(); ++i) {
+    const std::int64_t n = nframes[i];
+    const auto val = choose(n, held_out(n, fraction), make_stream(seed, kSplitStream, i + 1));
+    FramePart keep{static_cast<int>(i), {}}, hold{static_cast<int>(i), {}};
+    for (std::int64_t f = 0; f < n; ++f) (val[static_cast<std::size_t>(f)] ? hold : keep).frames.push_back(f);
+    r.train.push_back(std::move(keep));
+    if (!hold.frames.empty()) r.validation.push_back(std::move(hold));
+  }
+  return r;
 }
 
 SplitResult split_systems(const std::vector<System>& systems, double fraction, SplitMode mode,
                           std::uint64_t seed) {
-  if (!(fraction >= 0.0 && fraction < 1.0))
-    throw ConfigError(fmt::format("validation fraction {} is outside [0, 1)", fraction));
+  std::vector<std::int64_t> nframes;
+  for (const System& s : systems) nframes.push_back(s.nframes);
+  const SplitIndices parts = split_frames(nframes, fraction, mode, seed);
+  auto take = [&](const FramePart& p) {
+    const System& s = systems[static_cast<std::size_t>(p.system)];
+    return static_cast<std::int64_t>(p.frames.size()) == s.nframes ? s : select_frames(s, p.frames);
+  };
   SplitResult r;
-  if (mode == SplitMode::kSystem) {
-    const auto n = static_cast<std::int64_t>(systems.size());
-    const auto val = choose(n, held_out(n, fraction), make_stream(seed, kSplitStream));
-    for (std::size_t i = 0; i < systems.size(); ++i) (val[i] ? r.validation : r.train).push_back(systems[i]);
-    return r;
-  }
-  for (std::size_t i = 0; i < systems.size(); ++i) {
-    const System& s = systems[i];
-    const auto val = choose(s.nframes, held_out(s.nframes, fraction), make_stream(seed, kSplitStream, i + 1));
-    std::vector<std::int64_t> keep, hold;
-    for (std::int64_t f = 0; f < s.nframes; ++f)
-      (val[static_cast<std::size_t>(f)] ? hold : keep).push_back(f);
-    if (hold.empty()) {
-      r.train.push_back(s);
-      continue;
-    }
-    r.train.push_back(select_frames(s, keep));
-    r.validation.push_back(select_frames(s, hold));
-  }
+  for (const auto& p : parts.train) r.train.push_back(take(p));
+  for (const auto& p : parts.validation) r.validation.push_back(take(p));
   return r;
 }
 

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "src/data/FrameSource.hpp"
 #include "src/data/System.hpp"
 
 namespace deepkf {
@@ -18,13 +19,26 @@ struct SplitResult {
   std::vector<System> validation;  // frame-mode parts keep their system's source and type map
 };
 
+// The frames of one system that go to one part.
+struct FramePart {
+  int system = 0;                    // index into the systems split
+  std::vector<std::int64_t> frames;  // in increasing order
+};
+
+struct SplitIndices {
+  std::vector<FramePart> train;       // one part per system with frames left for training, in order
+  std::vector<FramePart> validation;  // held-out systems (system mode) or frames (frame mode)
+};
+
+// The split of systems with nframes[i] frames, as frame indices, without reading any frame.
 // fraction in [0, 1). With fraction > 0 at least one system (frame) is held out and at least one kept
 // wherever there are two or more to choose from; a single system (frame) stays in training. Frames and
 // systems keep their original order inside each part. Throws ConfigError for a fraction outside [0, 1).
-SplitResult split_systems(const std::vector<System>& systems, double fraction, SplitMode mode,
+SplitIndices split_frames(const std::vector<std::int64_t>& nframes, double fraction, SplitMode mode,
                           std::uint64_t seed);
 
-// The frames `frames` (indices, any order) of `system` as a new system.
-System select_frames(const System& system, const std::vector<std::int64_t>& frames);
+// The same split applied to systems in memory.
+SplitResult split_systems(const std::vector<System>& systems, double fraction, SplitMode mode,
+                          std::uint64_t seed);
 
 }  // namespace deepkf

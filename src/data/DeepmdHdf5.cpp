@@ -151,8 +151,8 @@ struct Reader {
     return obj.ok() && H5Iget_type(obj.get()) == H5I_GROUP;
   }
 
-  System read_system(hid_t g, const std::string& gpath) const {
-    RawSystem raw;
+  std::shared_ptr<FrameSource> open_system(hid_t g, const std::string& gpath) const {
+    SystemLayout raw;
     raw.source = file + "#" + (gpath.empty() ? "/" : gpath);
     if (exists(g, "type.raw")) {
       raw.has_types = true;
@@ -166,21 +166,25 @@ struct Reader {
       Handle set(H5Gopen2(g, name.c_str(), H5P_DEFAULT), H5Gclose);
       if (!set.ok()) fail(gpath + "/" + name, "cannot open the group");
       const std::string spath = gpath + "/" + name;
-      RawSet rs;
+      SetLayout rs;
       rs.where = file + "#" + spath;
-      rs.coord = read_numeric(set.get(), spath, "coord.npy");
-      rs.box = read_numeric(set.get(), spath, "box.npy");
-      rs.energy = read_numeric(set.get(), spath, "energy.npy");
-      rs.force = read_numeric(set.get(), spath, "force.npy");
-      rs.virial = read_numeric(set.get(), spath, "virial.npy");
+      rs.coord = open_array(set.get(), spath, "coord.npy");
+      rs.box = open_array(set.get(), spath, "box.npy");
+      rs.energy = open_array(set.get(), spath, "energy.npy");
+      rs.force = open_array(set.get(), spath, "force.npy");
+      rs.virial = open_array(set.get(), spath, "virial.npy");
       raw.sets.push_back(std::move(rs));
     }
-    return assemble_system(std::move(raw));
+    return open_layout_system(std::move(raw));
   }
 
-  void collect(hid_t g, const std::string& gpath, std::vector<System>& out) const {
+  // A frame dataset, kept open; null when absent.
+  std::shared_ptr<const ArraySource> open_array(hid_t group, const std::string& gpath,
+                                                const char* name) const;
+
+  void collect(hid_t g, const std::string& gpath, std::vector<std::shared_ptr<FrameSource>>& out) const {
     if (exists(g, "type.raw")) {
-      out.push_back(read_system(g, gpath));
+      out.push_back(open_system(g, gpath));
       return;
     }
     for (const std::string& name : children(g, gpath)) {
@@ -191,6 +195,64 @@ struct Reader {
     }
   }
 };
+
+// One dataset of a set, open for the life of the source (an open dataset keeps its file open); rows are read
+// with a hyperslab selection, converted to double by HDF5.
+class Hdf5ArraySource final : public ArraySource {
+ public:
+  Hdf5ArraySource(const Reader& reader, hid_t group, const std::string& object, const char* name)
+      : file_(reader.file), object_(object), ds_(H5Dopen2(group, name, H5P_DEFAULT), H5Dclose) {
+    if (!ds_.ok()) reader.fail(object, "not a dataset");
+    Handle type(H5Dget_type(ds_.get()), H5Tclose);
+    const H5T_class_t cls = H5Tget_class(type.get());
+    if (cls != H5T_FLOAT && cls != H5T_INTEGER && cls != H5T_ENUM)
+      throw DataError(fmt::format("{}: dataset {} is not numeric", file_, object));
+    Handle space(H5Dget_space(ds_.get()), H5Sclose);
+    const int ndims = H5Sget_simple_extent_ndims(space.get());
+    if (ndims < 0) reader.fail(object, "bad dataspace");
+    dims_.resize(static_cast<std::size_t>(ndims));
+    if (ndims > 0) H5Sget_simple_extent_dims(space.get(), dims_.data(), nullptr);
+    shape_.assign(dims_.begin(), dims_.end());
+  }
+
+  const std::vector<std::int64_t>& shape() const override { return shape_; }
+
+  void read_rows(std::int64_t first, std::int64_t count, double* out) const override {
+    if (count == 0) return;
+    if (dims_.empty()) {  // a scalar: its one value
+      if (H5Dread(ds_.get(), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, out) < 0) fail_read();
+      return;
+    }
+    Handle space(H5Dget_space(ds_.get()), H5Sclose);
+    std::vector<hsize_t> start(dims_.size(), 0), block = dims_;
+    start[0] = static_cast<hsize_t>(first);
+    block[0] = static_cast<hsize_t>(count);
+    if (H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, start.data(), nullptr, block.data(), nullptr) < 0)
+      fail_read();
+    hsize_t n = 1;
+    for (auto b : block) n *= b;
+    Handle mem(H5Screate_simple(1, &n, nullptr), H5Sclose);
+    if (H5Dread(ds_.get(), H5T_NATIVE_DOUBLE, mem.get(), space.get(), H5P_DEFAULT, out) < 0) fail_read();
+  }
+
+ private:
+  [[noreturn]] void fail_read() const {
+    throw DataError(fmt::format("{}: cannot read {} (H5Dread failed); the file may be truncated or corrupt",
+                                file_, object_));
+  }
+
+  std::string file_;
+  std::string object_;
+  Handle ds_;
+  std::vector<hsize_t> dims_;
+  std::vector<std::int64_t> shape_;
+};
+
+std::shared_ptr<const ArraySource> Reader::open_array(hid_t group, const std::string& gpath,
+                                                      const char* name) const {
+  if (!exists(group, name)) return nullptr;
+  return std::make_shared<Hdf5ArraySource>(*this, group, gpath + "/" + name, name);
+}
 
 // Writing context.
 struct Writer {
@@ -266,6 +328,12 @@ bool is_hdf5_path(const std::string& path) {
 }
 
 std::vector<System> read_hdf5_systems(const std::string& path) {
+  std::vector<System> out;
+  for (const auto& source : open_hdf5_systems(path)) out.push_back(source->read_all());
+  return out;
+}
+
+std::vector<std::shared_ptr<FrameSource>> open_hdf5_systems(const std::string& path) {
   silence_hdf5();
   const std::size_t hash = path.find('#');
   const std::string file = path.substr(0, hash);
@@ -281,7 +349,7 @@ std::vector<System> read_hdf5_systems(const std::string& path) {
   if (!f.ok()) throw DataError(fmt::format("cannot open {}: the hdf5 file is truncated or corrupt", file));
   Reader reader{file};
 
-  std::vector<System> out;
+  std::vector<std::shared_ptr<FrameSource>> out;
   if (group.empty()) {
     Handle root(H5Gopen2(f.get(), "/", H5P_DEFAULT), H5Gclose);
     if (!root.ok()) reader.fail("/", "cannot open the root group");

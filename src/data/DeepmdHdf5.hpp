@@ -4,9 +4,11 @@
 // strings), an optional nopbc dataset, and groups set.NNN with datasets coord.npy, box.npy, energy.npy,
 // force.npy, virial.npy). Systems may sit in nested groups; a group is a system when it has type.raw.
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "src/data/FrameSource.hpp"
 #include "src/data/System.hpp"
 
 namespace deepkf {
@@ -14,10 +16,14 @@ namespace deepkf {
 // True when the file part of `path` (before an optional '#group') ends in .h5 or .hdf5.
 bool is_hdf5_path(const std::string& path);
 
-// Reads the systems of "file.h5" (all of them) or "file.h5#group/path" (that system, or every system
-// below that group), depth first in name order. Each System's source is "file.h5#/group/path". One
-// H5Dread per dataset. Throws DataError naming the file and the object for a missing, truncated or
-// corrupt file, a missing group, and any content error (see assemble_system).
+// Opens the systems of "file.h5" (all of them) or "file.h5#group/path" (that system, or every system
+// below that group), depth first in name order; each source's name is "file.h5#/group/path". Only types,
+// type maps and dataset shapes are read now; frames are read on demand (one hyperslab H5Dread per array
+// and run of consecutive frames). Throws DataError naming the file and the object for a missing,
+// truncated or corrupt file, a missing group, and any layout error (see open_layout_system).
+std::vector<std::shared_ptr<FrameSource>> open_hdf5_systems(const std::string& path);
+
+// Every frame of every system under `path` (open_hdf5_systems, then all frames).
 std::vector<System> read_hdf5_systems(const std::string& path);
 
 // Writes a new file (replacing `path`) with systems[i] in the group named group_names[i] ('/' nests

@@ -26,14 +26,22 @@ std::vector<std::string> read_words(const fs::path& path) {
   return words;
 }
 
-RawArray read_optional(const fs::path& path) {
-  RawArray a;
-  if (!fs::exists(path)) return a;
-  NpyArray n = read_npy(path.string());
-  a.present = true;
-  a.shape = std::move(n.shape);
-  a.data = std::move(n.data);
-  return a;
+// One .npy file of a set: the header is read when the system is opened, rows when frames are read.
+class NpyArraySource final : public ArraySource {
+ public:
+  explicit NpyArraySource(const std::string& path) : header_(read_npy_header(path)) {}
+  const std::vector<std::int64_t>& shape() const override { return header_.shape; }
+  void read_rows(std::int64_t first, std::int64_t count, double* out) const override {
+    read_npy_rows(header_, first, count, out);
+  }
+
+ private:
+  NpyHeader header_;
+};
+
+std::shared_ptr<const ArraySource> open_optional(const fs::path& path) {
+  if (!fs::exists(path)) return nullptr;
+  return std::make_shared<NpyArraySource>(path.string());
 }
 
 }  // namespace
@@ -43,9 +51,11 @@ bool is_npy_system(const std::string& dir) {
   return fs::is_directory(dir, ec) && fs::is_regular_file(fs::path(dir) / "type.raw", ec);
 }
 
-System read_npy_system(const std::string& dir) {
+System read_npy_system(const std::string& dir) { return open_npy_system(dir)->read_all(); }
+
+std::shared_ptr<FrameSource> open_npy_system(const std::string& dir) {
   const fs::path root(dir);
-  RawSystem raw;
+  SystemLayout raw;
   raw.source = root.lexically_normal().string();
   while (raw.source.size() > 1 && raw.source.back() == '/') raw.source.pop_back();
   if (!fs::is_directory(root)) throw DataError(fmt::format("{} is not a directory", dir));
@@ -74,16 +84,16 @@ System read_npy_system(const std::string& dir) {
     if (e.is_directory() && e.path().filename().string().rfind("set.", 0) == 0) set_dirs.push_back(e.path());
   std::sort(set_dirs.begin(), set_dirs.end());
   for (const auto& sd : set_dirs) {
-    RawSet set;
+    SetLayout set;
     set.where = raw.source + "/" + sd.filename().string();
-    set.coord = read_optional(sd / "coord.npy");
-    set.box = read_optional(sd / "box.npy");
-    set.energy = read_optional(sd / "energy.npy");
-    set.force = read_optional(sd / "force.npy");
-    set.virial = read_optional(sd / "virial.npy");
+    set.coord = open_optional(sd / "coord.npy");
+    set.box = open_optional(sd / "box.npy");
+    set.energy = open_optional(sd / "energy.npy");
+    set.force = open_optional(sd / "force.npy");
+    set.virial = open_optional(sd / "virial.npy");
     raw.sets.push_back(std::move(set));
   }
-  return assemble_system(std::move(raw));
+  return open_layout_system(std::move(raw));
 }
 
 void write_npy_system(const std::string& dir, const System& system, std::int64_t set_size) {

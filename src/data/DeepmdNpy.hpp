@@ -1,8 +1,10 @@
 #pragma once
 // DeePMD npy system folders: type.raw and type_map.raw (text), an optional empty `nopbc` file, and
 // set.NNN/{coord,box,energy,force,virial}.npy. Multiple sets are concatenated in name order.
+#include <memory>
 #include <string>
 
+#include "src/data/FrameSource.hpp"
 #include "src/data/System.hpp"
 
 namespace deepkf {
@@ -10,8 +12,13 @@ namespace deepkf {
 // True when `dir` is a folder holding type.raw.
 bool is_npy_system(const std::string& dir);
 
-// Reads one system folder (float32 or float64 arrays; values held as float64). Throws DataError naming the
-// folder, set, array, frame and atom for anything missing, mis-shaped, non-finite or out of range.
+// Opens one system folder: reads type.raw, type_map.raw and the .npy headers (float32 or float64 arrays,
+// values read as float64); frames are read when asked for. Throws DataError naming the folder, set and
+// array for anything missing or mis-shaped, and (when read) naming the frame and atom of a non-finite
+// value or a bad cell.
+std::shared_ptr<FrameSource> open_npy_system(const std::string& dir);
+
+// Every frame of one system folder (open_npy_system, then all frames).
 System read_npy_system(const std::string& dir);
 
 // Writes `system` as a system folder (created if needed): float64 arrays, sets of at most set_size

@@ -28,9 +28,8 @@ std::string header_value(const std::string& header, const std::string& key, cons
 }
 
 template <typename T>
-void convert(const std::vector<char>& raw, std::vector<double>& out) {
-  const std::size_t n = out.size();
-  for (std::size_t i = 0; i < n; ++i) {
+void convert(const std::vector<char>& raw, double* out, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) {
     T v;
     std::memcpy(&v, raw.data() + i * sizeof(T), sizeof(T));
     out[i] = static_cast<double>(v);
@@ -45,7 +44,13 @@ std::int64_t NpyArray::cols() const {
   return c;
 }
 
-NpyArray read_npy(const std::string& path) {
+std::int64_t NpyHeader::cols() const {
+  std::int64_t c = 1;
+  for (std::size_t i = 1; i < shape.size(); ++i) c *= shape[i];
+  return c;
+}
+
+NpyHeader read_npy_header(const std::string& path) {
   FilePtr f(std::fopen(path.c_str(), "rb"));
   if (!f) throw DataError(fmt::format("cannot open {}", path));
   char magic[8];
@@ -53,14 +58,17 @@ NpyArray read_npy(const std::string& path) {
     throw DataError(fmt::format("{} is not a .npy file (bad magic string)", path));
   const int major = static_cast<unsigned char>(magic[6]);
   std::uint32_t header_len = 0;
+  std::int64_t prefix = 8;
   if (major == 1) {
     unsigned char b[2];
     if (std::fread(b, 1, 2, f.get()) != 2) throw DataError(fmt::format("{}: truncated npy header", path));
     header_len = b[0] | (b[1] << 8);
+    prefix += 2;
   } else if (major == 2 || major == 3) {
     unsigned char b[4];
     if (std::fread(b, 1, 4, f.get()) != 4) throw DataError(fmt::format("{}: truncated npy header", path));
     header_len = b[0] | (b[1] << 8) | (b[2] << 16) | (static_cast<std::uint32_t>(b[3]) << 24);
+    prefix += 4;
   } else {
     throw DataError(fmt::format("{}: unsupported npy format version {}", path, major));
   }
@@ -68,10 +76,12 @@ NpyArray read_npy(const std::string& path) {
   if (std::fread(header.data(), 1, header_len, f.get()) != header_len)
     throw DataError(fmt::format("{}: truncated npy header", path));
 
-  NpyArray a;
+  NpyHeader h;
+  h.path = path;
+  h.data_offset = prefix + header_len;
   std::string descr = header_value(header, "descr", path);
   descr = descr.substr(1, descr.size() - 2);
-  a.dtype = descr;
+  h.dtype = descr;
   if (header_value(header, "fortran_order", path) == "True")
     throw DataError(
         fmt::format("{} is stored in fortran order; rewrite it in c order (numpy.ascontiguousarray)", path));
@@ -82,44 +92,69 @@ NpyArray read_npy(const std::string& path) {
     std::size_t used = 0;
     const long long d = std::stoll(shape.substr(i), &used);
     if (used == 0 || d < 0) throw DataError(fmt::format("{}: bad shape {} in npy header", path, shape));
-    a.shape.push_back(d);
+    h.shape.push_back(d);
     i += used;
   }
 
   if (descr.size() < 3) throw DataError(fmt::format("{}: unsupported dtype '{}'", path, descr));
   const char order = descr[0];
-  const char kind = descr[1];
-  const int size = std::atoi(descr.c_str() + 2);
-  if (order == '>' && size > 1)
+  h.kind = descr[1];
+  h.itemsize = std::atoi(descr.c_str() + 2);
+  if (order == '>' && h.itemsize > 1)
     throw DataError(fmt::format("{} is big-endian (dtype '{}'); convert it to little-endian ('<{}{}')", path,
-                                descr, kind, size));
+                                descr, h.kind, h.itemsize));
   if (order != '<' && order != '|' && order != '=')
     throw DataError(fmt::format("{}: unsupported dtype '{}'", path, descr));
-  const bool known = (kind == 'f' && (size == 4 || size == 8)) ||
-                     ((kind == 'i' || kind == 'u') && (size == 1 || size == 2 || size == 4 || size == 8));
+  const int size = h.itemsize;
+  const bool known = (h.kind == 'f' && (size == 4 || size == 8)) ||
+                     ((h.kind == 'i' || h.kind == 'u') && (size == 1 || size == 2 || size == 4 || size == 8));
   if (!known)
     throw DataError(fmt::format("{}: unsupported dtype '{}' (expected float32, float64 or an integer type)",
                                 path, descr));
-
-  std::int64_t n = 1;
-  for (auto d : a.shape) n *= d;
-  std::vector<char> raw(static_cast<std::size_t>(n) * static_cast<std::size_t>(size));
-  if (n > 0 && std::fread(raw.data(), 1, raw.size(), f.get()) != raw.size())
+  // The whole array must be there, so that a short file fails when opened, not in the middle of a run.
+  if (std::fseek(f.get(), 0, SEEK_END) != 0) throw DataError(fmt::format("cannot seek in {}", path));
+  const long file_size = std::ftell(f.get());
+  const std::int64_t n = h.rows() * h.cols();
+  if (file_size < 0 || file_size < h.data_offset + n * size)
     throw DataError(fmt::format("{} is truncated: expected {} values of dtype '{}'", path, n, descr));
-  a.data.resize(static_cast<std::size_t>(n));
-  if (kind == 'f') {
-    size == 4 ? convert<float>(raw, a.data) : convert<double>(raw, a.data);
-  } else if (kind == 'i') {
-    if (size == 1) convert<std::int8_t>(raw, a.data);
-    if (size == 2) convert<std::int16_t>(raw, a.data);
-    if (size == 4) convert<std::int32_t>(raw, a.data);
-    if (size == 8) convert<std::int64_t>(raw, a.data);
+  return h;
+}
+
+void read_npy_rows(const NpyHeader& h, std::int64_t first, std::int64_t count, double* out) {
+  if (first < 0 || count < 0 || first + count > h.rows())
+    throw DataError(fmt::format("{}: rows [{}, {}) requested of {}", h.path, first, first + count, h.rows()));
+  const std::int64_t n = count * h.cols();
+  if (n == 0) return;
+  FilePtr f(std::fopen(h.path.c_str(), "rb"));
+  if (!f) throw DataError(fmt::format("cannot open {}", h.path));
+  std::vector<char> raw(static_cast<std::size_t>(n) * static_cast<std::size_t>(h.itemsize));
+  const std::int64_t offset = h.data_offset + first * h.cols() * h.itemsize;
+  if (std::fseek(f.get(), static_cast<long>(offset), SEEK_SET) != 0 ||
+      std::fread(raw.data(), 1, raw.size(), f.get()) != raw.size())
+    throw DataError(fmt::format("{} is truncated: cannot read rows [{}, {})", h.path, first, first + count));
+  const auto size = h.itemsize;
+  if (h.kind == 'f') {
+    size == 4 ? convert<float>(raw, out, n) : convert<double>(raw, out, n);
+  } else if (h.kind == 'i') {
+    if (size == 1) convert<std::int8_t>(raw, out, n);
+    if (size == 2) convert<std::int16_t>(raw, out, n);
+    if (size == 4) convert<std::int32_t>(raw, out, n);
+    if (size == 8) convert<std::int64_t>(raw, out, n);
   } else {
-    if (size == 1) convert<std::uint8_t>(raw, a.data);
-    if (size == 2) convert<std::uint16_t>(raw, a.data);
-    if (size == 4) convert<std::uint32_t>(raw, a.data);
-    if (size == 8) convert<std::uint64_t>(raw, a.data);
+    if (size == 1) convert<std::uint8_t>(raw, out, n);
+    if (size == 2) convert<std::uint16_t>(raw, out, n);
+    if (size == 4) convert<std::uint32_t>(raw, out, n);
+    if (size == 8) convert<std::uint64_t>(raw, out, n);
   }
+}
+
+NpyArray read_npy(const std::string& path) {
+  const NpyHeader h = read_npy_header(path);
+  NpyArray a;
+  a.shape = h.shape;
+  a.dtype = h.dtype;
+  a.data.resize(static_cast<std::size_t>(h.rows() * h.cols()));
+  read_npy_rows(h, 0, h.rows(), a.data.data());
   return a;
 }
 

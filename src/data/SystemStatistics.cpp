@@ -16,6 +16,7 @@ double SystemStatistics::force_rms() const {
 
 SystemStatistics compute_statistics(const System& s) {
   SystemStatistics st;
+  st.source = s.source;
   st.nframes = s.nframes;
   st.natoms = s.natoms;
   st.species_count.assign(s.type_map.size(), 0);
@@ -57,6 +58,53 @@ SystemStatistics compute_statistics(const System& s) {
   return st;
 }
 
+SystemStatistics merge(const SystemStatistics& a, const SystemStatistics& b) {
+  if (b.nframes == 0) return a;
+  if (a.nframes == 0) {
+    SystemStatistics out = b;
+    out.has_force = a.has_force || b.has_force;
+    out.has_virial = a.has_virial || b.has_virial;
+    return out;
+  }
+  SystemStatistics out = a;
+  const auto na = static_cast<double>(a.nframes), nb = static_cast<double>(b.nframes);
+  const double n = na + nb;
+  // Chan et al.: mean = m_a + d n_b / n, M2 = M2_a + M2_b + d^2 n_a n_b / n with d = m_b - m_a
+  const double d = b.energy_mean - a.energy_mean;
+  out.nframes = a.nframes + b.nframes;
+  out.energy_mean = a.energy_mean + d * nb / n;
+  out.energy_sq_dev = a.energy_sq_dev + b.energy_sq_dev + d * d * na * nb / n;
+  out.energy_std = std::sqrt(out.energy_sq_dev / n);
+  out.energy_min = std::min(a.energy_min, b.energy_min);
+  out.energy_max = std::max(a.energy_max, b.energy_max);
+  out.force_frames = a.force_frames + b.force_frames;
+  out.force_sum_sq = a.force_sum_sq + b.force_sum_sq;
+  out.force_max = std::max(a.force_max, b.force_max);
+  out.has_force = a.has_force || b.has_force;
+  out.has_virial = a.has_virial || b.has_virial;
+  return out;
+}
+
+std::vector<double> pack(const SystemStatistics& st) {
+  return {
+      static_cast<double>(st.nframes),      st.energy_mean,  st.energy_sq_dev, st.energy_min, st.energy_max,
+      static_cast<double>(st.force_frames), st.force_sum_sq, st.force_max};
+}
+
+SystemStatistics unpack(const double* v, SystemStatistics into) {
+  into.nframes = static_cast<std::int64_t>(v[0]);
+  into.energy_mean = v[1];
+  into.energy_sq_dev = v[2];
+  into.energy_min = v[3];
+  into.energy_max = v[4];
+  into.force_frames = static_cast<std::int64_t>(v[5]);
+  into.force_sum_sq = v[6];
+  into.force_max = v[7];
+  into.energy_std =
+      into.nframes > 0 ? std::sqrt(into.energy_sq_dev / static_cast<double>(into.nframes)) : 0.0;
+  return into;
+}
+
 NeighborCensus neighbor_census(const System& s, int ntypes, double rcut, std::int64_t max_frames) {
   NeighborCensus c;
   c.max_count.assign(static_cast<std::size_t>(ntypes), 0);
@@ -73,8 +121,8 @@ NeighborCensus neighbor_census(const System& s, int ntypes, double rcut, std::in
   return c;
 }
 
-std::string check_units(const std::vector<System>& systems, const std::vector<SystemStatistics>& stats,
-                        const std::string& what, const UnitLimits& limits) {
+std::string check_units(const std::vector<SystemStatistics>& stats, const std::string& what,
+                        const UnitLimits& limits) {
   double sum_sq = 0.0, components = 0.0, sq_dev = 0.0, dof = 0.0;
   std::int64_t frames = 0;
   for (std::size_t i = 0; i < stats.size(); ++i) {
@@ -84,7 +132,7 @@ std::string check_units(const std::vector<System>& systems, const std::vector<Sy
           "forces in {} look like the wrong unit: force rms {:.4g} eV/A over {} frames (max |F| {:.4g}) is "
           "above "
           "{} eV/A, which no DFT dataset in eV/A reaches (kcal/mol/A?); convert forces to eV/A",
-          systems[i].source, st.force_rms(), st.force_frames, st.force_max, limits.max_force_rms);
+          st.source, st.force_rms(), st.force_frames, st.force_max, limits.max_force_rms);
     sum_sq += st.force_sum_sq;
     components += 3.0 * static_cast<double>(st.natoms * st.force_frames);
     frames += st.force_frames;

@@ -24,6 +24,7 @@
 #include "src/core/Error.hpp"
 #include "src/data/Dataset.hpp"
 #include "src/data/DatasetSplit.hpp"
+#include "src/data/SystemStatistics.hpp"
 #include "src/geometry/NeighborList.hpp"
 #include "src/model/Batch.hpp"
 #include "src/model/DeepPot.hpp"
@@ -47,8 +48,12 @@ struct Trainer::Impl {
   ModelConfig mcfg;
   DeepPot model{nullptr};
   std::vector<torch::Tensor> params;
-  std::vector<System> train;
-  std::vector<System> valid;
+  // Frames are read from the files when a batch needs them; only shapes and types stay in memory.
+  std::vector<std::shared_ptr<FrameSource>> sources;  // every system opened (training and validation)
+  std::vector<FrameSubset> train;
+  std::vector<FrameSubset> valid;
+  // Each load as opened (before any split) with the paths that name it, for check_data.
+  std::vector<std::pair<std::vector<FrameSubset>, std::string>> loads;
   std::vector<int> batch_size;
   std::vector<int> valid_batch_size;
   std::unique_ptr<BatchSampler> sampler;
@@ -70,7 +75,11 @@ struct Trainer::Impl {
   void setup();
   void setup_logging();
   void setup_threads_and_device();
+  // Opens the data and splits it; no communication (run inside together()).
   void load_data();
+  // Reads this rank's share of every frame of `parts` once: checks the values (a bad number or cell fails
+  // here, not mid-run) and judges the units over all ranks (check_units), naming `what`.
+  void check_data(const std::vector<FrameSubset>& parts, const std::string& what);
   void resolve_sel();
   void compute_statistics();
   void build_optimizer();
@@ -82,7 +91,11 @@ struct Trainer::Impl {
     const auto size = static_cast<std::size_t>(comm->size());
     return {n * r / size, n * (r + 1) / size};
   }
-  Batch local_batch(const std::vector<System>& systems, const BatchRef& ref) const;
+  Batch local_batch(const std::vector<FrameSubset>& parts, const BatchRef& ref) const;
+  // Calls f(frames, first) for chunks of at most `chunk` frames of this rank's share of `part`; first is
+  // the position in `part` of the chunk's first frame.
+  template <typename F>
+  void for_my_frames(const FrameSubset& part, std::int64_t chunk, F&& f) const;
 
   // Sums per-parameter gradients over ranks; unused parameters (undefined gradients) become zeros.
   std::vector<torch::Tensor> reduce_gradients(std::vector<torch::Tensor> grads) const;
@@ -211,29 +224,90 @@ std::vector<double> flatten_cpu(const std::vector<torch::Tensor>& tensors) {
 
 void Trainer::Impl::load_data() {
   const auto type_map = cfg.model.value("type_map", std::vector<std::string>{});
-  Dataset training = Dataset::load(resolve_paths(cfg.training_data.systems, cfg.base_dir), type_map);
-  train = std::move(training.systems);
+  const auto train_paths = resolve_paths(cfg.training_data.systems, cfg.base_dir);
+  OpenedData training = open_dataset(train_paths, type_map);
+  sources = training.systems;
+  train = whole(training.systems);
+  loads.emplace_back(train, describe_paths(train_paths));
   if (!cfg.validation_data.systems.empty()) {
-    Dataset validation = Dataset::load(resolve_paths(cfg.validation_data.systems, cfg.base_dir), type_map);
-    valid = std::move(validation.systems);
+    const auto valid_paths = resolve_paths(cfg.validation_data.systems, cfg.base_dir);
+    OpenedData validation = open_dataset(valid_paths, type_map);
+    sources.insert(sources.end(), validation.systems.begin(), validation.systems.end());
+    valid = whole(validation.systems);
+    loads.emplace_back(valid, describe_paths(valid_paths));
   } else if (cfg.validation_fraction > 0.0) {
-    auto split =
-        split_systems(train, cfg.validation_fraction,
-                      cfg.validation_split == "system" ? SplitMode::kSystem : SplitMode::kFrame, cfg.seed);
-    train = std::move(split.train);
-    valid = std::move(split.validation);
+    std::vector<std::int64_t> nframes;
+    for (const auto& s : train) nframes.push_back(s.nframes());
+    const auto split =
+        split_frames(nframes, cfg.validation_fraction,
+                     cfg.validation_split == "system" ? SplitMode::kSystem : SplitMode::kFrame, cfg.seed);
+    std::vector<FrameSubset> whole_train = std::move(train);
+    train.clear();
+    for (const auto& p : split.train)
+      train.push_back(FrameSubset{whole_train[static_cast<std::size_t>(p.system)].source, p.frames});
+    for (const auto& p : split.validation)
+      valid.push_back(FrameSubset{whole_train[static_cast<std::size_t>(p.system)].source, p.frames});
   }
   for (const auto& s : train)
-    batch_size.push_back(cfg.training_data.batch_auto ? auto_batch_size(s.natoms)
+    batch_size.push_back(cfg.training_data.batch_auto ? auto_batch_size(s.info().natoms)
                                                       : cfg.training_data.batch_size);
   for (const auto& s : valid)
-    valid_batch_size.push_back(cfg.validation_data.batch_auto ? auto_batch_size(s.natoms)
+    valid_batch_size.push_back(cfg.validation_data.batch_auto ? auto_batch_size(s.info().natoms)
                                                               : cfg.validation_data.batch_size);
   std::int64_t frames = 0, vframes = 0;
-  for (const auto& s : train) frames += s.nframes;
-  for (const auto& s : valid) vframes += s.nframes;
+  for (const auto& s : train) frames += s.nframes();
+  for (const auto& s : valid) vframes += s.nframes();
   log->info("training data: {} systems, {} frames; validation: {} systems, {} frames", train.size(), frames,
             valid.size(), vframes);
+}
+
+template <typename F>
+void Trainer::Impl::for_my_frames(const FrameSubset& part, std::int64_t chunk, F&& f) const {
+  const auto [begin, end] = my_share(static_cast<std::size_t>(part.nframes()));
+  for (auto first = static_cast<std::int64_t>(begin); first < static_cast<std::int64_t>(end);
+       first += chunk) {
+    const std::int64_t last = std::min(static_cast<std::int64_t>(end), first + chunk);
+    f(part.read_range(first, last), first);
+  }
+}
+
+void Trainer::Impl::check_data(const std::vector<FrameSubset>& parts, const std::string& what) {
+  constexpr std::int64_t kChunk = 64;  // frames read at a time
+  std::vector<SystemStatistics> mine;
+  together([&] {
+    for (const auto& part : parts) {
+      SystemStatistics st;
+      st.source = part.info().source;
+      st.natoms = part.info().natoms;
+      st.has_force = part.info().has_force;
+      st.has_virial = part.info().has_virial;
+      for_my_frames(part, kChunk, [&](const System& chunk, std::int64_t) {
+        st = merge(st, deepkf::compute_statistics(chunk));
+      });
+      mine.push_back(st);
+    }
+  });
+  // Every rank gathers every rank's statistics and merges them in rank order: the same figures everywhere.
+  std::vector<double> local;
+  for (const auto& st : mine) {
+    const auto packed = pack(st);
+    local.insert(local.end(), packed.begin(), packed.end());
+  }
+  std::vector<double> all(local.size() * static_cast<std::size_t>(comm->size()));
+  std::vector<std::size_t> counts(static_cast<std::size_t>(comm->size()), local.size() * sizeof(double));
+  comm->allgatherv(local.data(), all.data(), counts);
+  std::vector<SystemStatistics> stats;
+  for (std::size_t i = 0; i < mine.size(); ++i) {
+    SystemStatistics total = mine[i];
+    total.nframes = 0;
+    for (int r = 0; r < comm->size(); ++r)
+      total = merge(
+          total,
+          unpack(all.data() + (static_cast<std::size_t>(r) * mine.size() + i) * kStatisticsFields, mine[i]));
+    stats.push_back(total);
+  }
+  const std::string finding = check_units(stats, what);
+  if (!finding.empty()) throw DataError(finding);
 }
 
 void Trainer::Impl::check_same_data() const {
@@ -241,12 +315,13 @@ void Trainer::Impl::check_same_data() const {
   std::vector<double> local = {static_cast<double>(train.size()), static_cast<double>(valid.size()), 0.0,
                                0.0};
   for (const auto& s : train) {
-    local[2] += static_cast<double>(s.nframes);
-    local[3] += static_cast<double>(s.nframes * s.natoms);
+    local[2] += static_cast<double>(s.nframes());
+    local[3] += static_cast<double>(s.nframes() * s.info().natoms);
   }
   auto most = local;
   comm->allreduce_max(most.data(), most.size());
-  // Every rank draws the same global batches from its own copy of the data: the copies must agree.
+  // Every rank draws the same global batches and reads its share from its own view of the files: the views
+  // must agree.
   if (comm->any(most != local)) {
     throw ParallelError(
         fmt::format("ranks read different training data: rank {} has {} systems, {} frames, {} atoms; "
@@ -260,22 +335,26 @@ void Trainer::Impl::resolve_sel() {
   // DeePMD's "auto": the largest per-type neighbour count in the training data, times the factor, rounded up
   // to a multiple of 4. Every frame is scanned (the neighbour search is O(N)).
   std::vector<std::int64_t> counts(static_cast<std::size_t>(mcfg.ntypes()), 0);
-  for (const auto& s : train) {
-    std::vector<int> types(s.atom_types.size());
-    for (std::size_t i = 0; i < types.size(); ++i) {
-      const auto& name = s.type_map[static_cast<std::size_t>(s.atom_types[i])];
-      types[i] = static_cast<int>(std::find(mcfg.type_map.begin(), mcfg.type_map.end(), name) -
-                                  mcfg.type_map.begin());
+  together([&] {
+    for (const auto& part : train) {
+      const SystemInfo& s = part.info();
+      std::vector<int> types(s.atom_types.size());
+      for (std::size_t i = 0; i < types.size(); ++i) {
+        const auto& name = s.type_map[static_cast<std::size_t>(s.atom_types[i])];
+        types[i] = static_cast<int>(std::find(mcfg.type_map.begin(), mcfg.type_map.end(), name) -
+                                    mcfg.type_map.begin());
+      }
+      // Each rank scans its share of the frames; the maximum over ranks follows.
+      for_my_frames(part, 64, [&](const System& chunk, std::int64_t) {
+        for (std::int64_t f = 0; f < chunk.nframes; ++f) {
+          const auto c =
+              max_neighbor_counts(chunk.coord.data() + f * s.natoms * 3, s.natoms, types.data(),
+                                  mcfg.ntypes(), s.periodic ? chunk.box.data() + f * 9 : nullptr, mcfg.rcut);
+          for (std::size_t t = 0; t < c.size(); ++t) counts[t] = std::max(counts[t], c[t]);
+        }
+      });
     }
-    // Each rank scans its share of the frames; the maximum over ranks follows.
-    const auto [begin, end] = my_share(static_cast<std::size_t>(s.nframes));
-    for (auto f = static_cast<std::int64_t>(begin); f < static_cast<std::int64_t>(end); ++f) {
-      const auto c =
-          max_neighbor_counts(s.coord.data() + f * s.natoms * 3, s.natoms, types.data(), mcfg.ntypes(),
-                              s.periodic ? s.box.data() + f * 9 : nullptr, mcfg.rcut);
-      for (std::size_t t = 0; t < c.size(); ++t) counts[t] = std::max(counts[t], c[t]);
-    }
-  }
+  });
   std::vector<double> reduced(counts.begin(), counts.end());
   if (comm->size() > 1) comm->allreduce_max(reduced.data(), reduced.size());
   mcfg.sel.clear();
@@ -291,26 +370,23 @@ void Trainer::Impl::compute_statistics() {
   // davg/dstd from up to kStatFrames frames per system, the energy bias from every frame.
   constexpr std::int64_t kStatFrames = 100;
   StatisticsSums sums(mcfg.ntypes());
-  for (const auto& s : train) {
-    std::vector<std::int64_t> all(static_cast<std::size_t>(s.nframes));
-    std::iota(all.begin(), all.end(), std::int64_t{0});
-    const auto [begin, end] = my_share(all.size());
-    const std::int64_t stride = std::max<std::int64_t>(1, s.nframes / kStatFrames);
-    for (std::size_t k = begin; k < end; k += 16) {
-      std::vector<std::int64_t> frames(all.begin() + static_cast<std::ptrdiff_t>(k),
-                                       all.begin() + static_cast<std::ptrdiff_t>(std::min(end, k + 16)));
-      Batch b = make_batch(s, frames, mcfg, torch::kCPU, torch::kFloat64);
+  for (const auto& part : train) {
+    const std::int64_t stride = std::max<std::int64_t>(1, part.nframes() / kStatFrames);
+    for_my_frames(part, 16, [&](const System& chunk, std::int64_t first) {
+      std::vector<std::int64_t> frames(static_cast<std::size_t>(chunk.nframes));
+      std::iota(frames.begin(), frames.end(), std::int64_t{0});
+      Batch b = make_batch(chunk, frames, mcfg, torch::kCPU, torch::kFloat64);
       sums.add_energy(b.energy, b.atype);
       std::vector<std::int64_t> pick;
       for (std::size_t j = 0; j < frames.size(); ++j) {
-        if (frames[j] % stride == 0) pick.push_back(static_cast<std::int64_t>(j));
+        if ((first + frames[j]) % stride == 0) pick.push_back(static_cast<std::int64_t>(j));
       }
-      if (pick.empty()) continue;
+      if (pick.empty()) return;
       const auto idx = torch::tensor(pick, torch::kInt64);
       const auto rij = pair_vectors(b.coord.index_select(0, idx), b.nlist.index_select(0, idx),
                                     b.shift.index_select(0, idx), mcfg.rcut);
       sums.add_environment(environment_matrix(rij, mcfg.rcut, mcfg.rcut_smth), b.atype.index_select(0, idx));
-    }
+    });
   }
   auto packed = sums.pack();
   reduce(packed);
@@ -360,12 +436,14 @@ void Trainer::Impl::setup() {
   setup_logging();
   setup_threads_and_device();
   for (const auto& key : cfg.ignored_keys) log->info("input key {} has no effect in deepkf", key);
-  // Every rank reads the whole data set (a rank evaluates only its share of each batch, but any frame may
-  // fall to it); a rank that cannot read it ends the set-up on all ranks.
+  // Every rank opens the data (types and shapes) and checks its share of the frames; a rank that cannot
+  // ends the set-up on all ranks. Frames are read again when a batch needs them, each rank its own share.
   together([&] { load_data(); });
   check_same_data();
+  for (const auto& [parts, what] : loads) check_data(parts, what);
+  loads.clear();
   std::vector<std::int64_t> nframes;
-  for (const auto& s : train) nframes.push_back(s.nframes);
+  for (const auto& s : train) nframes.push_back(s.nframes());
   sampler = std::make_unique<BatchSampler>(nframes, batch_size, cfg.seed);
 
   if (!opt.restart.empty()) {
@@ -413,11 +491,15 @@ void Trainer::Impl::restore(const std::string& path) {
 
 // ----------------------------------------------------------------------------------------------- steps
 
-Batch Trainer::Impl::local_batch(const std::vector<System>& systems, const BatchRef& ref) const {
+Batch Trainer::Impl::local_batch(const std::vector<FrameSubset>& parts, const BatchRef& ref) const {
   const auto [begin, end] = my_share(ref.frames.size());
   std::vector<std::int64_t> mine(ref.frames.begin() + static_cast<std::ptrdiff_t>(begin),
                                  ref.frames.begin() + static_cast<std::ptrdiff_t>(end));
-  return make_batch(systems[static_cast<std::size_t>(ref.system)], mine, mcfg, device, mcfg.precision);
+  // Only this rank's frames are read from the file.
+  const System frames = parts[static_cast<std::size_t>(ref.system)].read(mine);
+  std::vector<std::int64_t> all(mine.size());
+  std::iota(all.begin(), all.end(), std::int64_t{0});
+  return make_batch(frames, all, mcfg, device, mcfg.precision);
 }
 
 std::vector<torch::Tensor> Trainer::Impl::reduce_gradients(std::vector<torch::Tensor> grads) const {
@@ -442,6 +524,8 @@ std::vector<torch::Tensor> Trainer::Impl::reduce_gradients(std::vector<torch::Te
 
 ErrorMetrics Trainer::Impl::kalman_step(const BatchRef& ref) {
   const Batch b = local_batch(train, ref);
+  // Which labels exist is a property of the system, not of this rank's share (which may be empty).
+  const SystemInfo& info = train[static_cast<std::size_t>(ref.system)].info();
   const auto global_frames = static_cast<std::int64_t>(ref.frames.size());
   const bool have_frames = b.coord.size(0) > 0;
   const double t = static_cast<double>(step) / static_cast<double>(cfg.numb_steps);
@@ -449,7 +533,7 @@ ErrorMetrics Trainer::Impl::kalman_step(const BatchRef& ref) {
   const double pe = kalman_prefactor(k.start_pref_e, k.limit_pref_e, t);
   const double pf = kalman_prefactor(k.start_pref_f, k.limit_pref_f, t);
   const double pv = kalman_prefactor(k.start_pref_v, k.limit_pref_v, t);
-  const auto natoms = torch::full({b.coord.size(0)}, static_cast<double>(b.natoms),
+  const auto natoms = torch::full({b.coord.size(0)}, static_cast<double>(info.natoms),
                                   torch::TensorOptions().dtype(mcfg.precision).device(device));
 
   auto update = [&](const Measurement& m) {
@@ -473,10 +557,10 @@ ErrorMetrics Trainer::Impl::kalman_step(const BatchRef& ref) {
     update(m);
   }
   // Force measurements: groups of selected atoms, each on the weights updated by the step before.
-  if (b.has_force && pf > 0.0) {
+  if (info.has_force && pf > 0.0) {
     // Every rank draws for the whole global batch and keeps its own frames' rows.
     const auto groups = selector->select(static_cast<std::int64_t>(my_share(ref.frames.size()).first),
-                                         b.coord.size(0), global_frames, b.natoms, device);
+                                         b.coord.size(0), global_frames, info.natoms, device);
     for (const auto& atoms : groups) {
       Measurement m;
       if (have_frames) {
@@ -488,7 +572,7 @@ ErrorMetrics Trainer::Impl::kalman_step(const BatchRef& ref) {
     }
   }
   // Virial measurement when asked for and present.
-  if (b.has_virial && pv > 0.0) {
+  if (info.has_virial && pv > 0.0) {
     Measurement m;
     if (have_frames) {
       const auto out = model->evaluate(b.coord, b.atype, b.nlist, b.shift, /*create_graph=*/true);
@@ -536,7 +620,7 @@ ErrorMetrics Trainer::Impl::validate(bool all_frames) {
   ErrorMetrics metrics;
   if (valid.empty()) return metrics;
   std::int64_t total = 0;
-  for (const auto& s : valid) total += s.nframes;
+  for (const auto& s : valid) total += s.nframes();
   // numb_btch batches per display, cycling through all validation frames in order.
   const std::int64_t wanted =
       all_frames
@@ -549,10 +633,11 @@ ErrorMetrics Trainer::Impl::validate(bool all_frames) {
   while (done < wanted) {
     // Locate the system holding frame number `cursor` of the concatenated validation set.
     std::int64_t c = cursor % total, s = 0;
-    while (c >= valid[static_cast<std::size_t>(s)].nframes) c -= valid[static_cast<std::size_t>(s++)].nframes;
+    while (c >= valid[static_cast<std::size_t>(s)].nframes())
+      c -= valid[static_cast<std::size_t>(s++)].nframes();
     const auto& sys = valid[static_cast<std::size_t>(s)];
     const std::int64_t n = std::min({static_cast<std::int64_t>(valid_batch_size[static_cast<std::size_t>(s)]),
-                                     sys.nframes - c, wanted - done});
+                                     sys.nframes() - c, wanted - done});
     BatchRef ref{static_cast<int>(s), {}};
     for (std::int64_t f = c; f < c + n; ++f) ref.frames.push_back(f);
     const Batch b = local_batch(valid, ref);
@@ -617,6 +702,12 @@ std::int64_t Trainer::step() const { return impl_->step; }
 
 std::vector<double> Trainer::flat_parameters() const { return flatten_cpu(impl_->params); }
 
+std::int64_t Trainer::frames_read() const {
+  std::int64_t n = 0;
+  for (const auto& s : impl_->sources) n += s->frames_read();
+  return n;
+}
+
 std::int64_t Trainer::covariance_bytes() const {
   return impl_->kalman ? impl_->kalman->covariance_bytes() : 0;
 }
@@ -633,7 +724,7 @@ TrainResult Trainer::run() {
   const std::string ckpt_path = m.out(m.cfg.save_ckpt);
   std::ofstream lcurve;
   const bool virial_columns =
-      std::any_of(m.train.begin(), m.train.end(), [](const System& s) { return s.has_virial(); });
+      std::any_of(m.train.begin(), m.train.end(), [](const FrameSubset& s) { return s.info().has_virial; });
   m.together([&] {
     if (!m.root()) return;
     write_text_atomically(m.out("input.resolved.json"), m.cfg.to_json().dump(2) + "\n");

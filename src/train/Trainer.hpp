@@ -1,8 +1,9 @@
 #pragma once
-// The trainer: a Dataset, a DeepPot model and an optimizer (RLEKF or Adam), built complete from a
-// TrainConfig, and the loop that fits the model, writes the learning curve and checkpoints, and restarts
-// exactly from a checkpoint. Data-parallel over the ranks of its Communicator: each rank evaluates its share
-// of every global batch, and the gradients and error sums are summed over ranks. A failure that happens on
+// The trainer: the training data (opened, frames read per batch), a DeepPot model and an optimizer (RLEKF or
+// Adam), built complete from a TrainConfig, and the loop that fits the model, writes the learning curve and
+// checkpoints, and restarts exactly from a checkpoint. Data-parallel over the ranks of its Communicator:
+// each rank reads and evaluates only its share of every global batch, and the gradients and error sums are
+// summed over ranks. A failure that happens on
 // some ranks only while reading inputs or writing outputs (a missing file, an unwritable output directory)
 // is raised on every rank, so no rank is left waiting in a collective; a failure inside a training step
 // is not, and a program must end the job (MPI_Abort) when one rank throws.
@@ -51,6 +52,9 @@ class Trainer {
   std::int64_t step() const;
   // The model's flattened trainable parameters (for tests comparing runs), float64 on the CPU.
   std::vector<double> flat_parameters() const;
+  // Frames this rank has read from the data files so far (set-up checks included). Each rank reads only
+  // the frames of its share: about 1/R of a single rank's count.
+  std::int64_t frames_read() const;
   // Bytes of the RLEKF covariance blocks held by this rank (about 1/R of the total on R ranks); 0 for Adam.
   std::int64_t covariance_bytes() const;
 

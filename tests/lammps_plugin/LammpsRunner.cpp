@@ -115,14 +115,17 @@ void write_water_model(const std::string& path, std::int64_t seed) {
   save_model(path, model, nlohmann::json{{"source", "lammps plugin test"}, {"seed", seed}});
 }
 
-void write_data_file(const std::string& path, const Frame& frame) {
+void write_data_file(const std::string& path, const Frame& frame, const std::vector<double>& masses) {
   std::FILE* fp = std::fopen(path.c_str(), "w");
   if (fp == nullptr) throw std::runtime_error("cannot write " + path);
   const auto& h = frame.box;
-  std::fprintf(fp, "water frame\n\n%lld atoms\n2 atom types\n\n", static_cast<long long>(frame.natoms()));
+  std::fprintf(fp, "deepkf test frame\n\n%lld atoms\n%zu atom types\n\n",
+               static_cast<long long>(frame.natoms()), masses.size());
   std::fprintf(fp, "0 %.17g xlo xhi\n0 %.17g ylo yhi\n0 %.17g zlo zhi\n", h[0], h[4], h[8]);
   if (h[3] != 0 || h[6] != 0 || h[7] != 0) std::fprintf(fp, "%.17g %.17g %.17g xy xz yz\n", h[3], h[6], h[7]);
-  std::fprintf(fp, "\nMasses\n\n1 15.9994\n2 1.00794\n\nAtoms # atomic\n\n");
+  std::fprintf(fp, "\nMasses\n\n");
+  for (std::size_t t = 0; t < masses.size(); ++t) std::fprintf(fp, "%zu %.17g\n", t + 1, masses[t]);
+  std::fprintf(fp, "\nAtoms # atomic\n\n");
   for (std::int64_t i = 0; i < frame.natoms(); ++i) {
     std::fprintf(fp, "%lld %d %.17g %.17g %.17g\n", static_cast<long long>(i + 1), frame.types[i] + 1,
                  frame.coord[3 * i], frame.coord[3 * i + 1], frame.coord[3 * i + 2]);

@@ -8,8 +8,8 @@
 
 namespace deepkf::test {
 
-// One periodic frame: natoms x 3 coordinates (A), types (0 = O, 1 = H), box rows a b c (A, LAMMPS form:
-// a along x, b in the xy plane).
+// One periodic frame: natoms x 3 coordinates (A), types (water frames: 0 = O, 1 = H), box rows a b c (A,
+// LAMMPS form: a along x, b in the xy plane).
 struct Frame {
   std::vector<double> coord;
   std::vector<int> types;
@@ -25,8 +25,10 @@ Frame water_frame(int index, bool tilt);
 // energy bias) with the given seed to `path`.
 void write_water_model(const std::string& path, std::int64_t seed);
 
-// LAMMPS data file (atom_style atomic, types 1 = O, 2 = H).
-void write_data_file(const std::string& path, const Frame& frame);
+// LAMMPS data file (atom_style atomic): frame type t becomes LAMMPS type t + 1 with mass masses[t]
+// (default water's: 1 = O, 2 = H).
+void write_data_file(const std::string& path, const Frame& frame,
+                     const std::vector<double>& masses = {15.9994, 1.00794});
 
 struct LammpsResult {
   int status = -1;     // exit status of lmp (or mpiexec)

@@ -59,23 +59,16 @@ void write_silicon_data(const std::string& si, const std::string& path) {
   const auto& sys = data.systems[0];
   const double* h = sys.box.data();
   REQUIRE((h[1] == 0 && h[2] == 0 && h[3] == 0 && h[5] == 0 && h[6] == 0 && h[7] == 0));
-  std::FILE* fp = std::fopen(path.c_str(), "w");
-  REQUIRE(fp != nullptr);
-  std::fprintf(fp, "si_mlearn sys_Si64 frame 0\n\n%lld atoms\n1 atom types\n\n",
-               static_cast<long long>(sys.natoms));
-  std::fprintf(
-      fp, "0 %.17g xlo xhi\n0 %.17g ylo yhi\n0 %.17g zlo zhi\n\nMasses\n\n1 28.0855\n\nAtoms # atomic\n\n",
-      h[0], h[4], h[8]);
-  for (std::int64_t i = 0; i < sys.natoms; ++i) {
-    // wrapped into [0, L) per axis (orthorhombic cell)
-    double x[3];
+  deepkf::test::Frame frame;
+  frame.box.assign(h, h + 9);
+  frame.types.assign(static_cast<std::size_t>(sys.natoms), 0);
+  for (std::int64_t i = 0; i < sys.natoms; ++i)
     for (int d = 0; d < 3; ++d) {
+      // wrapped into [0, L) per axis (orthorhombic cell)
       const double L = h[4 * d];
-      x[d] = sys.coord[3 * i + d] - L * std::floor(sys.coord[3 * i + d] / L);
+      frame.coord.push_back(sys.coord[3 * i + d] - L * std::floor(sys.coord[3 * i + d] / L));
     }
-    std::fprintf(fp, "%lld 1 %.17g %.17g %.17g\n", static_cast<long long>(i + 1), x[0], x[1], x[2]);
-  }
-  std::fclose(fp);
+  write_data_file(path, frame, {28.0855});
 }
 
 // Total-energy conservation of an NVE run: <KE>, the largest |Etot - Etot(0)|, and the drift (mean Etot of

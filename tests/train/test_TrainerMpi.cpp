@@ -1,7 +1,8 @@
 // Data-parallel training on 2 ranks (run under mpiexec -n 2) on the real silicon dataset
 // (../shared/datasets/si_mlearn), against the same training on one rank:
 //   - the same global batches give the same weights (relative 1e-10) and validation errors;
-//   - each rank holds about half of the RLEKF covariance;
+//   - each rank holds about half of the RLEKF covariance and reads about half of the frames (the ranks
+//     together read exactly the frames one rank reads);
 //   - Adam too, with batches that split unevenly (1 + 2 frames);
 //   - a checkpoint written on 1 rank resumes on 2, and one written on 2 resumes on 1, to the weights of
 //     the uninterrupted run; a stop signal seen by one rank stops both;
@@ -108,23 +109,27 @@ double relative_difference(const std::vector<double>& a, const std::vector<doubl
 struct Reference {
   std::vector<double> weights;
   std::int64_t covariance_bytes = 0;
+  std::int64_t frames_read = 0;
   deepkf::TrainResult result;
 };
 const Reference& serial_reference(Communicator& comm) {
   static Reference ref = [&] {
     Reference r;
-    const std::string dir = deepkf::test::make_temp_dir("trainer-mpi-serial-rank" + std::to_string(comm.rank()));
+    const std::string dir =
+        deepkf::test::make_temp_dir("trainer-mpi-serial-rank" + std::to_string(comm.rank()));
     Trainer serial(config(kSteps), options_in(dir), deepkf::make_serial_communicator());
     r.covariance_bytes = serial.covariance_bytes();
     r.result = serial.run();
     r.weights = serial.flat_parameters();
+    r.frames_read = serial.frames_read();
     return r;
   }();
   return ref;
 }
 
 // The message of the error that constructing a Trainer throws ("" when it does not throw).
-std::string construction_error(const TrainConfig& cfg, const TrainerOptions& opt, std::shared_ptr<Communicator> comm) {
+std::string construction_error(const TrainConfig& cfg, const TrainerOptions& opt,
+                               std::shared_ptr<Communicator> comm) {
   try {
     Trainer trainer(cfg, opt, std::move(comm));
   } catch (const std::exception& e) {
@@ -135,8 +140,9 @@ std::string construction_error(const TrainConfig& cfg, const TrainerOptions& opt
 
 }  // namespace
 
-TEST_CASE("2 ranks train to the weights of 1 rank, each with half of the covariance, rank 0 writing the files",
-          "[train][mpi]") {
+TEST_CASE(
+    "2 ranks train to the weights of 1 rank, each with half of the covariance, rank 0 writing the files",
+    "[train][mpi]") {
   auto comm = world();
   REQUIRE(comm->size() == 2);
   const int rank = comm->rank();
@@ -168,10 +174,21 @@ TEST_CASE("2 ranks train to the weights of 1 rank, each with half of the covaria
   std::int64_t mine = parallel.covariance_bytes();
   std::int64_t total = mine;
   comm->allreduce_sum(&total, 1);
-  INFO("covariance bytes on this rank " << mine << ", on both " << total << ", on one rank alone " << ref.covariance_bytes);
+  INFO("covariance bytes on this rank " << mine << ", on both " << total << ", on one rank alone "
+                                        << ref.covariance_bytes);
   CHECK(total == ref.covariance_bytes);
   CHECK(static_cast<double>(mine) > 0.35 * static_cast<double>(ref.covariance_bytes));
   CHECK(static_cast<double>(mine) < 0.65 * static_cast<double>(ref.covariance_bytes));
+
+  // Data: each rank read only its share of the frames (set-up checks, statistics, batches, validation).
+  const std::int64_t my_frames = parallel.frames_read();
+  std::int64_t all_frames = my_frames;
+  comm->allreduce_sum(&all_frames, 1);
+  INFO("frames read by this rank " << my_frames << ", by both " << all_frames << ", by one rank alone "
+                                   << ref.frames_read);
+  CHECK(all_frames == ref.frames_read);
+  CHECK(static_cast<double>(my_frames) > 0.35 * static_cast<double>(ref.frames_read));
+  CHECK(static_cast<double>(my_frames) < 0.65 * static_cast<double>(ref.frames_read));
 
   // Files: rank 0's directory has them all, rank 1 wrote nothing.
   comm->barrier();
@@ -195,11 +212,13 @@ TEST_CASE("Adam on 2 ranks equals 1 rank when the batches split unevenly", "[tra
   // rank's gradient must count by its share of the frames, not by 1/R.
   json doc = input_doc(train_systems(), kSteps);
   doc["training"]["training_data"]["batch_size"] = 3;
-  doc["optimizer"] = {{"type", "Adam"}, {"learning_rate", {{"start_lr", 1e-3}, {"stop_lr", 1e-4}, {"decay_steps", 2}}}};
+  doc["optimizer"] = {{"type", "Adam"},
+                      {"learning_rate", {{"start_lr", 1e-3}, {"stop_lr", 1e-4}, {"decay_steps", 2}}}};
   const TrainConfig cfg = config_of(doc);
   const std::string dir = shared_temp_dir(*comm, "trainer-mpi-adam");
 
-  Trainer serial(cfg, options_in(dir + "/serial-rank" + std::to_string(comm->rank())), deepkf::make_serial_communicator());
+  Trainer serial(cfg, options_in(dir + "/serial-rank" + std::to_string(comm->rank())),
+                 deepkf::make_serial_communicator());
   serial.run();
   Trainer parallel(cfg, options_in(dir + "/parallel"), comm);
   const auto result = parallel.run();
@@ -209,7 +228,8 @@ TEST_CASE("Adam on 2 ranks equals 1 rank when the batches split unevenly", "[tra
   CHECK(relative_difference(parallel.flat_parameters(), serial.flat_parameters()) < 1e-10);
 }
 
-TEST_CASE("a checkpoint written on 1 rank resumes on 2 ranks, and one written on 2 resumes on 1", "[train][mpi][restart]") {
+TEST_CASE("a checkpoint written on 1 rank resumes on 2 ranks, and one written on 2 resumes on 1",
+          "[train][mpi][restart]") {
   auto comm = world();
   REQUIRE(comm->size() == 2);
   const int rank = comm->rank();
@@ -250,7 +270,8 @@ TEST_CASE("a checkpoint written on 1 rank resumes on 2 ranks, and one written on
   SECTION("2 ranks stopped by a signal on rank 1 after 1 step, then 1 rank to the end") {
     // The stop request reaches rank 1 only; the collective check stops both after the same step.
     if (rank == 1) deepkf::StopSignal::raise_for_test(15);
-    Trainer stopped(config(kSteps), options_in(rank == 0 ? dir + "/stopped" : dir + "/rank1-must-not-exist"), comm);
+    Trainer stopped(config(kSteps), options_in(rank == 0 ? dir + "/stopped" : dir + "/rank1-must-not-exist"),
+                    comm);
     const auto part = stopped.run();
     deepkf::StopSignal::reset();
     REQUIRE(part.interrupted);
@@ -271,7 +292,8 @@ TEST_CASE("a checkpoint written on 1 rank resumes on 2 ranks, and one written on
   }
 }
 
-TEST_CASE("a failure on one rank only ends the set-up on both ranks with its message", "[train][mpi][errors]") {
+TEST_CASE("a failure on one rank only ends the set-up on both ranks with its message",
+          "[train][mpi][errors]") {
   auto comm = world();
   REQUIRE(comm->size() == 2);
   const int rank = comm->rank();
@@ -281,7 +303,8 @@ TEST_CASE("a failure on one rank only ends the set-up on both ranks with its mes
   SECTION("a data set that rank 1 cannot read") {
     auto systems = train_systems();
     if (rank == 1) systems.push_back(dir + "/missing_system");
-    const std::string message = construction_error(config_of(input_doc(systems, 2)), options_in(dir + "/out"), comm);
+    const std::string message =
+        construction_error(config_of(input_doc(systems, 2)), options_in(dir + "/out"), comm);
     INFO("error: " << message);
     CHECK(message.find("missing_system") != std::string::npos);
     if (rank == 0) CHECK(message.find("rank 1 failed") != std::string::npos);
@@ -300,7 +323,8 @@ TEST_CASE("a failure on one rank only ends the set-up on both ranks with its mes
   SECTION("ranks that read different training data") {
     auto systems = train_systems();
     if (rank == 1) systems.pop_back();
-    const std::string message = construction_error(config_of(input_doc(systems, 2)), options_in(dir + "/out"), comm);
+    const std::string message =
+        construction_error(config_of(input_doc(systems, 2)), options_in(dir + "/out"), comm);
     INFO("error: " << message);
     CHECK(message.find("ranks read different training data") != std::string::npos);
   }

@@ -1,0 +1,126 @@
+#include "src/data/FrameSource.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "src/core/Error.hpp"
+
+namespace deepkf {
+
+namespace {
+
+void copy_rows(const std::vector<double>& from, std::vector<double>& to,
+               const std::vector<std::int64_t>& frames, std::size_t per_frame) {
+  if (from.empty()) return;
+  to.reserve(frames.size() * per_frame);
+  for (auto f : frames)
+    to.insert(to.end(), from.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(f) * per_frame),
+              from.begin() + static_cast<std::ptrdiff_t>((static_cast<std::size_t>(f) + 1) * per_frame));
+}
+
+std::vector<std::int64_t> iota(std::int64_t begin, std::int64_t end) {
+  std::vector<std::int64_t> v(static_cast<std::size_t>(std::max<std::int64_t>(0, end - begin)));
+  std::iota(v.begin(), v.end(), begin);
+  return v;
+}
+
+SystemInfo info_of(const System& s) {
+  return SystemInfo{s.source,  s.type_map, s.atom_types,  s.periodic,
+                    s.nframes, s.natoms,   s.has_force(), s.has_virial()};
+}
+
+// A System for `frames` of the system `info` describes, its frame arrays still empty. Throws DataError for
+// an index out of range.
+System empty_frames(const SystemInfo& info, const std::vector<std::int64_t>& frames) {
+  for (auto f : frames)
+    if (f < 0 || f >= info.nframes)
+      throw DataError(fmt::format("frame {} out of range for {} ({} frames)", f, info.source, info.nframes));
+  System s;
+  s.source = info.source;
+  s.type_map = info.type_map;
+  s.atom_types = info.atom_types;
+  s.periodic = info.periodic;
+  s.natoms = info.natoms;
+  s.nframes = static_cast<std::int64_t>(frames.size());
+  return s;
+}
+
+}  // namespace
+
+System FrameSource::read(const std::vector<std::int64_t>& frames) const {
+  System s = empty_frames(info_, frames);
+  if (!frames.empty()) fill(frames, s);
+  frames_read_ += s.nframes;
+  return s;
+}
+
+System FrameSource::read_range(std::int64_t begin, std::int64_t end) const { return read(iota(begin, end)); }
+
+void FrameSource::remap_types(const std::vector<std::string>& type_map) {
+  remap_atom_types(info_.atom_types, info_.type_map, type_map, info_.source);
+  info_.type_map = type_map;
+}
+
+MemoryFrameSource::MemoryFrameSource(System system)
+    : FrameSource(info_of(system)), system_(std::move(system)) {}
+
+void MemoryFrameSource::fill(const std::vector<std::int64_t>& frames, System& out) const {
+  System picked = select_frames(system_, frames);  // the frame arrays; types stay those of info()
+  out.coord = std::move(picked.coord);
+  out.box = std::move(picked.box);
+  out.energy = std::move(picked.energy);
+  out.force = std::move(picked.force);
+  out.virial = std::move(picked.virial);
+}
+
+System select_frames(const System& system, const std::vector<std::int64_t>& frames) {
+  System out = empty_frames(info_of(system), frames);
+  const auto per_atom3 = static_cast<std::size_t>(3 * system.natoms);
+  copy_rows(system.coord, out.coord, frames, per_atom3);
+  copy_rows(system.box, out.box, frames, 9);
+  copy_rows(system.energy, out.energy, frames, 1);
+  copy_rows(system.force, out.force, frames, per_atom3);
+  copy_rows(system.virial, out.virial, frames, 9);
+  return out;
+}
+
+void remap_atom_types(std::vector<int>& atom_types, const std::vector<std::string>& from,
+                      const std::vector<std::string>& to, const std::string& source) {
+  std::vector<int> index(from.size(), -1);
+  for (std::size_t t = 0; t < from.size(); ++t) {
+    const auto it = std::find(to.begin(), to.end(), from[t]);
+    if (it != to.end()) index[t] = static_cast<int>(it - to.begin());
+  }
+  for (int& t : atom_types) {
+    const int g = index[static_cast<std::size_t>(t)];
+    if (g < 0)
+      throw DataError(fmt::format("element '{}' of {} is not in the type map ({})",
+                                  from[static_cast<std::size_t>(t)], source, fmt::join(to, ", ")));
+    t = g;
+  }
+}
+
+System FrameSubset::read(const std::vector<std::int64_t>& positions) const {
+  std::vector<std::int64_t> picked;
+  picked.reserve(positions.size());
+  for (auto p : positions) {
+    if (p < 0 || p >= nframes())
+      throw DataError(
+          fmt::format("frame {} out of range for a part of {} ({} frames)", p, info().source, nframes()));
+    picked.push_back(frames[static_cast<std::size_t>(p)]);
+  }
+  return source->read(picked);
+}
+
+System FrameSubset::read_range(std::int64_t begin, std::int64_t end) const { return read(iota(begin, end)); }
+
+std::vector<FrameSubset> whole(const std::vector<std::shared_ptr<FrameSource>>& sources) {
+  std::vector<FrameSubset> out;
+  out.reserve(sources.size());
+  for (const auto& s : sources) out.push_back(FrameSubset{s, iota(0, s->nframes())});
+  return out;
+}
+
+}  // namespace deepkf
