@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <map>
 
 #include "src/core/Error.hpp"
@@ -238,39 +239,64 @@ void KalmanFilter::allgather_weights(torch::Tensor& flat) {
   }
 }
 
-void KalmanFilter::save(torch::serialize::OutputArchive& archive) {
-  torch::NoGradGuard no_grad;
-  const auto& blocks = layout_.blocks();
-  const bool root = comm_->rank() == 0;
-  torch::serialize::OutputArchive state;
+void KalmanFilter::write_scalars(torch::serialize::OutputArchive& state) const {
   state.write("format_version", torch::full({}, std::int64_t{1}, torch::kInt64));
   state.write("lambda", torch::full({}, lambda_, torch::kFloat64));
   state.write("steps", torch::full({}, steps_, torch::kInt64));
   state.write("blocksize", torch::full({}, options_.blocksize, torch::kInt64));
   std::vector<std::int64_t> sizes;
-  for (const auto& b : blocks) sizes.push_back(b.size());
+  for (const auto& b : layout_.blocks()) sizes.push_back(b.size());
   state.write("block_sizes", torch::tensor(sizes, torch::kInt64));
-  // Every block under its global index, sent to rank 0 by its owner one block at a time.
-  for (std::size_t i = 0; i < blocks.size(); ++i) {
-    const auto n = blocks[i].size();
-    const int owner = owners_[i];
-    torch::Tensor block;
-    if (owner == comm_->rank()) {
-      const auto [c, j] = locate(static_cast<std::int64_t>(i));
-      block = classes_[c].P[j].to(torch::kCPU, /*non_blocking=*/false, /*copy=*/true);
-    } else {
-      block = torch::empty({n, n}, torch::TensorOptions().dtype(options_.p_dtype));
-    }
-    if (comm_->size() > 1) {
-      comm_->broadcast(block.data_ptr(), static_cast<std::size_t>(block.numel()) * block.element_size(),
-                       owner);
-    }
-    if (root) state.write("P_" + std::to_string(i), block);
-  }
+}
+
+void KalmanFilter::save_state(torch::serialize::OutputArchive& archive) const {
+  torch::serialize::OutputArchive state;
+  write_scalars(state);
   archive.write("kalman", state);
 }
 
-void KalmanFilter::load(torch::serialize::InputArchive& archive) {
+void KalmanFilter::stream_covariance(const std::function<void(std::int64_t, const torch::Tensor&)>& sink) {
+  torch::NoGradGuard no_grad;
+  const auto& blocks = layout_.blocks();
+  const int me = comm_->rank();
+  torch::Tensor buffer;  // rank 0's receive buffer, one block at a time
+  for (std::size_t i = 0; i < blocks.size(); ++i) {
+    const int owner = owners_[i];
+    if (me != owner && me != 0) continue;
+    const auto n = blocks[i].size();
+    torch::Tensor block;
+    if (me == owner) {
+      const auto [c, j] = locate(static_cast<std::int64_t>(i));
+      block = classes_[c].P[j];
+      if (!block.is_cpu()) block = block.to(torch::kCPU);  // device memory: staged through the host
+    } else {
+      if (!buffer.defined() || buffer.numel() < n * n)
+        buffer = torch::empty({n * n}, torch::TensorOptions().dtype(options_.p_dtype));
+      block = buffer.narrow(0, 0, n * n).view({n, n});
+    }
+    if (owner != 0) {
+      comm_->transfer(block.data_ptr(), static_cast<std::size_t>(block.numel()) * block.element_size(), owner,
+                      0);
+    }
+    if (me == 0) sink(static_cast<std::int64_t>(i), block);
+  }
+}
+
+void KalmanFilter::save(torch::serialize::OutputArchive& archive) {
+  torch::serialize::OutputArchive state;
+  write_scalars(state);
+  // The archive keeps what it is given until it is written: copies, so that rank 0 ends up holding all of
+  // P once more. The trainer's checkpoints use save_state + stream_covariance instead.
+  stream_covariance([&](std::int64_t i, const torch::Tensor& block) {
+    state.write("P_" + std::to_string(i), block.clone());
+  });
+  archive.write("kalman", state);
+}
+
+void KalmanFilter::load(torch::serialize::InputArchive& archive) { load(archive, nullptr); }
+
+void KalmanFilter::load(torch::serialize::InputArchive& archive,
+                        const std::function<torch::Tensor(std::int64_t)>& read_block) {
   torch::NoGradGuard no_grad;
   torch::serialize::InputArchive state;
   if (!archive.try_read("kalman", state))
@@ -295,7 +321,11 @@ void KalmanFilter::load(torch::serialize::InputArchive& archive) {
   const auto steps = read_tensor(state, "steps").item<std::int64_t>();
   for (std::int64_t i = first_block_; i < end_block_; ++i) {
     const auto key = "P_" + std::to_string(i);
-    const auto block = read_tensor(state, key);
+    torch::Tensor block;
+    if (!state.try_read(key, block)) {
+      if (!read_block) throw OptimError("kalman optimizer state: entry '" + key + "' is missing");
+      block = read_block(i);
+    }
     const auto n = blocks[static_cast<std::size_t>(i)].size();
     if (block.sizes().vec() != std::vector<std::int64_t>{n, n}) {
       throw OptimError("kalman optimizer state: " + key + " has " + std::to_string(block.numel()) +

@@ -17,6 +17,7 @@
 // and P_i; an allgatherv of the owned weight ranges rebuilds w everywhere. The gradient allreduce is the
 // caller's job: update() expects the global h on every rank.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -68,11 +69,21 @@ class KalmanFilter final : public Optimizer {
   std::int64_t state_bytes() const override { return covariance_bytes(); }
   // Collective: every block is sent to rank 0, whose archive holds P_i under "P_<i>" for every global block
   // i, with lambda, the step count and the block sizes; other ranks' archives get the scalars only. Rank 0
-  // temporarily holds a copy of every block.
+  // holds a copy of every block until the archive is written (see stream_covariance for large P).
   void save(torch::serialize::OutputArchive& archive) override;
+  // The scalars and block sizes of save(), without the blocks. Not collective.
+  void save_state(torch::serialize::OutputArchive& archive) const;
+  // Collective: sends the blocks, in block order, to rank 0 (point to point from each owner; device blocks
+  // staged through the host) and calls sink(i, P_i) there with a CPU tensor [n_i, n_i] valid during the
+  // call. Rank 0 holds at most one other rank's block at a time. Other ranks' sinks are not called.
+  void stream_covariance(const std::function<void(std::int64_t, const torch::Tensor&)>& sink);
   // Each rank reads its own blocks by global index, so a state saved with any rank count restores under
   // any other. Throws OptimError when the archive's block layout differs from this one.
   void load(torch::serialize::InputArchive& archive) override;
+  // The same for a state written by save_state: blocks missing from the archive come from read_block(i)
+  // (a CPU or device tensor [n_i, n_i]).
+  void load(torch::serialize::InputArchive& archive,
+            const std::function<torch::Tensor(std::int64_t)>& read_block);
 
  private:
   // Owned blocks of one size n, held together.
@@ -83,6 +94,7 @@ class KalmanFilter final : public Optimizer {
     torch::Tensor index;               // [nb * n] int64: flat positions of the blocks' values, block by block
   };
 
+  void write_scalars(torch::serialize::OutputArchive& state) const;
   // Rebuilds w everywhere from the owned range that this rank updated in flat (param dtype, [N]).
   void allgather_weights(torch::Tensor& flat);
   std::pair<std::size_t, std::int64_t> locate(std::int64_t block) const;  // (class, position in class)

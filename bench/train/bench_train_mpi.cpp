@@ -28,9 +28,9 @@
 
 #include <algorithm>
 #include <chrono>
-#include <ctime>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -93,7 +93,12 @@ class CountingCommunicator final : public deepkf::Communicator {
   void broadcast(void* data, std::size_t nbytes, int root) override {
     timed("bcast", nbytes, [&] { inner_->broadcast(data, nbytes, root); });
   }
-  void barrier() override { timed("control", 0, [] {}); }
+  void transfer(void* data, std::size_t nbytes, int from, int to) override {
+    inner_->transfer(data, nbytes, from, to);  // checkpoints only, which the benchmark does not write
+  }
+  void barrier() override {
+    timed("control", 0, [] {});
+  }
   bool any(bool local) override {
     bool out = false;
     timed("control", sizeof(int), [&] { out = inner_->any(local); });
@@ -136,7 +141,8 @@ json input_doc(const std::string& si, std::int64_t steps, int batch, std::int64_
   doc["training"]["training_data"] = {{"systems", {si + "/train/sys_Si64"}}, {"batch_size", batch}};
   doc["training"]["numb_steps"] = steps;
   // Torch threads per rank: cores / R unless DEEPKF_BENCH_THREADS says otherwise.
-  if (const char* t = std::getenv("DEEPKF_BENCH_THREADS"); t && *t) doc["training"]["num_threads"] = std::atoi(t);
+  if (const char* t = std::getenv("DEEPKF_BENCH_THREADS"); t && *t)
+    doc["training"]["num_threads"] = std::atoi(t);
   return doc;
 }
 
@@ -166,7 +172,8 @@ int main(int argc, char** argv) {
       MPI_Abort(MPI_COMM_WORLD, 1);
     }
     std::string tmp =
-        root ? (fs::temp_directory_path() / ("deepkf-bench-train-mpi-" + std::to_string(::getpid()))).string() : "";
+        root ? (fs::temp_directory_path() / ("deepkf-bench-train-mpi-" + std::to_string(::getpid()))).string()
+             : "";
     {
       std::uint64_t n = tmp.size();
       mpi->broadcast(&n, sizeof n, 0);
@@ -269,7 +276,9 @@ int main(int argc, char** argv) {
       std::vector<std::size_t> counts(static_cast<std::size_t>(nranks));
       for (int r = 0; r < nranks; ++r) {
         counts[static_cast<std::size_t>(r)] =
-            (n * static_cast<std::size_t>(r + 1) / static_cast<std::size_t>(nranks) - n * static_cast<std::size_t>(r) / static_cast<std::size_t>(nranks)) * sizeof(double);
+            (n * static_cast<std::size_t>(r + 1) / static_cast<std::size_t>(nranks) -
+             n * static_cast<std::size_t>(r) / static_cast<std::size_t>(nranks)) *
+            sizeof(double);
       }
       const std::size_t own = n * static_cast<std::size_t>(mpi->rank()) / static_cast<std::size_t>(nranks);
       std::vector<double> t;
@@ -290,21 +299,27 @@ int main(int argc, char** argv) {
 
     if (root) {
       const double n = static_cast<double>(b.nparams);
-      std::printf("ranks %d, torch threads per rank %d, global batch %d frames of Si64 (64 atoms), kf_blocksize %lld\n",
-                  nranks, torch::get_num_threads(), batch, static_cast<long long>(blocksize));
-      std::printf("parameters N %lld in %lld blocks; covariance %.1f MiB on rank 0, %.1f MiB over all ranks\n",
-                  static_cast<long long>(b.nparams), static_cast<long long>(nblocks),
-                  static_cast<double>(b.p_bytes) / (1 << 20), static_cast<double>(p_total) / (1 << 20));
-      std::printf("run(): %.2f s for %lld steps, %.2f s for %lld steps\n", a.seconds, static_cast<long long>(warm),
-                  b.seconds, static_cast<long long>(warm + steps));
-      std::printf("per training step (%g Kalman steps: 1 energy + 4 force groups of 6 atoms):\n", kalman_per_step);
+      std::printf(
+          "ranks %d, torch threads per rank %d, global batch %d frames of Si64 (64 atoms), kf_blocksize "
+          "%lld\n",
+          nranks, torch::get_num_threads(), batch, static_cast<long long>(blocksize));
+      std::printf(
+          "parameters N %lld in %lld blocks; covariance %.1f MiB on rank 0, %.1f MiB over all ranks\n",
+          static_cast<long long>(b.nparams), static_cast<long long>(nblocks),
+          static_cast<double>(b.p_bytes) / (1 << 20), static_cast<double>(p_total) / (1 << 20));
+      std::printf("run(): %.2f s for %lld steps, %.2f s for %lld steps\n", a.seconds,
+                  static_cast<long long>(warm), b.seconds, static_cast<long long>(warm + steps));
+      std::printf("per training step (%g Kalman steps: 1 energy + 4 force groups of 6 atoms):\n",
+                  kalman_per_step);
       std::printf("  training step   %8.1f ms\n", 1e3 * step_s);
-      std::printf("  Kalman step     %8.1f ms   of which the filter update alone %.1f ms (measurement %.1f ms)\n",
-                  1e3 * step_s / kalman_per_step, 1e3 * filter_s, 1e3 * (step_s / kalman_per_step - filter_s));
+      std::printf(
+          "  Kalman step     %8.1f ms   of which the filter update alone %.1f ms (measurement %.1f ms)\n",
+          1e3 * step_s / kalman_per_step, 1e3 * filter_s, 1e3 * (step_s / kalman_per_step - filter_s));
       std::printf("  CPU time outside the collectives: %.1f ms on rank 0, %.1f ms on the busiest rank\n",
                   1e3 * work_cpu, 1e3 * work_cpu_max);
-      std::printf("collectives per training step on rank 0 (payload bytes; transfer ms after the ranks met; wait ms "
-                  "for the slowest rank before it):\n");
+      std::printf(
+          "collectives per training step on rank 0 (payload bytes; transfer ms after the ranks met; wait ms "
+          "for the slowest rank before it):\n");
       double comm_s = 0.0, wait_s = 0.0;
       std::int64_t comm_bytes = 0;
       for (const char* kind : {"grad", "small", "gather", "control", "bcast"}) {
@@ -313,22 +328,28 @@ int main(int argc, char** argv) {
         wait_s += t.wait;
         comm_bytes += t.bytes;
         std::printf("  %-8s calls %6.2f  bytes %11.0f  transfer ms %7.2f  wait ms %7.2f\n", kind,
-                    static_cast<double>(t.calls) / steps, static_cast<double>(t.bytes) / steps, 1e3 * t.seconds / steps,
-                    1e3 * t.wait / steps);
+                    static_cast<double>(t.calls) / steps, static_cast<double>(t.bytes) / steps,
+                    1e3 * t.seconds / steps, 1e3 * t.wait / steps);
       }
-      // Model (docs/mpi.md): per Kalman step allreduce(N float64) + allgather(N float64) + allreduce(2 + nblocks)
-      // float64 values, and one any() (4 bytes) per training step; nothing with one rank.
+      // Model (docs/mpi.md): per Kalman step allreduce(N float64) + allgather(N float64) + allreduce(2 +
+      // nblocks) float64 values, and one any() (4 bytes) per training step; nothing with one rank.
       const double model_bytes =
-          nranks > 1 ? kalman_per_step * (8.0 * n + 8.0 * n + 8.0 * (2.0 + static_cast<double>(nblocks))) + 4.0 : 0.0;
+          nranks > 1
+              ? kalman_per_step * (8.0 * n + 8.0 * n + 8.0 * (2.0 + static_cast<double>(nblocks))) + 4.0
+              : 0.0;
       std::printf("  total    bytes %.0f (model %.0f), transfer %.2f ms, wait %.2f ms per training step\n",
-                  static_cast<double>(comm_bytes) / steps, model_bytes, 1e3 * comm_s / steps, 1e3 * wait_s / steps);
-      if (nranks > 1) std::printf("the collectives of one Kalman step by themselves: %.3f ms\n", 1e3 * collectives_s);
-      std::printf("RESULT ranks %d step_ms %.1f kalman_step_ms %.1f filter_ms %.1f bytes_per_step %.0f "
-                  "model_bytes_per_step %.0f transfer_ms_per_step %.2f wait_ms_per_step %.2f collectives_alone_ms %.3f "
-                  "work_cpu_ms_per_step %.1f\n",
-                  nranks, 1e3 * step_s, 1e3 * step_s / kalman_per_step, 1e3 * filter_s,
-                  static_cast<double>(comm_bytes) / steps, model_bytes, 1e3 * comm_s / steps, 1e3 * wait_s / steps,
-                  1e3 * collectives_s, 1e3 * work_cpu_max);
+                  static_cast<double>(comm_bytes) / steps, model_bytes, 1e3 * comm_s / steps,
+                  1e3 * wait_s / steps);
+      if (nranks > 1)
+        std::printf("the collectives of one Kalman step by themselves: %.3f ms\n", 1e3 * collectives_s);
+      std::printf(
+          "RESULT ranks %d step_ms %.1f kalman_step_ms %.1f filter_ms %.1f bytes_per_step %.0f "
+          "model_bytes_per_step %.0f transfer_ms_per_step %.2f wait_ms_per_step %.2f collectives_alone_ms "
+          "%.3f "
+          "work_cpu_ms_per_step %.1f\n",
+          nranks, 1e3 * step_s, 1e3 * step_s / kalman_per_step, 1e3 * filter_s,
+          static_cast<double>(comm_bytes) / steps, model_bytes, 1e3 * comm_s / steps, 1e3 * wait_s / steps,
+          1e3 * collectives_s, 1e3 * work_cpu_max);
     }
     mpi->barrier();
     if (root) fs::remove_all(tmp);

@@ -26,27 +26,37 @@ void sync_path(const std::string& path, bool directory) {
 
 }  // namespace
 
-void write_atomically(const std::string& path,
-                      const std::function<void(const std::string& tmp_path)>& write) {
+AtomicFile::AtomicFile(const std::string& path) : path_(path) {
   const fs::path target(path);
   const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
   if (!fs::is_directory(dir))
     throw Error("cannot write " + path + ": directory " + dir.string() + " does not exist");
   std::random_device rd;
-  const fs::path tmp = dir / ("." + target.filename().string() + ".tmp-" + std::to_string(rd()));
-  try {
-    write(tmp.string());
-    if (!fs::exists(tmp)) throw Error("cannot write " + path + ": nothing was written");
-    sync_path(tmp.string(), false);
-    std::error_code ec;
-    fs::rename(tmp, target, ec);
-    if (ec) throw Error("cannot write " + path + ": " + ec.message());
-    sync_path(dir.string(), true);
-  } catch (...) {
-    std::error_code ignored;
-    fs::remove(tmp, ignored);
-    throw;
-  }
+  tmp_ = (dir / ("." + target.filename().string() + ".tmp-" + std::to_string(rd()))).string();
+}
+
+AtomicFile::~AtomicFile() {
+  if (committed_) return;
+  std::error_code ignored;
+  fs::remove(tmp_, ignored);
+}
+
+void AtomicFile::commit() {
+  if (!fs::exists(tmp_)) throw Error("cannot write " + path_ + ": nothing was written");
+  sync_path(tmp_, false);
+  std::error_code ec;
+  fs::rename(tmp_, path_, ec);
+  if (ec) throw Error("cannot write " + path_ + ": " + ec.message());
+  committed_ = true;
+  const fs::path target(path_);
+  sync_path(target.has_parent_path() ? target.parent_path().string() : ".", true);
+}
+
+void write_atomically(const std::string& path,
+                      const std::function<void(const std::string& tmp_path)>& write) {
+  AtomicFile file(path);
+  write(file.tmp_path());
+  file.commit();
 }
 
 void write_text_atomically(const std::string& path, const std::string& content) {

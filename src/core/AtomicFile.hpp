@@ -7,6 +7,28 @@
 
 namespace deepkf {
 
+// A temporary file next to `path` (same directory, so the rename is atomic) that commit() moves over
+// `path` after syncing it to disk; if commit() is never reached the temporary file is removed. For output
+// written in stages (a checkpoint streamed block by block); write_atomically covers the one-call case.
+class AtomicFile {
+ public:
+  // Throws Error when the directory of `path` does not exist.
+  explicit AtomicFile(const std::string& path);
+  ~AtomicFile();
+  AtomicFile(const AtomicFile&) = delete;
+  AtomicFile& operator=(const AtomicFile&) = delete;
+
+  const std::string& tmp_path() const { return tmp_; }
+  // fsync the temporary file, rename it over the destination, fsync the directory. Throws Error (the
+  // destination is then untouched).
+  void commit();
+
+ private:
+  std::string path_;
+  std::string tmp_;
+  bool committed_ = false;
+};
+
 // Calls write(tmp_path) to produce the content, then moves it to `path`. On any error the temporary file
 // is removed and the destination is untouched; the error is rethrown (as deepkf::Error for I/O failures).
 void write_atomically(const std::string& path, const std::function<void(const std::string& tmp_path)>& write);

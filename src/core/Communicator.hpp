@@ -26,6 +26,9 @@ class Communicator {
   // sum(counts[0..r)). send may alias its own slot in recv.
   virtual void allgatherv(const void* send, void* recv, const std::vector<std::size_t>& counts) = 0;
   virtual void broadcast(void* data, std::size_t nbytes, int root) = 0;
+  // Point to point: rank `from` sends nbytes of data to rank `to`, which receives them into data. Only the
+  // two ranks take part (others may call it and return at once); from == to does nothing.
+  virtual void transfer(void* data, std::size_t nbytes, int from, int to) = 0;
   virtual void barrier() = 0;
   // True on every rank when `local` is true on any rank: lets a rank-local failure end the whole job.
   virtual bool any(bool local) = 0;
@@ -48,6 +51,7 @@ class SerialCommunicator final : public Communicator {
   void allreduce_max(double*, std::size_t) override {}
   void allgatherv(const void* send, void* recv, const std::vector<std::size_t>& counts) override;
   void broadcast(void*, std::size_t, int) override {}
+  void transfer(void*, std::size_t, int, int) override {}
   void barrier() override {}
   bool any(bool local) override { return local; }
 };

@@ -96,6 +96,20 @@ void MpiCommunicator::broadcast(void* data, std::size_t nbytes, int root) {
   }
 }
 
+void MpiCommunicator::transfer(void* data, std::size_t nbytes, int from, int to) {
+  if (from == to || (rank_ != from && rank_ != to)) return;
+  auto* bytes = static_cast<char*>(data);
+  constexpr std::size_t chunk = static_cast<std::size_t>(INT_MAX / 2);
+  for (std::size_t begin = 0; begin < nbytes; begin += chunk) {
+    const int count = static_cast<int>(std::min(chunk, nbytes - begin));
+    if (rank_ == from) {
+      check(MPI_Send(bytes + begin, count, MPI_BYTE, to, 0, comm_), "send");
+    } else {
+      check(MPI_Recv(bytes + begin, count, MPI_BYTE, from, 0, comm_, MPI_STATUS_IGNORE), "recv");
+    }
+  }
+}
+
 void MpiCommunicator::barrier() { check(MPI_Barrier(comm_), "barrier"); }
 
 bool MpiCommunicator::any(bool local) {

@@ -24,6 +24,7 @@ class MpiCommunicator final : public Communicator {
   void allreduce_max(double* data, std::size_t n) override;
   void allgatherv(const void* send, void* recv, const std::vector<std::size_t>& counts) override;
   void broadcast(void* data, std::size_t nbytes, int root) override;
+  void transfer(void* data, std::size_t nbytes, int from, int to) override;
   void barrier() override;
   bool any(bool local) override;
 

@@ -1,31 +1,81 @@
 #pragma once
-// Training checkpoints: one LibTorch archive with the model (config, weights, statistics), the optimizer's
-// state and a JSON record of the run (step, data position, the resolved input, provenance). Written
-// atomically, so a run killed while writing keeps its previous checkpoint.
+// Training checkpoints: one file with the model (config, weights, statistics), the optimizer's state, a
+// JSON record of the run (step, data position, the resolved input, provenance) and the RLEKF covariance
+// blocks. Written atomically (a run killed while writing keeps its previous checkpoint) and streamed: the
+// covariance goes to the file one block at a time, so the writer never holds a second copy of P.
+//
+// Layout (format 2):
+//   "DEEPKFCK"          8 bytes
+//   header length H     uint64, little-endian
+//   header              H bytes of JSON: {"format_version": 2, "archive_bytes": A,
+//                       "covariance": {"dtype": "float64" | "float32", "blocks": [[n_i, offset_i], ...]}}
+//   archive             A bytes: a LibTorch archive holding the run record, the model and the optimizer state
+//   covariance          block i: n_i x n_i values, row-major, little-endian, offset_i bytes into this section
+// Format 1 (a plain LibTorch archive with the blocks inside the optimizer state) is still read.
 #include <torch/serialize/input-archive.h>
 #include <torch/serialize/output-archive.h>
 
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
+#include "src/core/AtomicFile.hpp"
 #include "src/model/DeepPot.hpp"
 
 namespace deepkf {
 
-constexpr int kCheckpointFormatVersion = 1;
+constexpr int kCheckpointFormatVersion = 2;
 
 struct LoadedCheckpoint {
-  nlohmann::json meta;  // {"format_version", "step", "epoch", "position", "config", "model", "optimizer", ...}
+  nlohmann::json
+      meta;  // {"format_version", "step", "epoch", "position", "config", "model", "optimizer", ...}
   DeepPot model{nullptr};
   torch::serialize::InputArchive optimizer;  // the optimizer's state
+  // Covariance block i ([n_i, n_i] on the CPU) read from the file when asked; null when the file has none
+  // beside the archive (format 1, or an optimizer without covariance). Throws ModelError naming the file.
+  std::function<torch::Tensor(std::int64_t)> covariance_block;
 };
 
-// meta must hold "model" (ModelConfig::to_json()); format_version is added.
-// `optimizer` holds the optimizer's state (written by its save()).
+// Writes a checkpoint in stages: the constructor writes the record, model and optimizer state to a
+// temporary file, write_block() appends each covariance block in order, commit() renames it over `path`.
+// Destroyed without commit(), it leaves `path` as it was.
+class CheckpointWriter {
+ public:
+  // meta must hold "model" (ModelConfig::to_json()); format_version is added. `optimizer` holds the
+  // optimizer's state without the covariance; block_sizes are the n_i of the blocks to follow.
+  CheckpointWriter(const std::string& path, const DeepPot& model, nlohmann::json meta,
+                   torch::serialize::OutputArchive& optimizer,
+                   const std::vector<std::int64_t>& block_sizes = {},
+                   torch::ScalarType block_dtype = torch::kFloat64);
+  ~CheckpointWriter() = default;
+  CheckpointWriter(const CheckpointWriter&) = delete;
+  CheckpointWriter& operator=(const CheckpointWriter&) = delete;
+
+  // Block i, the next in order: a CPU tensor [n_i, n_i] of block_dtype.
+  void write_block(std::int64_t i, const torch::Tensor& block);
+  // Throws Error when blocks are missing or the file cannot be completed.
+  void commit();
+
+ private:
+  [[noreturn]] void fail(const std::string& what) const;
+
+  std::string path_;
+  AtomicFile file_;
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> out_{nullptr, &std::fclose};
+  std::vector<std::int64_t> block_sizes_;
+  torch::ScalarType dtype_;
+  std::int64_t next_block_ = 0;
+};
+
+// A checkpoint without covariance blocks (or with them inside `optimizer`), written at once.
 void write_checkpoint(const std::string& path, const DeepPot& model, nlohmann::json meta,
                       torch::serialize::OutputArchive& optimizer);
 
-// Throws ModelError naming the file for a missing, corrupt or newer-version checkpoint.
+// Throws ModelError naming the file for a missing, corrupt, truncated or newer-version checkpoint.
 LoadedCheckpoint read_checkpoint(const std::string& path, torch::Device device);
 
 }  // namespace deepkf

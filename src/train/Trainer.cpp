@@ -480,8 +480,14 @@ void Trainer::Impl::restore(const std::string& path) {
                       ckpt.meta.value("optimizer", std::string("?")) + " optimizer, but " + cfg.file +
                       " asks for " + cfg.optimizer);
   }
-  optimizer->load(ckpt.optimizer);
-  if (selector) selector->load(ckpt.optimizer);
+  together([&] {
+    if (kalman) {
+      kalman->load(ckpt.optimizer, ckpt.covariance_block);  // each rank reads its own blocks from the file
+    } else {
+      optimizer->load(ckpt.optimizer);
+    }
+    if (selector) selector->load(ckpt.optimizer);
+  });
   step = ckpt.meta.at("step").get<std::int64_t>();
   sampler->seek(ckpt.meta.at("epoch").get<std::int64_t>(), ckpt.meta.at("position").get<std::int64_t>());
   valid_cursor = ckpt.meta.value("valid_cursor", std::int64_t{0});
@@ -679,13 +685,39 @@ void Trainer::Impl::write_checkpoint_now(const std::string& path) {
   meta["model"] = mcfg.to_json();
   meta["provenance"] = provenance();
   meta["ranks"] = comm->size();
-  // Saving the optimizer is collective (covariance blocks are gathered from their owners); only the root
-  // writes the file, and a failure to write it ends the run on every rank.
+  // Only the root writes the file. The RLEKF covariance is streamed into it block by block from the owners
+  // (the root holds at most one other rank's block at a time); a failure to write ends the run on every
+  // rank, after the stream so that no rank is left waiting in it.
   torch::serialize::OutputArchive optimizer_state;
-  optimizer->save(optimizer_state);
+  std::vector<std::int64_t> block_sizes;
+  if (kalman) {
+    kalman->save_state(optimizer_state);
+    for (const auto& b : kalman->layout().blocks()) block_sizes.push_back(b.size());
+  } else {
+    optimizer->save(optimizer_state);
+  }
   if (selector) selector->save(optimizer_state);
+  std::unique_ptr<CheckpointWriter> writer;
   together([&] {
-    if (root()) write_checkpoint(path, model, meta, optimizer_state);
+    if (root())
+      writer = std::make_unique<CheckpointWriter>(path, model, meta, optimizer_state, block_sizes,
+                                                  kalman ? kalman->options().p_dtype : torch::kFloat64);
+  });
+  std::string failure;
+  if (kalman) {
+    kalman->stream_covariance([&](std::int64_t i, const torch::Tensor& block) {
+      if (!failure.empty()) return;
+      try {
+        writer->write_block(i, block);
+      } catch (const std::exception& e) {
+        failure = e.what();
+      }
+    });
+  }
+  together([&] {
+    if (!root()) return;
+    if (!failure.empty()) throw Error(failure);
+    writer->commit();
   });
 }
 

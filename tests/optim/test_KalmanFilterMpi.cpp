@@ -1,5 +1,6 @@
 // The distributed Kalman filter (blocks owned by ranks) against a single process: same weights, same P,
-// about half of P per rank on 2 ranks, and a state saved by either restores under the other.
+// about half of P per rank on 2 ranks, every block streamed to rank 0 in order, and a state saved by either
+// restores under the other.
 #include <mpi.h>
 #include <torch/torch.h>
 
@@ -78,6 +79,18 @@ TEST_CASE("distributed kalman filter equals the single-process one", "[optim][ka
     auto w0 = w.clone();
     comm->broadcast(w0.data_ptr(), static_cast<std::size_t>(w0.numel()) * sizeof(double), 0);
     CHECK(torch::equal(w, w0));
+
+    // Streaming the covariance to rank 0 (what checkpoints use): every block once, in order, as the
+    // single-process filter has it; the other ranks' sinks are not called.
+    {
+      std::int64_t next = 0;
+      dist.stream_covariance([&](std::int64_t i, const torch::Tensor& block) {
+        CHECK(i == next++);
+        CHECK(block.is_cpu());
+        CHECK(torch::equal(block, serial.covariance(i)));
+      });
+      CHECK(next == (comm->is_root() ? dist.layout().num_blocks() : 0));
+    }
 
     // Distributed save (blocks gathered to rank 0) restores into a single process, and a single-process
     // save restores into the distributed filter: both continue like the uninterrupted serial run.

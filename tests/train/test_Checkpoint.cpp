@@ -1,0 +1,163 @@
+// The checkpoint file: the record, model and optimizer state round-trip, the covariance blocks are streamed
+// after the archive and read back block by block, a truncated or incomplete file is refused with its name,
+// an unfinished write leaves the previous checkpoint in place, and format 1 files (blocks inside the
+// archive) still restore.
+#include <torch/torch.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "optim/KalmanFilter.hpp"
+#include "src/core/Error.hpp"
+#include "src/model/DeepPot.hpp"
+#include "src/train/Checkpoint.hpp"
+#include "tests/support/TestData.hpp"
+
+namespace fs = std::filesystem;
+using Catch::Matchers::Contains;
+using deepkf::CheckpointWriter;
+using deepkf::KalmanFilter;
+
+namespace {
+
+deepkf::DeepPot small_model() {
+  deepkf::ModelConfig mc;
+  mc.type_map = {"Si"};
+  mc.rcut = 4.0;
+  mc.rcut_smth = 1.0;
+  mc.sel = {8};
+  mc.embedding_neuron = {4, 8};
+  mc.axis_neuron = 2;
+  mc.fitting_neuron = {8, 8};
+  mc.seed = 3;
+  mc.validate();
+  return deepkf::DeepPot(mc);
+}
+
+// A filter over the model's parameters with blocks of at most 64 and a P changed by a few updates.
+std::unique_ptr<KalmanFilter> updated_filter(deepkf::DeepPot& model) {
+  deepkf::KalmanOptions o;
+  o.blocksize = 64;
+  o.p0 = 2.0;
+  auto kf = std::make_unique<KalmanFilter>(model->parameters(), o);
+  for (int k = 0; k < 3; ++k) {
+    std::vector<torch::Tensor> grads;
+    for (const auto& p : model->parameters()) grads.push_back(torch::randn_like(p));
+    kf->update(0.1 * (k + 1), grads);
+  }
+  return kf;
+}
+
+nlohmann::json meta_of(const deepkf::DeepPot& model, std::int64_t step) {
+  return {{"model", model->config().to_json()}, {"step", step}, {"optimizer", "LKF"}};
+}
+
+void write_streamed(const std::string& path, deepkf::DeepPot& model, KalmanFilter& kf, std::int64_t step) {
+  torch::serialize::OutputArchive state;
+  kf.save_state(state);
+  std::vector<std::int64_t> sizes;
+  for (const auto& b : kf.layout().blocks()) sizes.push_back(b.size());
+  CheckpointWriter writer(path, model, meta_of(model, step), state, sizes);
+  kf.stream_covariance([&](std::int64_t i, const torch::Tensor& block) { writer.write_block(i, block); });
+  writer.commit();
+}
+
+}  // namespace
+
+TEST_CASE("a checkpoint streams the covariance after the archive and reads it back block by block",
+          "[train][checkpoint]") {
+  torch::manual_seed(1);
+  const std::string dir = deepkf::test::make_temp_dir("checkpoint");
+  const std::string path = dir + "/model.ckpt";
+  auto model = small_model();
+  auto kf = updated_filter(model);
+  REQUIRE(kf->layout().num_blocks() >= 3);
+  write_streamed(path, model, *kf, 7);
+
+  auto ckpt = deepkf::read_checkpoint(path, torch::kCPU);
+  CHECK(ckpt.meta.at("step") == 7);
+  CHECK(ckpt.meta.at("format_version") == deepkf::kCheckpointFormatVersion);
+  const auto a = model->parameters(), b = ckpt.model->parameters();
+  REQUIRE(a.size() == b.size());
+  for (std::size_t t = 0; t < a.size(); ++t) CHECK(torch::equal(a[t], b[t]));
+  REQUIRE(ckpt.covariance_block);
+  for (std::int64_t i = 0; i < kf->layout().num_blocks(); ++i)
+    CHECK(torch::equal(ckpt.covariance_block(i), kf->covariance(i)));
+  CHECK_THROWS_AS(ckpt.covariance_block(kf->layout().num_blocks()), deepkf::ModelError);
+
+  // The blocks are in the file once, outside the archive: the file is at least P's bytes, and the filter
+  // restored from it continues like the original.
+  CHECK(static_cast<std::int64_t>(fs::file_size(path)) > kf->total_covariance_bytes());
+  auto restored_model = ckpt.model;
+  deepkf::KalmanOptions o = kf->options();
+  KalmanFilter restored(restored_model->parameters(), o);
+  restored.load(ckpt.optimizer, ckpt.covariance_block);
+  CHECK(restored.lambda() == kf->lambda());
+  CHECK(restored.steps() == kf->steps());
+  for (std::int64_t i = 0; i < kf->layout().num_blocks(); ++i)
+    CHECK(torch::equal(restored.covariance(i), kf->covariance(i)));
+
+  // A file cut short names the file and says so.
+  const std::string cut = dir + "/cut.ckpt";
+  fs::copy_file(path, cut);
+  fs::resize_file(cut, fs::file_size(cut) - 8);
+  CHECK_THROWS_WITH(deepkf::read_checkpoint(cut, torch::kCPU), Contains(cut) && Contains("truncated"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("an unfinished checkpoint write leaves the previous checkpoint in place", "[train][checkpoint]") {
+  torch::manual_seed(2);
+  const std::string dir = deepkf::test::make_temp_dir("checkpoint-unfinished");
+  const std::string path = dir + "/model.ckpt";
+  auto model = small_model();
+  auto kf = updated_filter(model);
+  write_streamed(path, model, *kf, 1);
+  const auto before = fs::file_size(path);
+
+  torch::serialize::OutputArchive state;
+  kf->save_state(state);
+  std::vector<std::int64_t> sizes;
+  for (const auto& b : kf->layout().blocks()) sizes.push_back(b.size());
+  {
+    CheckpointWriter writer(path, model, meta_of(model, 2), state, sizes);
+    CHECK_THROWS_WITH(writer.write_block(1, kf->covariance(1)), Contains("block 0 expected"));
+    writer.write_block(0, kf->covariance(0));
+    CHECK_THROWS_WITH(writer.commit(), Contains("1 of " + std::to_string(sizes.size())));
+  }  // dropped without a successful commit
+  CHECK(fs::file_size(path) == before);
+  CHECK(deepkf::read_checkpoint(path, torch::kCPU).meta.at("step") == 1);
+  std::size_t files = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir)) ++files;
+  CHECK(files == 1);  // no temporary file left behind
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a format 1 checkpoint (covariance inside the archive) still restores", "[train][checkpoint]") {
+  torch::manual_seed(3);
+  const std::string dir = deepkf::test::make_temp_dir("checkpoint-v1");
+  const std::string path = dir + "/old.ckpt";
+  auto model = small_model();
+  auto kf = updated_filter(model);
+  {
+    // The layout format 1 had: one LibTorch archive, blocks as "P_<i>" in the optimizer state.
+    auto meta = meta_of(model, 5);
+    meta["format_version"] = 1;
+    torch::serialize::OutputArchive weights, state, archive;
+    model->save(weights);
+    kf->save(state);
+    archive.write("deepkf_checkpoint", c10::IValue(meta.dump()));
+    archive.write("model", weights);
+    archive.write("optimizer", state);
+    archive.save_to(path);
+  }
+  auto ckpt = deepkf::read_checkpoint(path, torch::kCPU);
+  CHECK(ckpt.meta.at("step") == 5);
+  CHECK_FALSE(ckpt.covariance_block);
+  KalmanFilter restored(ckpt.model->parameters(), kf->options());
+  restored.load(ckpt.optimizer, ckpt.covariance_block);
+  for (std::int64_t i = 0; i < kf->layout().num_blocks(); ++i)
+    CHECK(torch::equal(restored.covariance(i), kf->covariance(i)));
+  fs::remove_all(dir);
+}
