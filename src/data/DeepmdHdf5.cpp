@@ -55,41 +55,6 @@ struct Reader {
     return e > 0;
   }
 
-  // Whole dataset in one H5Dread, converted to double (or to int64 when as_int).
-  RawArray read_numeric(hid_t group, const std::string& gpath, const char* name, bool as_int = false) const {
-    RawArray a;
-    if (!exists(group, name)) return a;
-    const std::string object = gpath + "/" + name;
-    Handle ds(H5Dopen2(group, name, H5P_DEFAULT), H5Dclose);
-    if (!ds.ok()) fail(object, "not a dataset");
-    Handle type(H5Dget_type(ds.get()), H5Tclose);
-    const H5T_class_t cls = H5Tget_class(type.get());
-    if (cls != H5T_FLOAT && cls != H5T_INTEGER && cls != H5T_ENUM)
-      throw DataError(fmt::format("{}: dataset {} is not numeric", file, object));
-    Handle space(H5Dget_space(ds.get()), H5Sclose);
-    const int ndims = H5Sget_simple_extent_ndims(space.get());
-    if (ndims < 0) fail(object, "bad dataspace");
-    std::vector<hsize_t> dims(static_cast<std::size_t>(ndims));
-    if (ndims > 0) H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
-    std::int64_t n = 1;
-    for (auto d : dims) {
-      a.shape.push_back(static_cast<std::int64_t>(d));
-      n *= static_cast<std::int64_t>(d);
-    }
-    a.present = true;
-    a.data.resize(static_cast<std::size_t>(n));
-    if (n == 0) return a;
-    if (as_int) {
-      std::vector<std::int64_t> v(static_cast<std::size_t>(n));
-      if (H5Dread(ds.get(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()) < 0)
-        fail(object, "H5Dread failed");
-      std::copy(v.begin(), v.end(), a.data.begin());
-    } else if (H5Dread(ds.get(), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, a.data.data()) < 0) {
-      fail(object, "H5Dread failed");
-    }
-    return a;
-  }
-
   // A 1-d (or scalar) dataset of fixed- or variable-length strings.
   std::vector<std::string> read_strings(hid_t group, const std::string& gpath, const char* name) const {
     const std::string object = gpath + "/" + name;
@@ -154,10 +119,14 @@ struct Reader {
   std::shared_ptr<FrameSource> open_system(hid_t g, const std::string& gpath) const {
     SystemLayout raw;
     raw.source = file + "#" + (gpath.empty() ? "/" : gpath);
-    if (exists(g, "type.raw")) {
+    if (const auto types = open_array(g, gpath, "type.raw")) {
       raw.has_types = true;
-      RawArray t = read_numeric(g, gpath, "type.raw", true);
-      raw.types.assign(t.data.begin(), t.data.end());
+      // The whole array (natoms values): all of its rows.
+      std::int64_t n = 1;
+      for (auto d : types->shape()) n *= d;
+      std::vector<double> values(static_cast<std::size_t>(n));
+      if (n > 0) types->read_rows(0, types->shape().empty() ? 1 : types->shape()[0], values.data());
+      raw.types.assign(values.begin(), values.end());
     }
     if (exists(g, "type_map.raw")) raw.type_map = read_strings(g, gpath, "type_map.raw");
     raw.periodic = !exists(g, "nopbc");
@@ -178,7 +147,7 @@ struct Reader {
     return open_layout_system(std::move(raw));
   }
 
-  // A frame dataset, kept open; null when absent.
+  // A numeric dataset (a frame array or type.raw), kept open; null when absent.
   std::shared_ptr<const ArraySource> open_array(hid_t group, const std::string& gpath,
                                                 const char* name) const;
 

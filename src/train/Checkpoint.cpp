@@ -152,12 +152,6 @@ void CheckpointWriter::commit() {
   file_.commit();
 }
 
-void write_checkpoint(const std::string& path, const DeepPot& model, nlohmann::json meta,
-                      torch::serialize::OutputArchive& optimizer) {
-  CheckpointWriter writer(path, model, std::move(meta), optimizer);
-  writer.commit();
-}
-
 LoadedCheckpoint read_checkpoint(const std::string& path, torch::Device device) {
   if (!std::filesystem::is_regular_file(path)) throw ModelError("checkpoint '" + path + "' does not exist");
   LoadedCheckpoint out;

@@ -71,10 +71,6 @@ class CheckpointWriter {
   std::int64_t next_block_ = 0;
 };
 
-// A checkpoint without covariance blocks (or with them inside `optimizer`), written at once.
-void write_checkpoint(const std::string& path, const DeepPot& model, nlohmann::json meta,
-                      torch::serialize::OutputArchive& optimizer);
-
 // Throws ModelError naming the file for a missing, corrupt, truncated or newer-version checkpoint.
 LoadedCheckpoint read_checkpoint(const std::string& path, torch::Device device);
 

@@ -52,8 +52,6 @@ struct Trainer::Impl {
   std::vector<std::shared_ptr<FrameSource>> sources;  // every system opened (training and validation)
   std::vector<FrameSubset> train;
   std::vector<FrameSubset> valid;
-  // Each load as opened (before any split) with the paths that name it, for check_data.
-  std::vector<std::pair<std::vector<FrameSubset>, std::string>> loads;
   std::vector<int> batch_size;
   std::vector<int> valid_batch_size;
   std::unique_ptr<BatchSampler> sampler;
@@ -75,8 +73,9 @@ struct Trainer::Impl {
   void setup();
   void setup_logging();
   void setup_threads_and_device();
-  // Opens the data and splits it; no communication (run inside together()).
-  void load_data();
+  // Opens the data and splits it; no communication (run inside together()). Returns each load as opened
+  // (before any split) with the paths that name it, for check_data.
+  std::vector<std::pair<std::vector<FrameSubset>, std::string>> load_data();
   // Reads this rank's share of every frame of `parts` once: checks the values (a bad number or cell fails
   // here, not mid-run) and judges the units over all ranks (check_units), naming `what`.
   void check_data(const std::vector<FrameSubset>& parts, const std::string& what);
@@ -222,7 +221,8 @@ std::vector<double> flatten_cpu(const std::vector<torch::Tensor>& tensors) {
 
 }  // namespace
 
-void Trainer::Impl::load_data() {
+std::vector<std::pair<std::vector<FrameSubset>, std::string>> Trainer::Impl::load_data() {
+  std::vector<std::pair<std::vector<FrameSubset>, std::string>> loads;
   const auto type_map = cfg.model.value("type_map", std::vector<std::string>{});
   const auto train_paths = resolve_paths(cfg.training_data.systems, cfg.base_dir);
   OpenedData training = open_dataset(train_paths, type_map);
@@ -259,6 +259,7 @@ void Trainer::Impl::load_data() {
   for (const auto& s : valid) vframes += s.nframes();
   log->info("training data: {} systems, {} frames; validation: {} systems, {} frames", train.size(), frames,
             valid.size(), vframes);
+  return loads;
 }
 
 template <typename F>
@@ -296,14 +297,13 @@ void Trainer::Impl::check_data(const std::vector<FrameSubset>& parts, const std:
   std::vector<double> all(local.size() * static_cast<std::size_t>(comm->size()));
   std::vector<std::size_t> counts(static_cast<std::size_t>(comm->size()), local.size() * sizeof(double));
   comm->allgatherv(local.data(), all.data(), counts);
+  auto of_rank = [&](int r, std::size_t i) {
+    return unpack(all.data() + (static_cast<std::size_t>(r) * mine.size() + i) * kStatisticsFields, mine[i]);
+  };
   std::vector<SystemStatistics> stats;
   for (std::size_t i = 0; i < mine.size(); ++i) {
-    SystemStatistics total = mine[i];
-    total.nframes = 0;
-    for (int r = 0; r < comm->size(); ++r)
-      total = merge(
-          total,
-          unpack(all.data() + (static_cast<std::size_t>(r) * mine.size() + i) * kStatisticsFields, mine[i]));
+    SystemStatistics total = of_rank(0, i);
+    for (int r = 1; r < comm->size(); ++r) total = merge(total, of_rank(r, i));
     stats.push_back(total);
   }
   const std::string finding = check_units(stats, what);
@@ -438,10 +438,10 @@ void Trainer::Impl::setup() {
   for (const auto& key : cfg.ignored_keys) log->info("input key {} has no effect in deepkf", key);
   // Every rank opens the data (types and shapes) and checks its share of the frames; a rank that cannot
   // ends the set-up on all ranks. Frames are read again when a batch needs them, each rank its own share.
-  together([&] { load_data(); });
+  std::vector<std::pair<std::vector<FrameSubset>, std::string>> loads;
+  together([&] { loads = load_data(); });
   check_same_data();
   for (const auto& [parts, what] : loads) check_data(parts, what);
-  loads.clear();
   std::vector<std::int64_t> nframes;
   for (const auto& s : train) nframes.push_back(s.nframes());
   sampler = std::make_unique<BatchSampler>(nframes, batch_size, cfg.seed);
