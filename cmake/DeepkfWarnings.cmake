@@ -1,7 +1,7 @@
 # Warnings for our own targets only (third-party headers are included as SYSTEM).
 add_library(deepkf_warnings INTERFACE)
 target_compile_options(deepkf_warnings INTERFACE
-  -Wall -Wextra -Wshadow -Wnon-virtual-dtor -Wcast-align -Woverloaded-virtual -Wpedantic)
+  "$<$<COMPILE_LANGUAGE:CXX>:-Wall;-Wextra;-Wshadow;-Wnon-virtual-dtor;-Wcast-align;-Woverloaded-virtual;-Wpedantic>")
 
 # deepkf_add_library(NAME SOURCES... DEPS ...): one library target per layer.
 function(deepkf_add_library name)

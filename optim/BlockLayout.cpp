@@ -88,7 +88,7 @@ BlockLayout BlockLayout::from_tensors(const std::vector<torch::Tensor>& params, 
 
 std::int64_t BlockLayout::covariance_elements() const {
   std::int64_t total = 0;
-  for (const auto& b : blocks_) total += b.size() * b.size();
+  for (const auto& b : blocks_) total += b.size() * (b.size() + 1) / 2;
   return total;
 }
 

@@ -43,7 +43,7 @@ class BlockLayout {
   std::int64_t num_blocks() const { return static_cast<std::int64_t>(blocks_.size()); }
   const std::vector<Block>& blocks() const { return blocks_; }
   const std::vector<TensorSlot>& tensors() const { return tensors_; }
-  // sum_i n_i^2: the number of covariance values over all blocks.
+  // sum_i n_i (n_i + 1) / 2: the covariance values over all blocks, each stored as its packed upper triangle.
   std::int64_t covariance_elements() const;
 
   // Flat vector h [N] of dtype `dtype` on the tensors' device from per-parameter tensors shaped like the

@@ -2,10 +2,10 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <functional>
-#include <map>
 
 #include "src/core/Error.hpp"
 
@@ -60,16 +60,19 @@ KalmanFilter::KalmanFilter(std::vector<torch::Tensor> params, const KalmanOption
                      ", not floating point");
   }
 
-  // Owners: contiguous block ranges balanced by n_i^2. Block i goes to the rank whose share of the total
-  // cost contains the midpoint of the block's cost, which is non-decreasing in i.
+  // Owners: contiguous block ranges balanced by memory, n_i (n_i + 1) / 2. Block i goes to the rank whose
+  // share of the total cost contains the midpoint of the block's cost, which is non-decreasing in i.
   const auto& blocks = layout_.blocks();
   const int nranks = comm_->size();
   const int me = comm_->rank();
   double total = 0.0;
-  for (const auto& b : blocks) total += static_cast<double>(b.size()) * static_cast<double>(b.size());
+  auto cost_of = [](const Block& b) {
+    return static_cast<double>(b.size()) * static_cast<double>(b.size() + 1);
+  };
+  for (const auto& b : blocks) total += cost_of(b);
   double before = 0.0;
   for (const auto& b : blocks) {
-    const double cost = static_cast<double>(b.size()) * static_cast<double>(b.size());
+    const double cost = cost_of(b);
     const int owner =
         std::min(nranks - 1, static_cast<int>(std::floor((before + 0.5 * cost) / total * nranks)));
     owners_.push_back(owner);
@@ -85,59 +88,32 @@ KalmanFilter::KalmanFilter(std::vector<torch::Tensor> params, const KalmanOption
     if (owners_[i] == me) end_block_ = static_cast<std::int64_t>(i) + 1;
   }
 
-  // Owned blocks grouped by size, each group one [nb, n, n] tensor initialised to p0 * I.
-  std::map<std::int64_t, std::size_t> class_of_size;
-  for (std::int64_t i = first_block_; i < end_block_; ++i) {
-    const auto n = blocks[static_cast<std::size_t>(i)].size();
-    auto it = class_of_size.find(n);
-    if (it == class_of_size.end()) {
-      it = class_of_size.emplace(n, classes_.size()).first;
-      classes_.push_back(SizeClass{n, {}, {}, {}});
-    }
-    classes_[it->second].blocks.push_back(i);
-  }
-  const auto p_opts = torch::TensorOptions().dtype(options_.p_dtype).device(device_);
-  for (auto& c : classes_) {
-    const auto nb = static_cast<std::int64_t>(c.blocks.size());
-    c.P = torch::zeros({nb, c.n, c.n}, p_opts);
-    c.P.diagonal(0, 1, 2).fill_(options_.p0);
-    std::vector<std::int64_t> index;
-    index.reserve(static_cast<std::size_t>(nb * c.n));
-    for (auto i : c.blocks) {
-      for (auto k = blocks[static_cast<std::size_t>(i)].begin; k < blocks[static_cast<std::size_t>(i)].end;
-           ++k) {
-        index.push_back(k);
-      }
-    }
-    c.index = torch::tensor(index, torch::kInt64).to(device_);
-  }
+  std::vector<std::int64_t> sizes;
+  for (auto i = first_block_; i < end_block_; ++i)
+    sizes.push_back(blocks[static_cast<std::size_t>(i)].size());
+  cov_ = PackedCovariance(std::move(sizes), options_.p0, options_.p_dtype, device_);
 }
 
-std::int64_t KalmanFilter::covariance_bytes() const {
-  std::int64_t total = 0;
-  for (const auto& c : classes_) total += c.P.numel() * static_cast<std::int64_t>(c.P.element_size());
-  return total;
-}
+std::int64_t KalmanFilter::covariance_bytes() const { return cov_.bytes(); }
 
 std::int64_t KalmanFilter::total_covariance_bytes() const {
   return layout_.covariance_elements() * static_cast<std::int64_t>(c10::elementSize(options_.p_dtype));
 }
 
-std::pair<std::size_t, std::int64_t> KalmanFilter::locate(std::int64_t block) const {
-  for (std::size_t c = 0; c < classes_.size(); ++c) {
-    const auto& ids = classes_[c].blocks;
-    for (std::size_t j = 0; j < ids.size(); ++j) {
-      if (ids[j] == block) return {c, static_cast<std::int64_t>(j)};
-    }
-  }
+std::int64_t KalmanFilter::local(std::int64_t block) const {
+  if (owns(block)) return block - first_block_;
+  const bool exists = block >= 0 && block < layout_.num_blocks();
   throw OptimError("kalman optimizer: block " + std::to_string(block) + " is not held by rank " +
-                   std::to_string(comm_->rank()) + " (it holds blocks " + std::to_string(first_block_) +
-                   " to " + std::to_string(end_block_ - 1) + ")");
+                   std::to_string(comm_->rank()) +
+                   (exists
+                        ? " (rank " + std::to_string(owners_[static_cast<std::size_t>(block)]) + " holds it)"
+                        : " (there are " + std::to_string(layout_.num_blocks()) + " blocks)"));
 }
 
-torch::Tensor KalmanFilter::covariance(std::int64_t block) const {
-  const auto [c, j] = locate(block);
-  return classes_[c].P[j].clone();
+torch::Tensor KalmanFilter::covariance(std::int64_t block) { return cov_.dense(local(block)); }
+
+torch::Tensor KalmanFilter::packed_covariance(std::int64_t block) {
+  return cov_.packed(local(block)).to(torch::kCPU, /*non_blocking=*/false, /*copy=*/true);
 }
 
 std::string KalmanFilter::status() const {
@@ -152,34 +128,19 @@ void KalmanFilter::update(double e, const std::vector<torch::Tensor>& grads) {
   torch::NoGradGuard no_grad;
   const auto& blocks = layout_.blocks();
 
-  // h [N] in P's dtype on P's device.
-  auto h = torch::empty({layout_.num_parameters()},
-                        torch::TensorOptions().dtype(options_.p_dtype).device(device_));
+  // h [N] in float64 on P's device; this rank's blocks cover [own_begin, own_begin + own_count).
+  auto h =
+      torch::empty({layout_.num_parameters()}, torch::TensorOptions().dtype(torch::kFloat64).device(device_));
   layout_.gather_into(grads, h);
+  const auto own_begin = rank_begin_[static_cast<std::size_t>(comm_->rank())];
+  const auto own_count = rank_begin_[static_cast<std::size_t>(comm_->rank()) + 1] - own_begin;
 
-  // K_i = P_i h_i, and the per-block terms h_i^T P_i h_i = h_i^T K_i accumulated in float64.
-  std::vector<torch::Tensor> gains(classes_.size());
+  // K_i = P_i h_i in one sweep that first applies the previous step's deferred update to P_i, and the
+  // per-block terms h_i^T P_i h_i = h_i^T K_i in float64.
+  std::vector<double> own_terms;
+  const auto K = cov_.sweep(h.narrow(0, own_begin, own_count), own_terms);
   std::vector<double> terms(blocks.size(), 0.0);
-  for (std::size_t c = 0; c < classes_.size(); ++c) {
-    const auto& cls = classes_[c];
-    const auto nb = static_cast<std::int64_t>(cls.blocks.size());
-    const auto hc = h.index_select(0, cls.index).view({nb, cls.n, 1});
-    if (device_.is_cpu()) {
-      // On the CPU one BLAS gemv per block reads P at full bandwidth; batched bmm with a single column
-      // went through a slower gemm path (2.5x slower in docs/benchmarks.md, RLEKF step).
-      gains[c] = torch::empty({nb, cls.n, 1}, cls.P.options());
-      for (std::int64_t j = 0; j < nb; ++j) {
-        auto out = gains[c][j].view({cls.n});
-        at::mv_out(out, cls.P[j], hc[j].view({cls.n}));
-      }
-    } else {
-      gains[c] = torch::bmm(cls.P, hc);
-    }
-    const auto hk = (hc * gains[c]).sum({1, 2}, false, torch::kFloat64).to(torch::kCPU);
-    const auto* hk_data = hk.data_ptr<double>();
-    for (std::int64_t j = 0; j < nb; ++j)
-      terms[static_cast<std::size_t>(cls.blocks[static_cast<std::size_t>(j)])] = hk_data[j];
-  }
+  std::copy(own_terms.begin(), own_terms.end(), terms.begin() + first_block_);
   // Every rank contributes its own blocks' terms; summing in block order makes a independent of the ranks.
   comm_->allreduce_sum(terms.data(), terms.size());
   // a = sum_i (lambda + h_i^T P_i h_i)
@@ -190,21 +151,15 @@ void KalmanFilter::update(double e, const std::vector<torch::Tensor>& grads) {
                      num(a) + " (lambda " + num(lambda_) +
                      "); the covariance has lost positive definiteness or h is not finite");
   }
-  const double gain_scale = e / a;
 
   // w_i <- w_i + (e / a) K_i on the owned blocks, in a flat copy of the weights.
   auto w =
       torch::empty({layout_.num_parameters()}, torch::TensorOptions().dtype(param_dtype_).device(device_));
   layout_.gather_into(params_, w);
-  for (std::size_t c = 0; c < classes_.size(); ++c) {
-    w.index_add_(0, classes_[c].index, (gains[c].view({-1}) * gain_scale).to(param_dtype_));
-  }
+  w.narrow(0, own_begin, own_count).add_((K * (e / a)).to(param_dtype_));
 
-  // P_i <- (P_i - K_i K_i^T / a) / lambda: beta = 1 / lambda, alpha = -1 / (a lambda). The entries of
-  // K K^T are single products K_r K_c, so P stays exactly symmetric.
-  for (std::size_t c = 0; c < classes_.size(); ++c) {
-    classes_[c].P.baddbmm_(gains[c], gains[c].transpose(1, 2), 1.0 / lambda_, -1.0 / (a * lambda_));
-  }
+  // P_i <- (P_i - K_i K_i^T / a) / lambda, applied by the next sweep (or a flush before P is read).
+  cov_.defer_update(K, a, lambda_);
 
   allgather_weights(w);
   layout_.scatter(w, params_);
@@ -240,7 +195,8 @@ void KalmanFilter::allgather_weights(torch::Tensor& flat) {
 }
 
 void KalmanFilter::write_scalars(torch::serialize::OutputArchive& state) const {
-  state.write("format_version", torch::full({}, std::int64_t{1}, torch::kInt64));
+  // Format 2: P_i as packed upper triangles (format 1 held dense [n_i, n_i] blocks).
+  state.write("format_version", torch::full({}, std::int64_t{2}, torch::kInt64));
   state.write("lambda", torch::full({}, lambda_, torch::kFloat64));
   state.write("steps", torch::full({}, steps_, torch::kInt64));
   state.write("blocksize", torch::full({}, options_.blocksize, torch::kInt64));
@@ -263,16 +219,15 @@ void KalmanFilter::stream_covariance(const std::function<void(std::int64_t, cons
   for (std::size_t i = 0; i < blocks.size(); ++i) {
     const int owner = owners_[i];
     if (me != owner && me != 0) continue;
-    const auto n = blocks[i].size();
+    const auto count = blocks[i].size() * (blocks[i].size() + 1) / 2;  // packed values
     torch::Tensor block;
     if (me == owner) {
-      const auto [c, j] = locate(static_cast<std::int64_t>(i));
-      block = classes_[c].P[j];
-      if (!block.is_cpu()) block = block.to(torch::kCPU);  // device memory: staged through the host
+      block = cov_.packed(local(static_cast<std::int64_t>(i)));  // flushed
+      if (!block.is_cpu()) block = block.to(torch::kCPU);        // device memory: staged through the host
     } else {
-      if (!buffer.defined() || buffer.numel() < n * n)
-        buffer = torch::empty({n * n}, torch::TensorOptions().dtype(options_.p_dtype));
-      block = buffer.narrow(0, 0, n * n).view({n, n});
+      if (!buffer.defined() || buffer.numel() < count)
+        buffer = torch::empty({count}, torch::TensorOptions().dtype(options_.p_dtype));
+      block = buffer.narrow(0, 0, count);
     }
     if (owner != 0) {
       comm_->transfer(block.data_ptr(), static_cast<std::size_t>(block.numel()) * block.element_size(), owner,
@@ -302,8 +257,9 @@ void KalmanFilter::load(torch::serialize::InputArchive& archive,
   if (!archive.try_read("kalman", state))
     throw OptimError("kalman optimizer state: the archive has no 'kalman' entry");
   const auto version = read_tensor(state, "format_version").item<std::int64_t>();
-  if (version != 1)
-    throw OptimError("kalman optimizer state: format version " + std::to_string(version) + " is not 1");
+  if (version != 1 && version != 2)
+    throw OptimError("kalman optimizer state: format version " + std::to_string(version) +
+                     " is not 1 or 2 (written by a newer deepkf?)");
   const auto sizes = read_tensor(state, "block_sizes").to(torch::kCPU);
   const auto& blocks = layout_.blocks();
   bool same = sizes.dim() == 1 && sizes.size(0) == static_cast<std::int64_t>(blocks.size());
@@ -326,14 +282,16 @@ void KalmanFilter::load(torch::serialize::InputArchive& archive,
       if (!read_block) throw OptimError("kalman optimizer state: entry '" + key + "' is missing");
       block = read_block(i);
     }
+    // Format 2 holds packed triangles, format 1 (and format 2 checkpoint files) dense blocks.
     const auto n = blocks[static_cast<std::size_t>(i)].size();
-    if (block.sizes().vec() != std::vector<std::int64_t>{n, n}) {
+    const bool packed = block.dim() == 1 && block.size(0) == n * (n + 1) / 2;
+    const bool dense = block.dim() == 2 && block.size(0) == n && block.size(1) == n;
+    if (!packed && !dense) {
       throw OptimError("kalman optimizer state: " + key + " has " + std::to_string(block.numel()) +
                        " values, block " + std::to_string(i) + " is " + std::to_string(n) + " x " +
                        std::to_string(n));
     }
-    const auto [c, j] = locate(i);
-    classes_[c].P[j].copy_(block);
+    cov_.assign(local(i), block);
   }
   lambda_ = lambda;
   steps_ = steps;

@@ -1,5 +1,5 @@
 #pragma once
-// RLEKF: the layer-wise extended Kalman filter with a block-diagonal covariance (shared/docs/rlekf.md).
+// RLEKF: the layer-wise extended Kalman filter with a block-diagonal covariance (docs/rlekf.md).
 //
 // One step, given the innovation e of a scalar measurement y and h = dy/dw split into blocks h_i:
 //   a   = sum_i (lambda + h_i^T P_i h_i)
@@ -7,15 +7,17 @@
 //   w_i <- w_i + (e / a) K_i
 //   P_i <- (P_i - K_i K_i^T / a) / lambda
 //   lambda <- nu * lambda + 1 - nu
-// Blocks of equal size are held as one batched tensor [nb, n, n], so a step is K = P h (bmm on GPUs, one
-// gemv per block on the CPU, where that is 2.5x faster) and one in-place baddbmm_ per block size. With a
-// single block (blocksize >= N) this is the global EKF (GEKF).
+// Each P_i is stored as its packed upper triangle, so it is symmetric by construction and takes half the
+// memory of a dense block. The update of P is deferred: step t leaves (K_t, a_t, lambda_t) pending and
+// step t+1 applies it inside the sweep that computes K_{t+1} = P_{t+1} h_{t+1}, so a step reads and writes
+// each stored value once (optim/PackedCovariance.hpp). Whatever reads P flushes the pending update first.
+// With a single block (blocksize >= N) this is the global EKF (GEKF).
 //
-// Data parallel: blocks are owned by ranks in contiguous ranges balanced by n_i^2 and a rank allocates only
-// its own P_i. The per-block terms of a are summed over ranks (a vector of one value per block, summed in
-// block order, so a, and hence the weights, do not depend on the rank count); each rank updates its own w_i
-// and P_i; an allgatherv of the owned weight ranges rebuilds w everywhere. The gradient allreduce is the
-// caller's job: update() expects the global h on every rank.
+// Data parallel: blocks are owned by ranks in contiguous ranges balanced by their memory n_i (n_i + 1) / 2,
+// and a rank allocates only its own P_i. The per-block terms of a are summed over ranks (a vector of one
+// value per block, summed in block order, so a, and hence the weights, do not depend on the rank count);
+// each rank updates its own w_i and P_i; an allgatherv of the owned weight ranges rebuilds w everywhere.
+// The gradient allreduce is the caller's job: update() expects the global h on every rank.
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -24,6 +26,7 @@
 
 #include "optim/BlockLayout.hpp"
 #include "optim/Optimizer.hpp"
+#include "optim/PackedCovariance.hpp"
 
 namespace deepkf {
 
@@ -50,7 +53,7 @@ class KalmanFilter final : public Optimizer {
   std::int64_t steps() const { return steps_; }
   const KalmanOptions& options() const { return options_; }
   const BlockLayout& layout() const { return layout_; }
-  // Bytes of the covariance blocks this rank holds (sum over owned n_i^2 * sizeof(p_dtype)).
+  // Bytes of the covariance blocks this rank holds (sum over owned n_i (n_i + 1) / 2 * sizeof(p_dtype)).
   std::int64_t covariance_bytes() const;
   // Bytes of all blocks over all ranks.
   std::int64_t total_covariance_bytes() const;
@@ -60,44 +63,46 @@ class KalmanFilter final : public Optimizer {
   bool owns(std::int64_t block) const { return block >= first_block_ && block < end_block_; }
   // The rank owning each block.
   const std::vector<int>& block_owners() const { return owners_; }
-  // A copy of owned block i's P_i [n_i, n_i] (for tests and diagnostics); OptimError if not owned here.
-  torch::Tensor covariance(std::int64_t block) const;
+  // Owned block i's P_i as a full [n_i, n_i] CPU tensor (a copy, for tests and diagnostics), and as a CPU
+  // copy of its packed upper triangle [n_i (n_i + 1) / 2]; both apply the pending update first. OptimError
+  // if the block is not owned here.
+  torch::Tensor covariance(std::int64_t block);
+  torch::Tensor packed_covariance(std::int64_t block);
+  // Applies the pending update of the last step to P now (never needed for correctness: every reader of P
+  // does it; results do not depend on when it happens).
+  void flush() { cov_.flush(); }
 
   std::string name() const override { return "RLEKF"; }
   Kind kind() const override { return Kind::kMeasurement; }
   std::string status() const override;
   std::int64_t state_bytes() const override { return covariance_bytes(); }
-  // Collective: every block is sent to rank 0, whose archive holds P_i under "P_<i>" for every global block
-  // i, with lambda, the step count and the block sizes; other ranks' archives get the scalars only. Rank 0
-  // holds a copy of every block until the archive is written (see stream_covariance for large P).
+  // Collective: every block is sent to rank 0, whose archive holds P_i's packed upper triangle under "P_<i>"
+  // for every global block i, with lambda, the step count and the block sizes; other ranks' archives get
+  // the scalars only. Rank 0 holds a copy of every block until the archive is written (see
+  // stream_covariance for large P).
   void save(torch::serialize::OutputArchive& archive) override;
   // The scalars and block sizes of save(), without the blocks. Not collective.
   void save_state(torch::serialize::OutputArchive& archive) const;
   // Collective: sends the blocks, in block order, to rank 0 (point to point from each owner; device blocks
-  // staged through the host) and calls sink(i, P_i) there with a CPU tensor [n_i, n_i] valid during the
-  // call. Rank 0 holds at most one other rank's block at a time. Other ranks' sinks are not called.
+  // staged through the host) and calls sink(i, P_i) there with P_i's packed upper triangle, a CPU tensor
+  // [n_i (n_i + 1) / 2] valid during the call. Rank 0 holds at most one other rank's block at a time.
+  // Other ranks' sinks are not called.
   void stream_covariance(const std::function<void(std::int64_t, const torch::Tensor&)>& sink);
   // Each rank reads its own blocks by global index, so a state saved with any rank count restores under
-  // any other. Throws OptimError when the archive's block layout differs from this one.
+  // any other. Reads the packed blocks of format 2 and the dense [n_i, n_i] blocks of format 1. Throws
+  // OptimError when the archive's block layout differs from this one.
   void load(torch::serialize::InputArchive& archive) override;
   // The same for a state written by save_state: blocks missing from the archive come from read_block(i)
-  // (a CPU or device tensor [n_i, n_i]).
+  // (a CPU or device tensor, packed [n_i (n_i + 1) / 2] or dense [n_i, n_i]).
   void load(torch::serialize::InputArchive& archive,
             const std::function<torch::Tensor(std::int64_t)>& read_block);
 
  private:
-  // Owned blocks of one size n, held together.
-  struct SizeClass {
-    std::int64_t n = 0;
-    std::vector<std::int64_t> blocks;  // global block indices
-    torch::Tensor P;                   // [nb, n, n], p_dtype, on the parameters' device
-    torch::Tensor index;               // [nb * n] int64: flat positions of the blocks' values, block by block
-  };
-
   void write_scalars(torch::serialize::OutputArchive& state) const;
   // Rebuilds w everywhere from the owned range that this rank updated in flat (param dtype, [N]).
   void allgather_weights(torch::Tensor& flat);
-  std::pair<std::size_t, std::int64_t> locate(std::int64_t block) const;  // (class, position in class)
+  // Position of an owned block among this rank's blocks; OptimError naming the owner otherwise.
+  std::int64_t local(std::int64_t block) const;
 
   std::vector<torch::Tensor> params_;
   KalmanOptions options_;
@@ -109,7 +114,7 @@ class KalmanFilter final : public Optimizer {
   std::int64_t first_block_ = 0;
   std::int64_t end_block_ = 0;
   std::vector<std::int64_t> rank_begin_;  // owned flat range of each rank: [rank_begin_[r], rank_begin_[r+1])
-  std::vector<SizeClass> classes_;
+  PackedCovariance cov_;                  // this rank's blocks [first_block_, end_block_)
   double lambda_ = 0.98;
   std::int64_t steps_ = 0;
 };

@@ -1,12 +1,15 @@
-// Time per RLEKF step (update only, h given) for several kf_blocksize values and both covariance
-// precisions, against memory passes over a tensor of the same size measured in the same run:
-//   copy pass  Q.mul_(1.0)            one read + one write of P (the floor for an in-place update)
-//   bmm        K = P h                one read of P, batched
-//   gemv       K_i = P_i h_i          one read of P, one BLAS gemv per block (what the CPU step uses)
-//   baddbmm_   P = (P - K K^T/a)/l    the rank-1 update alone
-// and the covariance memory sum_i n_i^2 of the water reference model (shapes from deep-potential.md).
+// Time per RLEKF step (KalmanFilter::update, h given) for several kf_blocksize values and both covariance
+// precisions, against references measured in the same run:
+//   pass    Q.mul_(1.0) on a tensor of the packed covariance's size: one read + one write of its bytes,
+//           the floor for a step that updates P in place
+//   dense   the dense formulation the packed one replaced, on [nb, b, b] blocks: K_i = P_i h_i by one gemv
+//           per block, then P = (P - K K^T / a) / lambda by one in-place baddbmm_ (beta = 1/lambda)
+// and the covariance memory of the water reference model, packed and dense.
 //
-// Usage: bench_kalman [nblocks (4)] [threads (2)] [blocksizes ... (1024 2048 4096 5120 8192 10240)]
+// Each problem has nb blocks of b, nb = max(4, enough blocks for `min MiB` of packed covariance), so that P
+// is far larger than the caches and every number is a memory number.
+//
+// Usage: bench_kalman [min MiB (512)] [threads (2)] [blocksizes ... (1024 2048 4096 5120 8192 10240)]
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -23,16 +26,15 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-template <typename F>
-double median_ms(F&& f, int reps) {
-  std::vector<double> t;
-  for (int r = 0; r < reps; ++r) {
-    const auto t0 = Clock::now();
-    f();
-    t.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+double time_ms(const std::function<void()>& f) {
+  const auto t0 = Clock::now();
+  f();
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
 }
 
 // The water reference model's parameters in registration order: type_one_side, embedding [25, 50, 100]
@@ -61,81 +63,88 @@ std::vector<std::vector<std::int64_t>> water_shapes() {
   return s;
 }
 
+// One step of the dense formulation on blocks P [nb, b, b] (the reference the packed step is compared to).
+void dense_step(torch::Tensor& P, const torch::Tensor& h, double lambda) {
+  const auto nb = P.size(0), b = P.size(1);
+  auto K = torch::empty({nb, b, 1}, P.options());
+  const auto hb = h.view({nb, b});
+  double a = 0.0;
+  for (std::int64_t i = 0; i < nb; ++i) {
+    auto out = K[i].view({b});
+    at::mv_out(out, P[i], hb[i]);  // K_i = P_i h_i
+    a += lambda + out.dot(hb[i]).item<double>();
+  }
+  // P = (P - K K^T / a) / lambda
+  P.baddbmm_(K, K.transpose(1, 2), 1.0 / lambda, -1.0 / (a * lambda));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::int64_t nblocks = argc > 1 ? std::atoll(argv[1]) : 4;
+  const double min_mib = argc > 1 ? std::atof(argv[1]) : 512.0;
   const int threads = argc > 2 ? std::atoi(argv[2]) : 2;
   std::vector<std::int64_t> sizes;
   for (int i = 3; i < argc; ++i) sizes.push_back(std::atoll(argv[i]));
   if (sizes.empty()) sizes = {1024, 2048, 4096, 5120, 8192, 10240};
   torch::set_num_threads(threads);
   torch::NoGradGuard no_grad;
-  std::printf("torch threads %d, %lld blocks of b per problem (N = %lld b)\n", torch::get_num_threads(),
-              static_cast<long long>(nblocks), static_cast<long long>(nblocks));
+  std::printf("torch threads %d; each problem: nb blocks of b, packed P >= %.0f MiB\n",
+              torch::get_num_threads(), min_mib);
 
-  // Covariance memory of the water reference model.
   const auto shapes = water_shapes();
   std::printf("\nwater reference model: %lld parameters\n",
               static_cast<long long>(deepkf::BlockLayout(shapes, 1).num_parameters()));
-  std::printf("%10s %8s %14s %14s\n", "blocksize", "blocks", "P float64 MiB", "P float32 MiB");
+  std::printf("%10s %8s %18s %18s %18s\n", "blocksize", "blocks", "packed f64 MiB", "packed f32 MiB",
+              "dense f64 MiB");
   for (const auto b : std::vector<std::int64_t>{1024, 2048, 4096, 5120, 8192, 10240}) {
     const deepkf::BlockLayout layout(shapes, b);
-    const double elems = static_cast<double>(layout.covariance_elements());
-    std::printf("%10lld %8lld %14.1f %14.1f\n", static_cast<long long>(b),
-                static_cast<long long>(layout.num_blocks()), elems * 8 / (1 << 20), elems * 4 / (1 << 20));
+    double dense = 0.0;
+    for (const auto& blk : layout.blocks())
+      dense += static_cast<double>(blk.size()) * static_cast<double>(blk.size());
+    const double packed = static_cast<double>(layout.covariance_elements());
+    std::printf("%10lld %8lld %18.1f %18.1f %18.1f\n", static_cast<long long>(b),
+                static_cast<long long>(layout.num_blocks()), packed * 8 / (1 << 20), packed * 4 / (1 << 20),
+                dense * 8 / (1 << 20));
   }
 
-  std::printf("\n%10s %8s %10s %10s %10s %10s %10s %10s %9s %9s\n", "blocksize", "dtype", "P MiB", "step ms",
-              "pass ms", "bmm ms", "gemv ms", "baddbmm ms", "step/pass", "GB/s pass");
+  std::printf("\n%8s %4s %8s %10s %10s %10s %10s %10s %10s %10s\n", "b", "nb", "dtype", "P MiB", "step ms",
+              "pass ms", "step/pass", "dense ms", "dense/step", "GB/s step");
   for (const auto b : sizes) {
     for (const auto dtype : {torch::kFloat64, torch::kFloat32}) {
-      const int reps = b <= 4096 ? 15 : 7;
+      const auto elem = static_cast<double>(c10::elementSize(dtype));
+      const double block_bytes = static_cast<double>(b) * static_cast<double>(b + 1) / 2 * elem;
+      const auto nb =
+          std::max<std::int64_t>(4, static_cast<std::int64_t>(min_mib * (1 << 20) / block_bytes + 0.999));
+      const double bytes = block_bytes * static_cast<double>(nb);
+      const int reps = bytes < 2e9 ? 9 : 5;
       const auto opts = torch::TensorOptions().dtype(dtype);
-      const double bytes =
-          static_cast<double>(nblocks * b * b) * static_cast<double>(c10::elementSize(dtype));
-      // Passes over a tensor of P's size (before and after the Kalman steps; the median of both).
-      std::vector<double> pass, bmm, gemv, baddbmm;
-      auto passes = [&] {
-        auto Q = torch::eye(b, opts).unsqueeze(0).repeat({nblocks, 1, 1});
-        auto H = 1e-3 * torch::randn({nblocks, b, 1}, opts);
-        for (int r = 0; r < reps; ++r) {
-          pass.push_back(median_ms([&] { Q.mul_(1.0); }, 1));
-          torch::Tensor K;
-          bmm.push_back(median_ms([&] { K = torch::bmm(Q, H); }, 1));
-          gemv.push_back(median_ms(
-              [&] {
-                for (std::int64_t i = 0; i < nblocks; ++i) {
-                  auto out = K[i].view({b});
-                  at::mv_out(out, Q[i], H[i].view({b}));
-                }
-              },
-              1));
-          baddbmm.push_back(median_ms([&] { Q.baddbmm_(K, K.transpose(1, 2), 1.0, -1e-9); }, 1));
-        }
-      };
-      passes();
-      double step = 0.0;
+      const auto h = 1e-3 * torch::randn({nb * b}, torch::kFloat64);
+      std::vector<double> step, pass, dense;
       {
-        std::vector<torch::Tensor> params = {torch::zeros({nblocks * b}, torch::kFloat64)};
+        // The steps alternate with the passes, so that both see the same machine.
+        std::vector<torch::Tensor> params = {torch::zeros({nb * b}, torch::kFloat64)};
         deepkf::KalmanOptions o;
         o.blocksize = b;
         o.p_dtype = dtype;
         deepkf::KalmanFilter kf(params, o);
-        const auto h = 1e-3 * torch::randn({nblocks * b}, torch::kFloat64);
-        kf.update(0.01, {h});  // warm-up
-        step = median_ms([&] { kf.update(0.01, {h}); }, reps);
+        auto Q = torch::ones({static_cast<std::int64_t>(bytes / elem)}, opts);
+        kf.update(0.01, {h});  // the first step has no pending update; every later one does
+        for (int r = 0; r < reps; ++r) {
+          step.push_back(time_ms([&] { kf.update(0.01, {h}); }));
+          pass.push_back(time_ms([&] { Q.mul_(1.0); }));
+        }
       }
-      passes();
-      auto med = [](std::vector<double> v) {
-        std::sort(v.begin(), v.end());
-        return v[v.size() / 2];
-      };
-      const double p = med(pass);
-      std::printf("%10lld %8s %10.1f %10.2f %10.2f %10.2f %10.2f %10.2f %9.2f %9.2f\n",
-                  static_cast<long long>(b), dtype == torch::kFloat64 ? "float64" : "float32",
-                  bytes / (1 << 20), step, p, med(bmm), med(gemv), med(baddbmm), step / p,
-                  2 * bytes / (p * 1e6));
+      {
+        auto P = torch::eye(b, opts).unsqueeze(0).repeat({nb, 1, 1});
+        const auto hd = h.to(dtype);
+        for (int r = 0; r < std::min(reps, 5); ++r)
+          dense.push_back(time_ms([&] { dense_step(P, hd, 0.98); }));
+      }
+      const double s = median(step), p = median(pass), d = median(dense);
+      std::printf("%8lld %4lld %8s %10.1f %10.2f %10.2f %10.2f %10.2f %10.2f %10.2f\n",
+                  static_cast<long long>(b), static_cast<long long>(nb),
+                  dtype == torch::kFloat64 ? "float64" : "float32", bytes / (1 << 20), s, p, s / p, d, d / s,
+                  2 * bytes / (s * 1e6));
       std::fflush(stdout);
     }
   }

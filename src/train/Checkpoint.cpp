@@ -105,11 +105,12 @@ CheckpointWriter::CheckpointWriter(const std::string& path, const DeepPot& model
   header["format_version"] = kCheckpointFormatVersion;
   header["archive_bytes"] = archive.size();
   header["covariance"]["dtype"] = dtype_ == torch::kFloat64 ? "float64" : "float32";
+  header["covariance"]["layout"] = "packed_upper";
   nlohmann::json blocks = nlohmann::json::array();
   std::int64_t offset = 0;  // from the start of the covariance section
   for (auto n : block_sizes_) {
     blocks.push_back({n, offset});
-    offset += n * n * static_cast<std::int64_t>(c10::elementSize(dtype_));
+    offset += n * (n + 1) / 2 * static_cast<std::int64_t>(c10::elementSize(dtype_));
   }
   header["covariance"]["blocks"] = blocks;
   const std::string text = header.dump();
@@ -133,9 +134,9 @@ void CheckpointWriter::write_block(std::int64_t i, const torch::Tensor& block) {
          " expected");
   const auto n = block_sizes_[static_cast<std::size_t>(i)];
   if (!block.is_cpu() || block.scalar_type() != dtype_ ||
-      block.sizes().vec() != std::vector<std::int64_t>{n, n})
-    fail("covariance block " + std::to_string(i) + " is not a " + std::to_string(n) + " x " +
-         std::to_string(n) + " CPU tensor of the checkpoint's dtype");
+      block.sizes().vec() != std::vector<std::int64_t>{n * (n + 1) / 2})
+    fail("covariance block " + std::to_string(i) + " is not the packed triangle of a " + std::to_string(n) +
+         " x " + std::to_string(n) + " block (a CPU tensor of the checkpoint's dtype)");
   const auto data = block.contiguous();
   const auto bytes = static_cast<std::size_t>(data.numel()) * data.element_size();
   if (std::fwrite(data.data_ptr(), 1, bytes, out_.get()) != bytes) fail(std::strerror(errno));
@@ -181,22 +182,30 @@ LoadedCheckpoint read_checkpoint(const std::string& path, torch::Device device) 
   std::uint64_t archive_size = 0;
   std::vector<std::pair<std::int64_t, std::int64_t>> blocks;  // (n, offset)
   torch::ScalarType dtype = torch::kFloat64;
+  std::string layout;  // format 3: "packed_upper" triangles; format 2: dense blocks
   try {
     header = nlohmann::json::parse(text);
     archive_size = header.at("archive_bytes").get<std::uint64_t>();
     dtype = header.at("covariance").at("dtype").get<std::string>() == "float32" ? torch::kFloat32
                                                                                 : torch::kFloat64;
+    layout = header.at("covariance").value("layout", std::string("dense"));
     for (const auto& b : header.at("covariance").at("blocks"))
       blocks.emplace_back(b.at(0).get<std::int64_t>(), b.at(1).get<std::int64_t>());
   } catch (const std::exception& e) {
     corrupt(path, std::string("bad header: ") + e.what());
   }
+  if (layout != "dense" && layout != "packed_upper")
+    corrupt(path, "unknown covariance layout '" + layout + "' in the header");
+  const bool packed = layout == "packed_upper";
   const auto elem = static_cast<std::uint64_t>(c10::elementSize(dtype));
   const std::uint64_t base = 16 + length + archive_size;  // the covariance section
   std::uint64_t end = base;
+  // Values of block i in the file.
+  auto count = [packed](std::int64_t n) { return packed ? n * (n + 1) / 2 : n * n; };
   for (const auto& [n, offset] : blocks) {
     if (n < 0 || offset < 0) corrupt(path, "negative block size or offset in the header");
-    end = std::max(end, base + static_cast<std::uint64_t>(offset) + static_cast<std::uint64_t>(n * n) * elem);
+    end = std::max(end,
+                   base + static_cast<std::uint64_t>(offset) + static_cast<std::uint64_t>(count(n)) * elem);
   }
   if (end > file_size)
     corrupt(path, "the file has " + std::to_string(file_size) + " bytes, its header describes " +
@@ -210,14 +219,15 @@ LoadedCheckpoint read_checkpoint(const std::string& path, torch::Device device) 
   }
   read_archive(archive, path, device, out);
   if (!blocks.empty()) {
-    out.covariance_block = [path, blocks, dtype, elem, base](std::int64_t i) {
+    out.covariance_block = [path, blocks, dtype, elem, base, packed, count](std::int64_t i) {
       if (i < 0 || i >= static_cast<std::int64_t>(blocks.size()))
         throw ModelError("checkpoint '" + path + "' has " + std::to_string(blocks.size()) +
                          " covariance blocks, block " + std::to_string(i) + " was asked for");
       const auto [n, offset] = blocks[static_cast<std::size_t>(i)];
-      auto block = torch::empty({n, n}, torch::TensorOptions().dtype(dtype));
+      auto block = packed ? torch::empty({count(n)}, torch::TensorOptions().dtype(dtype))
+                          : torch::empty({n, n}, torch::TensorOptions().dtype(dtype));
       FilePtr in(std::fopen(path.c_str(), "rb"));
-      const auto nbytes = static_cast<std::size_t>(n * n) * elem;
+      const auto nbytes = static_cast<std::size_t>(count(n)) * elem;
       if (!in ||
           std::fseek(in.get(), static_cast<long>(base + static_cast<std::uint64_t>(offset)), SEEK_SET) != 0 ||
           std::fread(block.data_ptr(), 1, nbytes, in.get()) != nbytes)

@@ -4,14 +4,18 @@
 // blocks. Written atomically (a run killed while writing keeps its previous checkpoint) and streamed: the
 // covariance goes to the file one block at a time, so the writer never holds a second copy of P.
 //
-// Layout (format 2):
+// Layout (format 3):
 //   "DEEPKFCK"          8 bytes
 //   header length H     uint64, little-endian
-//   header              H bytes of JSON: {"format_version": 2, "archive_bytes": A,
-//                       "covariance": {"dtype": "float64" | "float32", "blocks": [[n_i, offset_i], ...]}}
+//   header              H bytes of JSON: {"format_version": 3, "archive_bytes": A,
+//                       "covariance": {"dtype": "float64" | "float32", "layout": "packed_upper",
+//                                      "blocks": [[n_i, offset_i], ...]}}
 //   archive             A bytes: a LibTorch archive holding the run record, the model and the optimizer state
-//   covariance          block i: n_i x n_i values, row-major, little-endian, offset_i bytes into this section
-// Format 1 (a plain LibTorch archive with the blocks inside the optimizer state) is still read.
+//   covariance          block i: the upper triangle of P_i packed row by row (row r holds columns r ..
+//   n_i-1),
+//                       n_i (n_i + 1) / 2 values, little-endian, offset_i bytes into this section
+// Still read: format 2 (the same with dense blocks, n_i x n_i values row-major, no "layout") and format 1 (a
+// plain LibTorch archive with the blocks inside the optimizer state).
 #include <torch/serialize/input-archive.h>
 #include <torch/serialize/output-archive.h>
 
@@ -28,15 +32,16 @@
 
 namespace deepkf {
 
-constexpr int kCheckpointFormatVersion = 2;
+constexpr int kCheckpointFormatVersion = 3;
 
 struct LoadedCheckpoint {
   nlohmann::json
       meta;  // {"format_version", "step", "epoch", "position", "config", "model", "optimizer", ...}
   DeepPot model{nullptr};
   torch::serialize::InputArchive optimizer;  // the optimizer's state
-  // Covariance block i ([n_i, n_i] on the CPU) read from the file when asked; null when the file has none
-  // beside the archive (format 1, or an optimizer without covariance). Throws ModelError naming the file.
+  // Covariance block i read from the file when asked, a CPU tensor: packed [n_i (n_i + 1) / 2] (format 3)
+  // or dense [n_i, n_i] (format 2); null when the file has none beside the archive (format 1, or an
+  // optimizer without covariance). Throws ModelError naming the file.
   std::function<torch::Tensor(std::int64_t)> covariance_block;
 };
 
@@ -55,7 +60,7 @@ class CheckpointWriter {
   CheckpointWriter(const CheckpointWriter&) = delete;
   CheckpointWriter& operator=(const CheckpointWriter&) = delete;
 
-  // Block i, the next in order: a CPU tensor [n_i, n_i] of block_dtype.
+  // Block i, the next in order: its packed upper triangle, a CPU tensor [n_i (n_i + 1) / 2] of block_dtype.
   void write_block(std::int64_t i, const torch::Tensor& block);
   // Throws Error when blocks are missing or the file cannot be completed.
   void commit();

@@ -3,7 +3,10 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
+
+#include "optim/KalmanFilter.hpp"
 
 namespace deepkf::test {
 
@@ -43,5 +46,21 @@ inline std::vector<torch::Tensor> make_grads(const std::vector<torch::Tensor>& p
 
 // Innovation for step k.
 inline double make_innovation(std::int64_t k) { return 0.3 * std::sin(1.7 * static_cast<double>(k) + 0.4); }
+
+// The filter's state as format 1 held it (what earlier versions wrote): the scalars and every block as a
+// dense [n_i, n_i] matrix "P_<i>", under "kalman". For tests that old states still restore.
+inline void save_format1_state(deepkf::KalmanFilter& kf, torch::serialize::OutputArchive& archive) {
+  torch::serialize::OutputArchive state;
+  state.write("format_version", torch::full({}, std::int64_t{1}, torch::kInt64));
+  state.write("lambda", torch::full({}, kf.lambda(), torch::kFloat64));
+  state.write("steps", torch::full({}, kf.steps(), torch::kInt64));
+  state.write("blocksize", torch::full({}, kf.options().blocksize, torch::kInt64));
+  std::vector<std::int64_t> sizes;
+  for (const auto& b : kf.layout().blocks()) sizes.push_back(b.size());
+  state.write("block_sizes", torch::tensor(sizes, torch::kInt64));
+  for (std::int64_t i = 0; i < kf.layout().num_blocks(); ++i)
+    state.write("P_" + std::to_string(i), kf.covariance(i));
+  archive.write("kalman", state);
+}
 
 }  // namespace deepkf::test

@@ -268,7 +268,7 @@ TEST_CASE("optimizer factory creates by name", "[optim][factory]") {
   CHECK(lkf->kind() == Optimizer::Kind::kMeasurement);
   CHECK(lkf->status().rfind("lambda 0.98", 0) == 0);
   CHECK(lkf->as_kalman().layout().num_blocks() == 3);
-  CHECK(lkf->state_bytes() == (16 + 1 + 16) * 8);
+  CHECK(lkf->state_bytes() == (10 + 1 + 10) * 8);  // packed triangles of blocks 4, 1, 4
   CHECK_THROWS_AS(lkf->as_adam(), OptimError);
   auto rlekf = make_optimizer("RLEKF", params, k, a);
   CHECK(rlekf->name() == "RLEKF");

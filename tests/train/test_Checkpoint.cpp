@@ -1,11 +1,13 @@
 // The checkpoint file: the record, model and optimizer state round-trip, the covariance blocks are streamed
 // after the archive and read back block by block, a truncated or incomplete file is refused with its name,
-// an unfinished write leaves the previous checkpoint in place, and format 1 files (blocks inside the
-// archive) still restore.
+// an unfinished write leaves the previous checkpoint in place, and format 2 files (dense blocks after the
+// archive) and format 1 files (dense blocks inside the archive) still restore.
 #include <torch/torch.h>
 
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -13,6 +15,7 @@
 #include "src/core/Error.hpp"
 #include "src/model/DeepPot.hpp"
 #include "src/train/Checkpoint.hpp"
+#include "tests/optim/OptimTestSupport.hpp"
 #include "tests/support/TestData.hpp"
 
 namespace fs = std::filesystem;
@@ -84,12 +87,15 @@ TEST_CASE("a checkpoint streams the covariance after the archive and reads it ba
   for (std::size_t t = 0; t < a.size(); ++t) CHECK(torch::equal(a[t], b[t]));
   REQUIRE(ckpt.covariance_block);
   for (std::int64_t i = 0; i < kf->layout().num_blocks(); ++i)
-    CHECK(torch::equal(ckpt.covariance_block(i), kf->covariance(i)));
+    CHECK(torch::equal(ckpt.covariance_block(i), kf->packed_covariance(i)));
   CHECK_THROWS_AS(ckpt.covariance_block(kf->layout().num_blocks()), deepkf::ModelError);
 
-  // The blocks are in the file once, outside the archive: the file is at least P's bytes, and the filter
-  // restored from it continues like the original.
+  // The blocks are in the file once, as packed triangles outside the archive: the file is at least P's
+  // bytes and less than the dense blocks' bytes, and the filter restored from it continues like the original.
   CHECK(static_cast<std::int64_t>(fs::file_size(path)) > kf->total_covariance_bytes());
+  std::int64_t dense_bytes = 0;
+  for (const auto& blk : kf->layout().blocks()) dense_bytes += blk.size() * blk.size() * 8;
+  CHECK(static_cast<std::int64_t>(fs::file_size(path)) < dense_bytes);
   auto restored_model = ckpt.model;
   deepkf::KalmanOptions o = kf->options();
   KalmanFilter restored(restored_model->parameters(), o);
@@ -122,8 +128,9 @@ TEST_CASE("an unfinished checkpoint write leaves the previous checkpoint in plac
   for (const auto& b : kf->layout().blocks()) sizes.push_back(b.size());
   {
     CheckpointWriter writer(path, model, meta_of(model, 2), state, sizes);
-    CHECK_THROWS_WITH(writer.write_block(1, kf->covariance(1)), Contains("block 0 expected"));
-    writer.write_block(0, kf->covariance(0));
+    CHECK_THROWS_WITH(writer.write_block(1, kf->packed_covariance(1)), Contains("block 0 expected"));
+    CHECK_THROWS_WITH(writer.write_block(0, kf->covariance(0)), Contains("packed triangle"));
+    writer.write_block(0, kf->packed_covariance(0));
     CHECK_THROWS_WITH(writer.commit(), Contains("1 of " + std::to_string(sizes.size())));
   }  // dropped without a successful commit
   CHECK(fs::file_size(path) == before);
@@ -146,7 +153,7 @@ TEST_CASE("a format 1 checkpoint (covariance inside the archive) still restores"
     meta["format_version"] = 1;
     torch::serialize::OutputArchive weights, state, archive;
     model->save(weights);
-    kf->save(state);
+    deepkf::test::save_format1_state(*kf, state);
     archive.write("deepkf_checkpoint", c10::IValue(meta.dump()));
     archive.write("model", weights);
     archive.write("optimizer", state);
@@ -159,5 +166,54 @@ TEST_CASE("a format 1 checkpoint (covariance inside the archive) still restores"
   restored.load(ckpt.optimizer, ckpt.covariance_block);
   for (std::int64_t i = 0; i < kf->layout().num_blocks(); ++i)
     CHECK(torch::equal(restored.covariance(i), kf->covariance(i)));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a format 2 checkpoint (dense blocks after the archive) still restores", "[train][checkpoint]") {
+  torch::manual_seed(4);
+  const std::string dir = deepkf::test::make_temp_dir("checkpoint-v2");
+  auto model = small_model();
+  auto kf = updated_filter(model);
+  // Format 2's layout: the same magic, header and archive, with "format_version": 2, no "layout" key, and
+  // block i as n_i x n_i values row-major. Made from a checkpoint without blocks by rewriting its header
+  // and appending the dense blocks.
+  const std::string bare = dir + "/bare.ckpt";
+  {
+    torch::serialize::OutputArchive state;
+    kf->save_state(state);
+    CheckpointWriter writer(bare, model, meta_of(model, 9), state);
+    writer.commit();
+  }
+  std::ifstream in(bare, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::uint64_t length = 0;
+  for (int k = 0; k < 8; ++k)
+    length |= static_cast<std::uint64_t>(static_cast<unsigned char>(bytes[8 + k])) << (8 * k);
+  auto header = nlohmann::json::parse(bytes.substr(16, length));
+  const std::string archive = bytes.substr(16 + length);
+  REQUIRE(archive.size() == header.at("archive_bytes").get<std::size_t>());
+  header["format_version"] = 2;
+  header["covariance"] = {{"dtype", "float64"}, {"blocks", nlohmann::json::array()}};
+  std::string blocks;
+  for (std::int64_t i = 0; i < kf->layout().num_blocks(); ++i) {
+    const auto P = kf->covariance(i).contiguous();
+    header["covariance"]["blocks"].push_back({P.size(0), blocks.size()});
+    blocks.append(static_cast<const char*>(P.data_ptr()), static_cast<std::size_t>(P.numel()) * 8);
+  }
+  const std::string text = header.dump();
+  std::string file = bytes.substr(0, 8);
+  for (int k = 0; k < 8; ++k) file.push_back(static_cast<char>((text.size() >> (8 * k)) & 0xff));
+  file += text + archive + blocks;
+  const std::string path = dir + "/v2.ckpt";
+  std::ofstream(path, std::ios::binary) << file;
+
+  auto ckpt = deepkf::read_checkpoint(path, torch::kCPU);
+  CHECK(ckpt.meta.at("step") == 9);
+  REQUIRE(ckpt.covariance_block);
+  CHECK(ckpt.covariance_block(0).dim() == 2);
+  KalmanFilter restored(ckpt.model->parameters(), kf->options());
+  restored.load(ckpt.optimizer, ckpt.covariance_block);
+  for (std::int64_t i = 0; i < kf->layout().num_blocks(); ++i)
+    CHECK(torch::equal(restored.packed_covariance(i), kf->packed_covariance(i)));
   fs::remove_all(dir);
 }

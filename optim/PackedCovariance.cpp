@@ -1,0 +1,252 @@
+#include "optim/PackedCovariance.hpp"
+
+#include <ATen/Parallel.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <atomic>
+
+#include "optim/PackedSweep.hpp"
+#include "src/core/Error.hpp"
+#ifdef DEEPKF_WITH_CUDA
+#include <ATen/cuda/CUDAContext.h>
+
+#include "optim/PackedSweepCuda.cuh"
+#endif
+
+namespace deepkf {
+
+namespace {
+
+// job(t) for t in [0, count) on LibTorch's intra-op threads, each thread taking the next t from a shared
+// counter (chunks differ in cost between blocks, so a static split would leave threads idle).
+template <typename F>
+void for_each_task(std::int64_t count, const F& job) {
+  if (count <= 0) return;
+  const std::int64_t threads = std::min<std::int64_t>(at::get_num_threads(), count);
+  std::atomic<std::int64_t> next{0};
+  at::parallel_for(0, threads, 1, [&](std::int64_t, std::int64_t) {
+    for (std::int64_t t = next.fetch_add(1); t < count; t = next.fetch_add(1)) job(t);
+  });
+}
+
+// Calls f(T{}) with T the C++ type of a float32 or float64 block.
+template <typename F>
+void with_type(torch::ScalarType dtype, const F& f) {
+  if (dtype == torch::kFloat64) {
+    f(double{});
+  } else {
+    f(float{});
+  }
+}
+
+}  // namespace
+
+PackedCovariance::PackedCovariance(std::vector<std::int64_t> sizes, double p0, torch::ScalarType dtype,
+                                   torch::Device device)
+    : sizes_(std::move(sizes)), dtype_(dtype), device_(device) {
+  if (dtype_ != torch::kFloat64 && dtype_ != torch::kFloat32)
+    throw OptimError(std::string("packed covariance: dtype ") + c10::toString(dtype_) +
+                     " is not float32 or float64");
+#ifndef DEEPKF_WITH_CUDA
+  if (!device_.is_cpu())
+    throw OptimError("the covariance is to live on " + device_.str() +
+                     ", but this deepkf was built without CUDA kernels (LibTorch without CUDA)");
+#endif
+  std::int64_t partial = 0;
+  for (std::size_t j = 0; j < sizes_.size(); ++j) {
+    const auto n = sizes_[j];
+    offsets_.push_back(offsets_.back() + n);
+    auto P = torch::zeros({packed::triangle_size(n)}, torch::TensorOptions().dtype(dtype_).device(device_));
+    // P = p0 I: the diagonal values sit at the row offsets.
+    std::vector<std::int64_t> diagonal(static_cast<std::size_t>(n));
+    for (std::int64_t r = 0; r < n; ++r) diagonal[static_cast<std::size_t>(r)] = packed::row_offset(n, r);
+    P.index_fill_(0, torch::tensor(diagonal, torch::kInt64).to(device_), p0);
+    blocks_.push_back(P);
+    first_task_.push_back(static_cast<std::int64_t>(tasks_.size()));
+    if (device_.is_cpu()) {
+      const auto rows = packed::row_chunks(n);
+      for (std::size_t k = 0; k + 1 < rows.size(); ++k) {
+        tasks_.push_back({static_cast<std::int64_t>(j), rows[k], rows[k + 1], partial});
+        partial += n - rows[k];
+      }
+    } else {
+#ifdef DEEPKF_WITH_CUDA
+      partial = std::max(partial, packed::cuda::sweep_workspace(n));
+#endif
+    }
+  }
+  first_task_.push_back(static_cast<std::int64_t>(tasks_.size()));
+  workspace_ = torch::empty({partial}, torch::TensorOptions().dtype(torch::kFloat64).device(device_));
+}
+
+std::int64_t PackedCovariance::bytes() const {
+  std::int64_t total = 0;
+  for (const auto& b : blocks_) total += b.numel() * static_cast<std::int64_t>(b.element_size());
+  return total;
+}
+
+torch::Tensor PackedCovariance::sweep(const torch::Tensor& h, std::vector<double>& terms) {
+  if (h.scalar_type() != torch::kFloat64 || h.device() != device_ || h.dim() != 1 ||
+      h.size(0) != offsets_.back() || !h.is_contiguous())
+    throw OptimError("packed covariance: h must be a contiguous float64 vector of " +
+                     std::to_string(offsets_.back()) + " values on " + device_.str());
+  auto K = torch::empty({offsets_.back()}, h.options());
+  terms.assign(sizes_.size(), 0.0);
+  if (sizes_.empty()) return K;
+  if (device_.is_cpu()) {
+    sweep_cpu(h, K);
+    const double* hp = h.data_ptr<double>();
+    const double* kp = K.data_ptr<double>();
+    // h_j^T K_j, summed in index order.
+    for (std::size_t j = 0; j < sizes_.size(); ++j) {
+      double s = 0.0;
+      for (auto c = offsets_[j]; c < offsets_[j + 1]; ++c) s += hp[c] * kp[c];
+      terms[j] = s;
+    }
+  } else {
+#ifdef DEEPKF_WITH_CUDA
+    sweep_cuda(h, K);
+    // h_j^T K_j per block (a deterministic reduction: one block's segment summed in a fixed order).
+    auto t = torch::empty({num_blocks()}, h.options());
+    packed::cuda::segment_dots(h.data_ptr<double>(), K.data_ptr<double>(), offsets_, t.data_ptr<double>(),
+                               at::cuda::getCurrentCUDAStream().stream());
+    const auto host = t.to(torch::kCPU);
+    std::copy(host.data_ptr<double>(), host.data_ptr<double>() + num_blocks(), terms.begin());
+#endif
+  }
+  pending_K_ = torch::Tensor();  // applied by the sweep
+  return K;
+}
+
+void PackedCovariance::sweep_cpu(const torch::Tensor& h, torch::Tensor& K) {
+  const double* hp = h.data_ptr<double>();
+  double* ws = workspace_.data_ptr<double>();
+  const double* pending = has_pending() ? pending_K_.data_ptr<double>() : nullptr;
+  with_type(dtype_, [&](auto zero) {
+    using T = decltype(zero);
+    for_each_task(static_cast<std::int64_t>(tasks_.size()), [&](std::int64_t t) {
+      const Task& task = tasks_[static_cast<std::size_t>(t)];
+      const auto j = static_cast<std::size_t>(task.block);
+      const auto n = sizes_[j];
+      packed::RankOneUpdate update;
+      if (pending) update = {pending + offsets_[j], pending_inv_a_, pending_inv_lambda_};
+      double* y = ws + task.partial;
+      std::fill(y, y + (n - task.r0), 0.0);
+      packed::sweep_rows<T>(blocks_[j].data_ptr<T>(), n, task.r0, task.r1, update, hp + offsets_[j], y);
+    });
+  });
+  // K_j = the sum of block j's partial vectors, in chunk order.
+  double* kp = K.data_ptr<double>();
+  for_each_task(num_blocks(), [&](std::int64_t j) {
+    const auto n = sizes_[static_cast<std::size_t>(j)];
+    double* k = kp + offsets_[static_cast<std::size_t>(j)];
+    std::fill(k, k + n, 0.0);
+    for (auto t = first_task_[static_cast<std::size_t>(j)]; t < first_task_[static_cast<std::size_t>(j) + 1];
+         ++t) {
+      const Task& task = tasks_[static_cast<std::size_t>(t)];
+      const double* y = ws + task.partial;
+      for (auto c = task.r0; c < n; ++c) k[c] += y[c - task.r0];
+    }
+  });
+}
+
+void PackedCovariance::defer_update(torch::Tensor K, double a, double lambda) {
+  if (has_pending()) flush();
+  pending_K_ = std::move(K);
+  pending_inv_a_ = 1.0 / a;
+  pending_inv_lambda_ = 1.0 / lambda;
+}
+
+void PackedCovariance::flush() {
+  if (!has_pending()) return;
+  if (device_.is_cpu()) {
+    flush_cpu();
+  } else {
+#ifdef DEEPKF_WITH_CUDA
+    flush_cuda();
+#endif
+  }
+  pending_K_ = torch::Tensor();
+}
+
+void PackedCovariance::flush_cpu() {
+  const double* pending = pending_K_.data_ptr<double>();
+  with_type(dtype_, [&](auto zero) {
+    using T = decltype(zero);
+    for_each_task(static_cast<std::int64_t>(tasks_.size()), [&](std::int64_t t) {
+      const Task& task = tasks_[static_cast<std::size_t>(t)];
+      const auto j = static_cast<std::size_t>(task.block);
+      const packed::RankOneUpdate update{pending + offsets_[j], pending_inv_a_, pending_inv_lambda_};
+      packed::update_rows<T>(blocks_[j].data_ptr<T>(), sizes_[j], task.r0, task.r1, update);
+    });
+  });
+}
+
+#ifdef DEEPKF_WITH_CUDA
+void PackedCovariance::sweep_cuda(const torch::Tensor& h, torch::Tensor& K) {
+  const auto stream = at::cuda::getCurrentCUDAStream().stream();
+  const double* pending = has_pending() ? pending_K_.data_ptr<double>() : nullptr;
+  with_type(dtype_, [&](auto zero) {
+    using T = decltype(zero);
+    for (std::size_t j = 0; j < sizes_.size(); ++j) {
+      packed::RankOneUpdate update;
+      if (pending) update = {pending + offsets_[j], pending_inv_a_, pending_inv_lambda_};
+      packed::cuda::sweep<T>(blocks_[j].data_ptr<T>(), sizes_[j], update, h.data_ptr<double>() + offsets_[j],
+                             K.data_ptr<double>() + offsets_[j], workspace_.data_ptr<double>(), stream);
+    }
+  });
+}
+
+void PackedCovariance::flush_cuda() {
+  const auto stream = at::cuda::getCurrentCUDAStream().stream();
+  const double* pending = pending_K_.data_ptr<double>();
+  with_type(dtype_, [&](auto zero) {
+    using T = decltype(zero);
+    for (std::size_t j = 0; j < sizes_.size(); ++j) {
+      const packed::RankOneUpdate update{pending + offsets_[j], pending_inv_a_, pending_inv_lambda_};
+      packed::cuda::update<T>(blocks_[j].data_ptr<T>(), sizes_[j], update, stream);
+    }
+  });
+}
+#endif
+
+const torch::Tensor& PackedCovariance::packed(std::int64_t j) {
+  flush();
+  return blocks_.at(static_cast<std::size_t>(j));
+}
+
+torch::Tensor PackedCovariance::dense(std::int64_t j) {
+  const auto p = packed(j).to(torch::kCPU).contiguous();
+  const auto n = size(j);
+  auto out = torch::empty({n, n}, torch::TensorOptions().dtype(dtype_));
+  with_type(dtype_, [&](auto zero) {
+    using T = decltype(zero);
+    packed::unpack<T>(p.data_ptr<T>(), n, out.data_ptr<T>());
+  });
+  return out;
+}
+
+void PackedCovariance::assign(std::int64_t j, const torch::Tensor& block) {
+  flush();
+  const auto n = size(j);
+  auto& target = blocks_.at(static_cast<std::size_t>(j));
+  if (block.dim() == 1 && block.size(0) == packed::triangle_size(n)) {
+    target.copy_(block);
+  } else if (block.dim() == 2 && block.size(0) == n && block.size(1) == n) {
+    const auto dense = block.to(torch::kCPU, dtype_).contiguous();
+    auto p = torch::empty({packed::triangle_size(n)}, dense.options());
+    with_type(dtype_, [&](auto zero) {
+      using T = decltype(zero);
+      packed::pack<T>(dense.data_ptr<T>(), n, p.data_ptr<T>());
+    });
+    target.copy_(p);
+  } else {
+    throw OptimError("covariance block " + std::to_string(j) + " of size " + std::to_string(n) +
+                     " given as " + std::to_string(block.numel()) + " values (expected " +
+                     std::to_string(packed::triangle_size(n)) + " packed or " + std::to_string(n * n) +
+                     " dense)");
+  }
+}
+
+}  // namespace deepkf

@@ -1,0 +1,77 @@
+#pragma once
+// The covariance blocks P_j one rank owns, each stored as its packed upper triangle (n_j (n_j + 1) / 2
+// values, optim/PackedSweep.hpp), and the rank-1 update of the last Kalman step, kept pending until the next
+// sweep applies it on the way (docs/rlekf.md, "One sweep per step"):
+//   step t:   K_t = P_t h_t                    sweep(h_t): reads P once (and writes it once, see below)
+//             P_{t+1} = (P_t - K_t K_t^T / a_t) / lambda_t   defer_update(K_t, a_t, lambda_t): nothing moves
+//   step t+1: sweep(h_{t+1}) updates each element and uses it at once for K_{t+1} = P_{t+1} h_{t+1}
+// Whatever reads P itself (dense(), packed(), checkpoints) calls flush() first; a flushed block equals one
+// updated inside a sweep bit for bit, so results do not depend on when flushes happen.
+//
+// CPU: the rows of all blocks are cut into chunks that depend only on n_j (PackedSweep.hpp, row_chunks),
+// threads take chunks from a shared counter, and each chunk adds into its own partial vector; the partials
+// are summed in chunk order, so the result does not depend on the thread count. CUDA: the same sweep as a
+// kernel (PackedSweepCuda.cuh), compiled when LibTorch has CUDA and chosen by the blocks' device.
+#include <torch/types.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace deepkf {
+
+class PackedCovariance {
+ public:
+  PackedCovariance() = default;  // no blocks
+  // Blocks of sizes n_j, in the order of the flat weight range they cover, each p0 * I, of `dtype`
+  // (float32 or float64) on `device`.
+  PackedCovariance(std::vector<std::int64_t> sizes, double p0, torch::ScalarType dtype, torch::Device device);
+
+  // K = P h for every block, in the sweep that applies the pending update. h: [sum n_j] float64 on the
+  // blocks' device, block after block. Returns K [sum n_j] float64 on that device; terms[j] = h_j^T K_j.
+  torch::Tensor sweep(const torch::Tensor& h, std::vector<double>& terms);
+  // Leaves P_j <- (P_j - K_j K_j^T / a) / lambda pending for every block; K as sweep() returned it.
+  void defer_update(torch::Tensor K, double a, double lambda);
+  // Applies the pending update now.
+  void flush();
+  bool has_pending() const { return pending_K_.defined(); }
+
+  std::int64_t num_blocks() const { return static_cast<std::int64_t>(sizes_.size()); }
+  std::int64_t size(std::int64_t j) const { return sizes_[static_cast<std::size_t>(j)]; }
+  torch::ScalarType dtype() const { return dtype_; }
+  // Bytes of all blocks: sum_j n_j (n_j + 1) / 2 * sizeof(dtype).
+  std::int64_t bytes() const;
+
+  // Block j's packed values [n_j (n_j + 1) / 2] on the blocks' device (the storage itself), flushed.
+  const torch::Tensor& packed(std::int64_t j);
+  // Block j as a full symmetric [n_j, n_j] CPU tensor, flushed.
+  torch::Tensor dense(std::int64_t j);
+  // Sets block j from its packed values [n_j (n_j + 1) / 2] or a dense [n_j, n_j] matrix (whose upper
+  // triangle is taken), of any floating dtype and device. Throws OptimError for another shape.
+  void assign(std::int64_t j, const torch::Tensor& block);
+
+ private:
+  // One chunk of rows of one block, with its partial vector at `partial` in workspace_ (n_j - r0 values).
+  struct Task {
+    std::int64_t block, r0, r1, partial;
+  };
+  void sweep_cpu(const torch::Tensor& h, torch::Tensor& K);
+  void flush_cpu();
+#ifdef DEEPKF_WITH_CUDA
+  void sweep_cuda(const torch::Tensor& h, torch::Tensor& K);
+  void flush_cuda();
+#endif
+
+  std::vector<std::int64_t> sizes_;
+  std::vector<std::int64_t> offsets_{0};  // block j covers [offsets_[j], offsets_[j + 1]) of h and K
+  torch::ScalarType dtype_ = torch::kFloat64;
+  torch::Device device_ = torch::kCPU;
+  std::vector<torch::Tensor> blocks_;     // packed, one tensor per block (each its own aligned allocation)
+  std::vector<Task> tasks_;               // ordered by block, then row
+  std::vector<std::int64_t> first_task_;  // tasks of block j: [first_task_[j], first_task_[j + 1])
+  torch::Tensor workspace_;               // float64 partial vectors of all tasks (CPU)
+  torch::Tensor pending_K_;               // undefined: no pending update
+  double pending_inv_a_ = 0.0;
+  double pending_inv_lambda_ = 1.0;
+};
+
+}  // namespace deepkf

@@ -1,0 +1,179 @@
+#include <cuda_runtime.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "optim/PackedSweepCuda.cuh"
+
+namespace deepkf::packed::cuda {
+
+namespace {
+
+constexpr int kThreadsX = 32;             // one warp along a tile row: coalesced reads of p_rc
+constexpr int kThreadsY = 8;              // warps per thread block
+constexpr int kCols = kTile / kThreadsX;  // columns per thread
+constexpr int kRows = kTile / kThreadsY;  // rows per thread
+constexpr int kDotThreads = 256;
+
+void check(const char* what) {
+  const cudaError_t err = cudaGetLastError();
+  if (err != cudaSuccess)
+    throw std::runtime_error(std::string("CUDA kernel ") + what + " failed: " + cudaGetErrorString(err));
+}
+
+__device__ __forceinline__ std::int64_t row_start(std::int64_t n, std::int64_t r) {
+  return r * n - r * (r - 1) / 2;
+}
+
+// p <- (p - (K_r / a) K_c) / lambda, rounded to T, with no contraction into fused multiply-adds: the same
+// roundings as the CPU kernel's expression, and as every other use of it here.
+template <typename T>
+__device__ __forceinline__ T updated(T p, double kr_over_a, double kc, double inv_lambda) {
+  return static_cast<T>(__dmul_rn(__dsub_rn(static_cast<double>(p), __dmul_rn(kr_over_a, kc)), inv_lambda));
+}
+
+// Tile (I = blockIdx.y, J = blockIdx.x), J >= I. With kUpdate, applies the update to the tile's elements.
+// With kProduct, writes row partials rows[J n + r] = sum_{c in tile J, c >= r} p_rc h_c for the tile's rows
+// r, and column partials cols[I n + c] = sum_{r in tile I, r < c} p_rc h_r for the tile's columns c.
+template <typename T, bool kUpdate, bool kProduct>
+__global__ void tile_kernel(T* P, std::int64_t n, const double* K, double inv_a, double inv_lambda,
+                            const double* h, double* rows, double* cols) {
+  const std::int64_t I = blockIdx.y, J = blockIdx.x;
+  if (J < I) return;
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const std::int64_t r0 = I * kTile, c0 = J * kTile;
+
+  double hc[kCols], kc[kCols], col_acc[kCols];
+  for (int q = 0; q < kCols; ++q) {
+    const std::int64_t c = c0 + tx + q * kThreadsX;
+    hc[q] = (kProduct && c < n) ? h[c] : 0.0;
+    kc[q] = (kUpdate && c < n) ? K[c] : 0.0;
+    col_acc[q] = 0.0;
+  }
+  __shared__ double row_sums[kTile];
+  __shared__ double col_sums[kThreadsY][kTile];
+
+  for (int k = 0; k < kRows; ++k) {
+    const int lr = ty + k * kThreadsY;
+    const std::int64_t r = r0 + lr;
+    double acc = 0.0;
+    if (r < n) {
+      T* row = P + row_start(n, r) - r;  // row[c] = p_rc for c >= r
+      const double hr = kProduct ? h[r] : 0.0;
+      const double kr = kUpdate ? __dmul_rn(K[r], inv_a) : 0.0;
+      for (int q = 0; q < kCols; ++q) {
+        const std::int64_t c = c0 + tx + q * kThreadsX;
+        if (c < r || c >= n) continue;
+        T v = row[c];
+        if (kUpdate) {
+          v = updated(v, kr, kc[q], inv_lambda);
+          row[c] = v;
+        }
+        if (kProduct) {
+          const double p = static_cast<double>(v);
+          acc += p * hc[q];                 // y_r += p_rc h_c
+          if (c > r) col_acc[q] += p * hr;  // y_c += p_rc h_r
+        }
+      }
+    }
+    if constexpr (kProduct) {
+      for (int off = kThreadsX / 2; off > 0; off >>= 1) acc += __shfl_down_sync(0xffffffffu, acc, off);
+      if (tx == 0) row_sums[lr] = acc;
+    }
+  }
+  if constexpr (kProduct) {
+    for (int q = 0; q < kCols; ++q) col_sums[ty][tx + q * kThreadsX] = col_acc[q];
+    __syncthreads();
+    const int t = ty * kThreadsX + tx;
+    for (int i = t; i < kTile; i += kThreadsX * kThreadsY) {
+      if (r0 + i < n) rows[J * n + r0 + i] = row_sums[i];
+      if (c0 + i < n) {
+        double s = 0.0;
+        for (int w = 0; w < kThreadsY; ++w) s += col_sums[w][i];
+        cols[I * n + c0 + i] = s;
+      }
+    }
+  }
+}
+
+// y_r = sum_{J >= I(r)} rows[J n + r] + sum_{I' <= I(r)} cols[I' n + r], in that order.
+__global__ void gather_kernel(std::int64_t n, std::int64_t tiles, const double* rows, const double* cols,
+                              double* y) {
+  const std::int64_t r = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (r >= n) return;
+  const std::int64_t I = r / kTile;
+  double s = 0.0;
+  for (std::int64_t J = I; J < tiles; ++J) s += rows[J * n + r];
+  for (std::int64_t i = 0; i <= I; ++i) s += cols[i * n + r];
+  y[r] = s;
+}
+
+__global__ void dot_kernel(const double* a, const double* b, std::int64_t begin, std::int64_t end,
+                           double* out) {
+  __shared__ double part[kDotThreads];
+  double s = 0.0;
+  for (std::int64_t i = begin + threadIdx.x; i < end; i += kDotThreads) s += a[i] * b[i];
+  part[threadIdx.x] = s;
+  __syncthreads();
+  for (int w = kDotThreads / 2; w > 0; w >>= 1) {
+    if (static_cast<int>(threadIdx.x) < w) part[threadIdx.x] += part[threadIdx.x + w];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) *out = part[0];
+}
+
+std::int64_t tiles_of(std::int64_t n) { return (n + kTile - 1) / kTile; }
+
+}  // namespace
+
+std::int64_t sweep_workspace(std::int64_t n) { return 2 * tiles_of(n) * n; }
+
+template <typename T>
+void sweep(T* P, std::int64_t n, const RankOneUpdate& update, const double* h, double* y, double* workspace,
+           CUstream_st* stream) {
+  if (n == 0) return;
+  const auto tiles = tiles_of(n);
+  const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(tiles));
+  const dim3 block(kThreadsX, kThreadsY);
+  double* rows = workspace;
+  double* cols = workspace + tiles * n;
+  if (update.K) {
+    tile_kernel<T, true, true>
+        <<<grid, block, 0, stream>>>(P, n, update.K, update.inv_a, update.inv_lambda, h, rows, cols);
+  } else {
+    tile_kernel<T, false, true><<<grid, block, 0, stream>>>(P, n, nullptr, 0.0, 1.0, h, rows, cols);
+  }
+  check("packed sweep");
+  const int threads = 256;
+  gather_kernel<<<static_cast<unsigned>((n + threads - 1) / threads), threads, 0, stream>>>(n, tiles, rows,
+                                                                                            cols, y);
+  check("packed sweep (partial sums)");
+}
+
+template <typename T>
+void update(T* P, std::int64_t n, const RankOneUpdate& update, CUstream_st* stream) {
+  if (n == 0 || !update.K) return;
+  const auto tiles = tiles_of(n);
+  const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(tiles));
+  const dim3 block(kThreadsX, kThreadsY);
+  tile_kernel<T, true, false><<<grid, block, 0, stream>>>(P, n, update.K, update.inv_a, update.inv_lambda,
+                                                          nullptr, nullptr, nullptr);
+  check("packed covariance update");
+}
+
+void segment_dots(const double* a, const double* b, const std::vector<std::int64_t>& offsets, double* out,
+                  CUstream_st* stream) {
+  for (std::size_t j = 0; j + 1 < offsets.size(); ++j) {
+    dot_kernel<<<1, kDotThreads, 0, stream>>>(a, b, offsets[j], offsets[j + 1], out + j);
+  }
+  check("segment dot products");
+}
+
+template void sweep<float>(float*, std::int64_t, const RankOneUpdate&, const double*, double*, double*,
+                           CUstream_st*);
+template void sweep<double>(double*, std::int64_t, const RankOneUpdate&, const double*, double*, double*,
+                            CUstream_st*);
+template void update<float>(float*, std::int64_t, const RankOneUpdate&, CUstream_st*);
+template void update<double>(double*, std::int64_t, const RankOneUpdate&, CUstream_st*);
+
+}  // namespace deepkf::packed::cuda

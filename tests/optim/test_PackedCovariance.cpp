@@ -1,0 +1,192 @@
+// The packed covariance: the fused sweep against dense algebra (y = P h, and the deferred rank-1 update),
+// flushing against fusing (bit for bit), the row chunks, and independence of the thread count.
+#include <ATen/Parallel.h>
+#include <torch/torch.h>
+
+#include <catch2/catch.hpp>
+#include <vector>
+
+#include "optim/PackedCovariance.hpp"
+#include "optim/PackedSweep.hpp"
+#include "src/core/Error.hpp"
+
+using deepkf::PackedCovariance;
+namespace packed = deepkf::packed;
+
+namespace {
+
+// A random symmetric positive-definite n x n matrix (float64).
+torch::Tensor random_spd(std::int64_t n, std::uint64_t seed) {
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+  const auto A = at::randn({n, n}, gen, torch::kFloat64) / std::sqrt(static_cast<double>(n));
+  return A.mm(A.t()) + torch::eye(n, torch::kFloat64);
+}
+
+torch::Tensor random_vector(std::int64_t n, std::uint64_t seed) {
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+  return at::randn({n}, gen, torch::kFloat64);
+}
+
+double rel(const torch::Tensor& a, const torch::Tensor& b) {
+  const auto scale = std::max(1e-300, b.abs().max().item<double>());
+  return (a.to(torch::kFloat64) - b.to(torch::kFloat64)).abs().max().item<double>() / scale;
+}
+
+// Block sizes with one, several and many row chunks, and blocks of 1.
+const std::vector<std::int64_t> kSizes = {1, 3, 1, 700, 1500, 37};
+
+}  // namespace
+
+TEST_CASE("row chunks cover each block in balanced ranges that depend on n only", "[optim][packed]") {
+  for (const std::int64_t n : {1, 2, 3, 7, 100, 513, 1024, 2048, 5120, 10240}) {
+    INFO("n = " << n);
+    const auto rows = packed::row_chunks(n);
+    REQUIRE(rows.size() >= 2);
+    CHECK(rows.front() == 0);
+    CHECK(rows.back() == n);
+    CHECK(rows.size() - 1 <= 64);
+    for (std::size_t k = 0; k + 1 < rows.size(); ++k) CHECK(rows[k] < rows[k + 1]);
+    // Element counts per chunk within 10% of the mean (one row's worth of slack) for blocks of many chunks.
+    const double mean = static_cast<double>(packed::triangle_size(n)) / static_cast<double>(rows.size() - 1);
+    for (std::size_t k = 0; k + 1 < rows.size() && rows.size() > 2; ++k) {
+      const auto count = packed::row_offset(n, rows[k + 1]) - packed::row_offset(n, rows[k]);
+      CHECK(std::abs(static_cast<double>(count) - mean) <= 0.1 * mean + static_cast<double>(n));
+    }
+  }
+  CHECK(packed::row_chunks(10240).size() - 1 == 64);
+  CHECK(packed::row_offset(5, 0) == 0);
+  CHECK(packed::row_offset(5, 1) == 5);
+  CHECK(packed::row_offset(5, 4) == 14);
+  CHECK(packed::triangle_size(5) == 15);
+}
+
+TEST_CASE("packing keeps the upper triangle row by row and unpacking restores the symmetric matrix",
+          "[optim][packed]") {
+  const auto A = random_spd(6, 1);
+  auto p = torch::empty({packed::triangle_size(6)}, torch::kFloat64);
+  packed::pack<double>(A.data_ptr<double>(), 6, p.data_ptr<double>());
+  // Row 1 starts at 6 with A[1][1], A[1][2], ...; the last value is A[5][5].
+  CHECK(p[6].item<double>() == A[1][1].item<double>());
+  CHECK(p[7].item<double>() == A[1][2].item<double>());
+  CHECK(p[20].item<double>() == A[5][5].item<double>());
+  auto B = torch::empty({6, 6}, torch::kFloat64);
+  packed::unpack<double>(p.data_ptr<double>(), 6, B.data_ptr<double>());
+  CHECK(torch::equal(A, B));
+}
+
+TEST_CASE("the fused sweep equals dense algebra: y = P h, then the deferred update inside y = P' h'",
+          "[optim][packed]") {
+  for (const auto dtype : {torch::kFloat64, torch::kFloat32}) {
+    const bool f64 = dtype == torch::kFloat64;
+    INFO("dtype " << c10::toString(dtype));
+    PackedCovariance cov(kSizes, 1.0, dtype, torch::kCPU);
+    std::int64_t N = 0;
+    for (auto n : kSizes) N += n;
+    // Start from random symmetric blocks instead of p0 I.
+    std::vector<torch::Tensor> P;
+    for (std::size_t j = 0; j < kSizes.size(); ++j) {
+      P.push_back(random_spd(kSizes[j], 10 + j).to(dtype).to(torch::kFloat64));
+      cov.assign(static_cast<std::int64_t>(j), P.back());
+    }
+    CHECK(cov.bytes() == (1 + 6 + 1 + 700 * 701 / 2 + 1500 * 1501 / 2 + 37 * 38 / 2) * (f64 ? 8 : 4));
+
+    double a = 0.0, lambda = 0.98;
+    torch::Tensor K_prev;
+    for (int step = 0; step < 3; ++step) {
+      INFO("step " << step);
+      const auto h = random_vector(N, 100 + step);
+      std::vector<double> terms;
+      const auto K = cov.sweep(h, terms);
+      REQUIRE(terms.size() == kSizes.size());
+      std::int64_t off = 0;
+      for (std::size_t j = 0; j < kSizes.size(); ++j) {
+        INFO("block " << j << " of size " << kSizes[j]);
+        const auto n = kSizes[j];
+        if (step > 0) {
+          // P_j <- (P_j - K_j K_j^T / a) / lambda, then rounded to the block's dtype as the sweep stores it.
+          const auto k = K_prev.narrow(0, off, n);
+          P[j] = ((P[j] - torch::outer(k, k) / a) / lambda).to(dtype).to(torch::kFloat64);
+        }
+        const auto hj = h.narrow(0, off, n);
+        const auto ref = P[j].mv(hj);
+        CHECK(rel(K.narrow(0, off, n), ref) < (f64 ? 1e-13 : 1e-12));  // products in float64 for both
+        CHECK(terms[j] == Approx(hj.dot(ref).item<double>()).epsilon(1e-12));
+        off += n;
+      }
+      a = 7.5 + step;
+      cov.defer_update(K, a, lambda);
+      CHECK(cov.has_pending());
+      K_prev = K;
+    }
+    // A flush applies the last update; the stored blocks are the reference rounded to the dtype.
+    std::int64_t off = 0;
+    for (std::size_t j = 0; j < kSizes.size(); ++j) {
+      const auto k = K_prev.narrow(0, off, kSizes[j]);
+      const auto ref = (P[j] - torch::outer(k, k) / a) / lambda;
+      CHECK(rel(cov.dense(static_cast<std::int64_t>(j)), ref) < (f64 ? 1e-14 : 1e-6));
+      off += kSizes[j];
+    }
+    CHECK_FALSE(cov.has_pending());
+  }
+}
+
+TEST_CASE("flushing the deferred update equals applying it inside the sweep, bit for bit",
+          "[optim][packed]") {
+  for (const auto dtype : {torch::kFloat64, torch::kFloat32}) {
+    INFO("dtype " << c10::toString(dtype));
+    std::int64_t N = 0;
+    for (auto n : kSizes) N += n;
+    PackedCovariance fused(kSizes, 0.5, dtype, torch::kCPU);
+    PackedCovariance flushed(kSizes, 0.5, dtype, torch::kCPU);
+    for (int step = 0; step < 5; ++step) {
+      const auto h = random_vector(N, 200 + step) * 0.1;
+      std::vector<double> t1, t2;
+      if (step % 2 == 1) flushed.flush();
+      const auto K1 = fused.sweep(h, t1);
+      const auto K2 = flushed.sweep(h, t2);
+      CHECK(torch::equal(K1, K2));
+      CHECK(t1 == t2);
+      double a = 1.0;
+      for (double t : t1) a += t;
+      fused.defer_update(K1, a, 0.98);
+      flushed.defer_update(K2, a, 0.98);
+    }
+    for (std::int64_t j = 0; j < fused.num_blocks(); ++j)
+      CHECK(torch::equal(fused.packed(j), flushed.packed(j)));
+  }
+}
+
+TEST_CASE("the sweep gives the same bits with one thread and with several", "[optim][packed]") {
+  std::int64_t N = 0;
+  for (auto n : kSizes) N += n;
+  const int threads = at::get_num_threads();
+  std::vector<torch::Tensor> results;
+  for (const int t : {1, 2, 3}) {
+    at::set_num_threads(t);
+    PackedCovariance cov(kSizes, 1.0, torch::kFloat64, torch::kCPU);
+    torch::Tensor K;
+    for (int step = 0; step < 3; ++step) {
+      std::vector<double> terms;
+      K = cov.sweep(random_vector(N, 300 + step), terms);
+      cov.defer_update(K, 10.0, 0.99);
+    }
+    results.push_back(torch::cat({K, cov.packed(4)}));
+  }
+  at::set_num_threads(threads);
+  CHECK(torch::equal(results[0], results[1]));
+  CHECK(torch::equal(results[0], results[2]));
+}
+
+TEST_CASE("packed covariance refuses blocks of the wrong shape and vectors of the wrong size",
+          "[optim][packed]") {
+  PackedCovariance cov({4, 2}, 1.0, torch::kFloat64, torch::kCPU);
+  CHECK_THROWS_AS(cov.assign(0, torch::zeros({9})), deepkf::OptimError);
+  CHECK_THROWS_AS(cov.assign(0, torch::zeros({3, 3})), deepkf::OptimError);
+  cov.assign(1, torch::tensor({2.0, 0.5, 3.0}, torch::kFloat64));  // packed [2, 0.5; 0.5, 3]
+  CHECK(torch::equal(cov.dense(1), torch::tensor({2.0, 0.5, 0.5, 3.0}, torch::kFloat64).view({2, 2})));
+  CHECK(torch::equal(cov.dense(0), torch::eye(4, torch::kFloat64)));
+  std::vector<double> terms;
+  CHECK_THROWS_AS(cov.sweep(torch::zeros({5}, torch::kFloat64), terms), deepkf::OptimError);
+  CHECK_THROWS_AS(cov.sweep(torch::zeros({6}, torch::kFloat32), terms), deepkf::OptimError);
+  CHECK_THROWS_AS(PackedCovariance({3}, 1.0, torch::kInt32, torch::kCPU), deepkf::OptimError);
+}

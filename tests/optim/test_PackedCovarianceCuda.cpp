@@ -1,0 +1,99 @@
+// The CUDA sweep against the CPU one (built only when LibTorch has CUDA; the machine must have a GPU):
+// products and updated blocks to round-off, flushes bit for bit on the device, the same bits on every run
+// (no atomics), and the Kalman filter with its covariance on the GPU against the CPU filter.
+#include <torch/torch.h>
+
+#include <catch2/catch.hpp>
+#include <vector>
+
+#include "optim/KalmanFilter.hpp"
+#include "optim/PackedCovariance.hpp"
+#include "tests/optim/OptimTestSupport.hpp"
+
+using deepkf::PackedCovariance;
+
+namespace {
+
+const std::vector<std::int64_t> kSizes = {1, 3, 127, 128, 129, 700, 1500, 37};
+
+std::int64_t total(const std::vector<std::int64_t>& sizes) {
+  std::int64_t n = 0;
+  for (auto s : sizes) n += s;
+  return n;
+}
+
+double rel(const torch::Tensor& a, const torch::Tensor& b) {
+  const auto A = a.to(torch::kCPU, torch::kFloat64), B = b.to(torch::kCPU, torch::kFloat64);
+  return (A - B).abs().max().item<double>() / std::max(1e-300, B.abs().max().item<double>());
+}
+
+}  // namespace
+
+TEST_CASE("the CUDA sweep equals the CPU sweep to round-off and repeats its own bits",
+          "[optim][packed][cuda]") {
+  REQUIRE(torch::cuda::is_available());  // a CUDA build is tested on a machine with a GPU
+  const auto N = total(kSizes);
+  for (const auto dtype : {torch::kFloat64, torch::kFloat32}) {
+    INFO("dtype " << c10::toString(dtype));
+    PackedCovariance cpu(kSizes, 0.7, dtype, torch::kCPU);
+    PackedCovariance gpu(kSizes, 0.7, dtype, torch::kCUDA);
+    PackedCovariance gpu_flushed(kSizes, 0.7, dtype, torch::kCUDA);
+    for (int step = 0; step < 6; ++step) {
+      auto gen = at::make_generator<at::CPUGeneratorImpl>(500 + step);
+      const auto h = 0.2 * at::randn({N}, gen, torch::kFloat64);
+      std::vector<double> tc, tg, tf;
+      if (step % 2 == 0) gpu_flushed.flush();
+      const auto Kc = cpu.sweep(h, tc);
+      const auto Kg = gpu.sweep(h.to(torch::kCUDA), tg);
+      const auto Kf = gpu_flushed.sweep(h.to(torch::kCUDA), tf);
+      CHECK(rel(Kg, Kc) < 1e-12);
+      CHECK(torch::equal(Kg, Kf));  // flushing does not change the bits on the device either
+      for (std::size_t j = 0; j < tc.size(); ++j) CHECK(tg[j] == Approx(tc[j]).epsilon(1e-12));
+      double a = 2.0;
+      for (double t : tc) a += t;
+      cpu.defer_update(Kc, a, 0.98);
+      gpu.defer_update(Kg, a, 0.98);
+      gpu_flushed.defer_update(Kf, a, 0.98);
+    }
+    for (std::int64_t j = 0; j < cpu.num_blocks(); ++j) {
+      INFO("block " << j);
+      CHECK(rel(gpu.dense(j), cpu.dense(j)) < (dtype == torch::kFloat64 ? 1e-12 : 1e-5));
+      CHECK(torch::equal(gpu.packed(j), gpu_flushed.packed(j)));
+    }
+  }
+  // The same sweep twice gives the same bits (partial sums in a fixed order, no atomics).
+  PackedCovariance a(kSizes, 1.0, torch::kFloat64, torch::kCUDA),
+      b(kSizes, 1.0, torch::kFloat64, torch::kCUDA);
+  const auto h = torch::randn({N}, torch::TensorOptions().dtype(torch::kFloat64).device(torch::kCUDA));
+  std::vector<double> ta, tb;
+  CHECK(torch::equal(a.sweep(h, ta), b.sweep(h, tb)));
+}
+
+TEST_CASE("the Kalman filter with its covariance on the GPU follows the CPU filter",
+          "[optim][kalman][cuda]") {
+  REQUIRE(torch::cuda::is_available());
+  const std::vector<std::vector<std::int64_t>> shapes = {{40, 30}, {30}, {300}, {7, 3}, {5}};
+  for (const auto p_dtype : {torch::kFloat64, torch::kFloat32}) {
+    INFO("covariance " << c10::toString(p_dtype));
+    deepkf::KalmanOptions options;
+    options.blocksize = 256;
+    options.p_dtype = p_dtype;
+    auto cpu_params = deepkf::test::make_params(shapes, 3);
+    std::vector<torch::Tensor> gpu_params;
+    for (const auto& p : cpu_params) gpu_params.push_back(p.to(torch::kCUDA));
+    deepkf::KalmanFilter cpu(cpu_params, options);
+    deepkf::KalmanFilter gpu(gpu_params, options);
+    CHECK(gpu.covariance_bytes() == cpu.covariance_bytes());
+    for (std::int64_t k = 0; k < 20; ++k) {
+      const auto grads = deepkf::test::make_grads(cpu_params, k, 0.3);
+      std::vector<torch::Tensor> gpu_grads;
+      for (const auto& g : grads) gpu_grads.push_back(g.to(torch::kCUDA));
+      cpu.update(deepkf::test::make_innovation(k), grads);
+      gpu.update(deepkf::test::make_innovation(k), gpu_grads);
+    }
+    const double tol = p_dtype == torch::kFloat64 ? 1e-11 : 1e-5;
+    for (std::size_t t = 0; t < shapes.size(); ++t) CHECK(rel(gpu_params[t], cpu_params[t]) < tol);
+    for (std::int64_t i = 0; i < cpu.layout().num_blocks(); ++i)
+      CHECK(rel(gpu.covariance(i), cpu.covariance(i)) < tol);
+  }
+}
