@@ -133,7 +133,7 @@ void PackedCovariance::sweep_cpu(const torch::Tensor& h, torch::Tensor& K) {
       if (pending) update = {pending + offsets_[j], pending_inv_a_, pending_inv_lambda_};
       double* y = ws + task.partial;
       std::fill(y, y + (n - task.r0), 0.0);
-      packed::sweep_rows<T>(blocks_[j].data_ptr<T>(), n, task.r0, task.r1, update, hp + offsets_[j], y);
+      packed::sweep_rows(blocks_[j].data_ptr<T>(), n, task.r0, task.r1, update, hp + offsets_[j], y);
     });
   });
   // K_j = the sum of block j's partial vectors, in chunk order.
@@ -178,7 +178,7 @@ void PackedCovariance::flush_cpu() {
       const Task& task = tasks_[static_cast<std::size_t>(t)];
       const auto j = static_cast<std::size_t>(task.block);
       const packed::RankOneUpdate update{pending + offsets_[j], pending_inv_a_, pending_inv_lambda_};
-      packed::update_rows<T>(blocks_[j].data_ptr<T>(), sizes_[j], task.r0, task.r1, update);
+      packed::update_rows(blocks_[j].data_ptr<T>(), sizes_[j], task.r0, task.r1, update);
     });
   });
 }

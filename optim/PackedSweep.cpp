@@ -2,17 +2,170 @@
 
 #include <algorithm>
 
+// The kernels are built for the baseline and for AVX2 (x86-64-v3) on x86-64, and the loader picks the one
+// the processor runs. The build has -ffp-contract=off for this file: no fused multiply-adds, so the
+// update expression rounds the same in every clone and in the flush.
+// float32 blocks also get an AVX-512 (x86-64-v4) build: their sweep is bound by arithmetic rather than
+// bytes, and it ran 30% faster there; float64 ran slower with it.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define DEEPKF_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#define DEEPKF_CLONES_F32 __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define DEEPKF_CLONES
+#define DEEPKF_CLONES_F32
+#endif
+#define DEEPKF_INLINE [[gnu::always_inline]] inline
+
 namespace deepkf::packed {
 
 namespace {
 
-constexpr std::int64_t kMaxChunks = 64;
-constexpr std::int64_t kChunkElements = std::int64_t{1} << 17;
+constexpr std::int64_t kMaxChunks = 16;
+constexpr std::int64_t kChunkElements = std::int64_t{1} << 18;
 
 // p <- (p - (K_r / a) K_c) / lambda, rounded to T. One expression used by the sweep and the flush alike.
 template <typename T>
-inline T updated(T p, double kr_over_a, double kc, double inv_lambda) {
+DEEPKF_INLINE T updated(T p, double kr_over_a, double kc, double inv_lambda) {
   return static_cast<T>((static_cast<double>(p) - kr_over_a * kc) * inv_lambda);
+}
+
+// Element (r, c) of a row: updated and stored when kUpdate, returned as float64.
+template <typename T, bool kUpdate>
+DEEPKF_INLINE double element(T* row, std::int64_t c, double kr, const double* K, double il) {
+  if constexpr (kUpdate) {
+    const T p = updated(row[c], kr, K[c], il);
+    row[c] = p;
+    return static_cast<double>(p);
+  } else {
+    return static_cast<double>(row[c]);
+  }
+}
+
+// One row r alone: y_r += sum_{c >= r} p_rc h_c, y_c += p_rc h_r for c > r. Used for the last rows of a
+// range (at most seven), so it is not worth vectorising (GCC does not, here).
+template <typename T, bool kUpdate>
+DEEPKF_INLINE void sweep_row(T* P, std::int64_t n, std::int64_t r, const RankOneUpdate& u, const double* h,
+                             double* yc) {
+  T* row = P + row_offset(n, r) - r;  // row[c] = p_rc for c >= r
+  const double* K = u.K;
+  const double hr = h[r];
+  const double kr = kUpdate ? K[r] * u.inv_a : 0.0;
+  const double il = u.inv_lambda;
+  const double diagonal = element<T, kUpdate>(row, r, kr, K, il) * hr;
+  double acc = 0.0;
+#pragma omp simd reduction(+ : acc)
+  for (std::int64_t c = r + 1; c < n; ++c) {
+    const double p = element<T, kUpdate>(row, c, kr, K, il);
+    acc += p * h[c];  // y_r += p_rc h_c
+    yc[c] += p * hr;  // y_c += p_rc h_r
+  }
+  yc[r] += diagonal + acc;
+}
+
+// Rows r .. r+7 together: their 8 x 8 corner one row at a time, then the columns c >= r + 8 that all eight
+// share, where h_c, K_c and y_c are loaded once for eight values of P (eight rows measured 10% faster than
+// four on one core; the loop is then limited by the core's memory bandwidth for float64).
+template <typename T, bool kUpdate>
+DEEPKF_INLINE void sweep_eight_rows(T* P, std::int64_t n, std::int64_t r, const RankOneUpdate& u,
+                                    const double* h, double* yc) {
+  constexpr int R = 8;
+  const double* K = u.K;
+  const double il = u.inv_lambda;
+  T* rows[R];
+  double kr[R], corner[R];
+  for (int i = 0; i < R; ++i) {
+    rows[i] = P + row_offset(n, r + i) - (r + i);  // rows[i][c] = p_{r+i,c} for c >= r + i
+    kr[i] = kUpdate ? K[r + i] * u.inv_a : 0.0;
+  }
+  for (int i = 0; i < R; ++i) {
+    const double hi = h[r + i];
+    double acc = element<T, kUpdate>(rows[i], r + i, kr[i], K, il) * hi;
+    for (std::int64_t c = r + i + 1; c < r + R; ++c) {
+      const double p = element<T, kUpdate>(rows[i], c, kr[i], K, il);
+      acc += p * h[c];
+      yc[c] += p * hi;
+    }
+    corner[i] = acc;
+  }
+  // Scalars for the vectorised loop.
+  T *p0 = rows[0], *p1 = rows[1], *p2 = rows[2], *p3 = rows[3], *p4 = rows[4], *p5 = rows[5], *p6 = rows[6],
+    *p7 = rows[7];
+  const double k0 = kr[0], k1 = kr[1], k2 = kr[2], k3 = kr[3], k4 = kr[4], k5 = kr[5], k6 = kr[6], k7 = kr[7];
+  const double h0 = h[r], h1 = h[r + 1], h2 = h[r + 2], h3 = h[r + 3], h4 = h[r + 4], h5 = h[r + 5],
+               h6 = h[r + 6], h7 = h[r + 7];
+  double b0 = 0.0, b1 = 0.0, b2 = 0.0, b3 = 0.0, b4 = 0.0, b5 = 0.0, b6 = 0.0, b7 = 0.0;
+#pragma omp simd reduction(+ : b0, b1, b2, b3, b4, b5, b6, b7)
+  for (std::int64_t c = r + R; c < n; ++c) {
+    const double hc = h[c];
+    const double q0 = element<T, kUpdate>(p0, c, k0, K, il);
+    const double q1 = element<T, kUpdate>(p1, c, k1, K, il);
+    const double q2 = element<T, kUpdate>(p2, c, k2, K, il);
+    const double q3 = element<T, kUpdate>(p3, c, k3, K, il);
+    const double q4 = element<T, kUpdate>(p4, c, k4, K, il);
+    const double q5 = element<T, kUpdate>(p5, c, k5, K, il);
+    const double q6 = element<T, kUpdate>(p6, c, k6, K, il);
+    const double q7 = element<T, kUpdate>(p7, c, k7, K, il);
+    b0 += q0 * hc;  // y_r += p_rc h_c for the eight rows
+    b1 += q1 * hc;
+    b2 += q2 * hc;
+    b3 += q3 * hc;
+    b4 += q4 * hc;
+    b5 += q5 * hc;
+    b6 += q6 * hc;
+    b7 += q7 * hc;
+    yc[c] +=
+        (q0 * h0 + q1 * h1 + q2 * h2 + q3 * h3) + (q4 * h4 + q5 * h5 + q6 * h6 + q7 * h7);  // y_c += p_rc h_r
+  }
+  const double b[R] = {b0, b1, b2, b3, b4, b5, b6, b7};
+  for (int i = 0; i < R; ++i) yc[r + i] += corner[i] + b[i];
+}
+
+template <typename T, bool kUpdate>
+DEEPKF_INLINE void sweep_range(T* P, std::int64_t n, std::int64_t r0, std::int64_t r1, const RankOneUpdate& u,
+                               const double* h, double* y) {
+  double* yc = y - r0;  // yc[c] is column c
+  std::int64_t r = r0;
+  for (; r + 8 <= r1; r += 8) sweep_eight_rows<T, kUpdate>(P, n, r, u, h, yc);
+  for (; r < r1; ++r) sweep_row<T, kUpdate>(P, n, r, u, h, yc);
+}
+
+template <typename T>
+DEEPKF_INLINE void update_range(T* P, std::int64_t n, std::int64_t r0, std::int64_t r1,
+                                const RankOneUpdate& u) {
+  for (std::int64_t r = r0; r < r1; ++r) {
+    T* row = P + row_offset(n, r) - r;
+    const double kr = u.K[r] * u.inv_a;
+#pragma omp simd
+    for (std::int64_t c = r; c < n; ++c) row[c] = updated(row[c], kr, u.K[c], u.inv_lambda);
+  }
+}
+
+DEEPKF_CLONES void sweep_f64(double* P, std::int64_t n, std::int64_t r0, std::int64_t r1,
+                             const RankOneUpdate& u, const double* h, double* y) {
+  if (u.K) {
+    sweep_range<double, true>(P, n, r0, r1, u, h, y);
+  } else {
+    sweep_range<double, false>(P, n, r0, r1, u, h, y);
+  }
+}
+
+DEEPKF_CLONES_F32 void sweep_f32(float* P, std::int64_t n, std::int64_t r0, std::int64_t r1,
+                                 const RankOneUpdate& u, const double* h, double* y) {
+  if (u.K) {
+    sweep_range<float, true>(P, n, r0, r1, u, h, y);
+  } else {
+    sweep_range<float, false>(P, n, r0, r1, u, h, y);
+  }
+}
+
+DEEPKF_CLONES void update_f64(double* P, std::int64_t n, std::int64_t r0, std::int64_t r1,
+                              const RankOneUpdate& u) {
+  update_range(P, n, r0, r1, u);
+}
+
+DEEPKF_CLONES_F32 void update_f32(float* P, std::int64_t n, std::int64_t r0, std::int64_t r1,
+                                  const RankOneUpdate& u) {
+  update_range(P, n, r0, r1, u);
 }
 
 }  // namespace
@@ -32,51 +185,22 @@ std::vector<std::int64_t> row_chunks(std::int64_t n) {
   return rows;
 }
 
-template <typename T>
-void sweep_rows(T* P, std::int64_t n, std::int64_t r0, std::int64_t r1, const RankOneUpdate& update,
+void sweep_rows(double* P, std::int64_t n, std::int64_t r0, std::int64_t r1, const RankOneUpdate& update,
                 const double* h, double* y) {
-  double* yc = y - r0;  // yc[c] is column c
-  for (std::int64_t r = r0; r < r1; ++r) {
-    T* row = P + row_offset(n, r) - r;  // row[c] = p_rc for c >= r
-    const double hr = h[r];
-    double acc;
-    if (update.K) {
-      const double* K = update.K;
-      const double kr = K[r] * update.inv_a;
-      const double il = update.inv_lambda;
-      const T d = updated(row[r], kr, K[r], il);
-      row[r] = d;
-      acc = static_cast<double>(d) * hr;
-#pragma omp simd reduction(+ : acc)
-      for (std::int64_t c = r + 1; c < n; ++c) {
-        const T p = updated(row[c], kr, K[c], il);
-        row[c] = p;
-        acc += static_cast<double>(p) * h[c];  // y_r += p_rc h_c
-        yc[c] += static_cast<double>(p) * hr;  // y_c += p_rc h_r
-      }
-    } else {
-      acc = static_cast<double>(row[r]) * hr;
-#pragma omp simd reduction(+ : acc)
-      for (std::int64_t c = r + 1; c < n; ++c) {
-        const double p = static_cast<double>(row[c]);
-        acc += p * h[c];
-        yc[c] += p * hr;
-      }
-    }
-    yc[r] += acc;
-  }
+  sweep_f64(P, n, r0, r1, update, h, y);
 }
 
-template <typename T>
-void update_rows(T* P, std::int64_t n, std::int64_t r0, std::int64_t r1, const RankOneUpdate& update) {
-  const double* K = update.K;
-  const double il = update.inv_lambda;
-  for (std::int64_t r = r0; r < r1; ++r) {
-    T* row = P + row_offset(n, r) - r;
-    const double kr = K[r] * update.inv_a;
-#pragma omp simd
-    for (std::int64_t c = r; c < n; ++c) row[c] = updated(row[c], kr, K[c], il);
-  }
+void sweep_rows(float* P, std::int64_t n, std::int64_t r0, std::int64_t r1, const RankOneUpdate& update,
+                const double* h, double* y) {
+  sweep_f32(P, n, r0, r1, update, h, y);
+}
+
+void update_rows(double* P, std::int64_t n, std::int64_t r0, std::int64_t r1, const RankOneUpdate& update) {
+  update_f64(P, n, r0, r1, update);
+}
+
+void update_rows(float* P, std::int64_t n, std::int64_t r0, std::int64_t r1, const RankOneUpdate& update) {
+  update_f32(P, n, r0, r1, update);
 }
 
 template <typename T>
@@ -93,12 +217,6 @@ void pack(const T* dense, std::int64_t n, T* P) {
     std::copy(dense + r * n + r, dense + (r + 1) * n, P + row_offset(n, r));
 }
 
-template void sweep_rows<float>(float*, std::int64_t, std::int64_t, std::int64_t, const RankOneUpdate&,
-                                const double*, double*);
-template void sweep_rows<double>(double*, std::int64_t, std::int64_t, std::int64_t, const RankOneUpdate&,
-                                 const double*, double*);
-template void update_rows<float>(float*, std::int64_t, std::int64_t, std::int64_t, const RankOneUpdate&);
-template void update_rows<double>(double*, std::int64_t, std::int64_t, std::int64_t, const RankOneUpdate&);
 template void unpack<float>(const float*, std::int64_t, float*);
 template void unpack<double>(const double*, std::int64_t, double*);
 template void pack<float>(const float*, std::int64_t, float*);

@@ -29,22 +29,24 @@ struct RankOneUpdate {
   double inv_lambda = 1.0;
 };
 
-// Row ranges [rows[k], rows[k+1]) of about equal element counts covering [0, n), at most 64 of them, none
-// smaller than about 2^17 elements unless the block is. They depend on n only, so the partial sums, and with
+// Row ranges [rows[k], rows[k+1]) of about equal element counts covering [0, n), at most 16 of them, none
+// smaller than about 2^18 elements unless the block is. They depend on n only, so the partial sums, and with
 // them the rounding of y, do not depend on the number of threads.
 std::vector<std::int64_t> row_chunks(std::int64_t n);
 
 // Rows [r0, r1) of the sweep over packed block P (n x n). Adds this range's share of y = P h to y, which
 // holds columns r0 .. n-1 (y[0] is column r0: a partial sum covering exactly what these rows touch).
-// Applies `update` to the rows first when it has a K. T is float or double.
-template <typename T>
-void sweep_rows(T* P, std::int64_t n, std::int64_t r0, std::int64_t r1, const RankOneUpdate& update,
+// Applies `update` to the rows first when it has a K. Rows are taken eight at a time, so that each column's
+// h_c, K_c and y_c are loaded once for eight values of P; the summation order depends on r0, r1 and n only.
+void sweep_rows(double* P, std::int64_t n, std::int64_t r0, std::int64_t r1, const RankOneUpdate& update,
+                const double* h, double* y);
+void sweep_rows(float* P, std::int64_t n, std::int64_t r0, std::int64_t r1, const RankOneUpdate& update,
                 const double* h, double* y);
 
 // Rows [r0, r1) of the update alone (a flush before P is read), element for element the same arithmetic
-// as sweep_rows, so a flushed block equals one updated inside a sweep bit for bit.
-template <typename T>
-void update_rows(T* P, std::int64_t n, std::int64_t r0, std::int64_t r1, const RankOneUpdate& update);
+// as sweep_rows (no fused multiply-adds), so a flushed block equals one updated inside a sweep bit for bit.
+void update_rows(double* P, std::int64_t n, std::int64_t r0, std::int64_t r1, const RankOneUpdate& update);
+void update_rows(float* P, std::int64_t n, std::int64_t r0, std::int64_t r1, const RankOneUpdate& update);
 
 // Full symmetric n x n (row-major) from the packed triangle, and back (the upper triangle is taken).
 template <typename T>

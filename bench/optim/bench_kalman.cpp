@@ -10,12 +10,15 @@
 // is far larger than the caches and every number is a memory number.
 //
 // Usage: bench_kalman [min MiB (512)] [threads (2)] [blocksizes ... (1024 2048 4096 5120 8192 10240)]
+// DEEPKF_BENCH_DEVICE=cuda runs the filter, the pass and the dense step on the GPU (a CUDA build).
+#include <torch/cuda.h>
 #include <torch/torch.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -26,9 +29,18 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+torch::Device bench_device() {
+  const char* d = std::getenv("DEEPKF_BENCH_DEVICE");
+  return torch::Device(d && *d ? d : "cpu");
+}
+
+// Wall time of f, waiting for the device to finish its work before and after.
 double time_ms(const std::function<void()>& f) {
+  static const bool cuda = bench_device().is_cuda();
+  if (cuda) torch::cuda::synchronize();
   const auto t0 = Clock::now();
   f();
+  if (cuda) torch::cuda::synchronize();
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
 
@@ -69,11 +81,15 @@ void dense_step(torch::Tensor& P, const torch::Tensor& h, double lambda) {
   auto K = torch::empty({nb, b, 1}, P.options());
   const auto hb = h.view({nb, b});
   double a = 0.0;
-  for (std::int64_t i = 0; i < nb; ++i) {
-    auto out = K[i].view({b});
-    at::mv_out(out, P[i], hb[i]);  // K_i = P_i h_i
-    a += lambda + out.dot(hb[i]).item<double>();
+  if (P.is_cpu()) {
+    for (std::int64_t i = 0; i < nb; ++i) {
+      auto out = K[i].view({b});
+      at::mv_out(out, P[i], hb[i]);  // K_i = P_i h_i (one gemv per block: faster than bmm on the CPU)
+    }
+  } else {
+    K = torch::bmm(P, hb.unsqueeze(2));
   }
+  a = static_cast<double>(nb) * lambda + (K.view({nb, b}) * hb).sum().item<double>();
   // P = (P - K K^T / a) / lambda
   P.baddbmm_(K, K.transpose(1, 2), 1.0 / lambda, -1.0 / (a * lambda));
 }
@@ -88,8 +104,9 @@ int main(int argc, char** argv) {
   if (sizes.empty()) sizes = {1024, 2048, 4096, 5120, 8192, 10240};
   torch::set_num_threads(threads);
   torch::NoGradGuard no_grad;
-  std::printf("torch threads %d; each problem: nb blocks of b, packed P >= %.0f MiB\n",
-              torch::get_num_threads(), min_mib);
+  const auto device = bench_device();
+  std::printf("device %s, torch threads %d; each problem: nb blocks of b, packed P >= %.0f MiB\n",
+              device.str().c_str(), torch::get_num_threads(), min_mib);
 
   const auto shapes = water_shapes();
   std::printf("\nwater reference model: %lld parameters\n",
@@ -117,12 +134,13 @@ int main(int argc, char** argv) {
           std::max<std::int64_t>(4, static_cast<std::int64_t>(min_mib * (1 << 20) / block_bytes + 0.999));
       const double bytes = block_bytes * static_cast<double>(nb);
       const int reps = bytes < 2e9 ? 9 : 5;
-      const auto opts = torch::TensorOptions().dtype(dtype);
-      const auto h = 1e-3 * torch::randn({nb * b}, torch::kFloat64);
+      const auto opts = torch::TensorOptions().dtype(dtype).device(device);
+      const auto h =
+          1e-3 * torch::randn({nb * b}, torch::TensorOptions().dtype(torch::kFloat64).device(device));
       std::vector<double> step, pass, dense;
       {
         // The steps alternate with the passes, so that both see the same machine.
-        std::vector<torch::Tensor> params = {torch::zeros({nb * b}, torch::kFloat64)};
+        std::vector<torch::Tensor> params = {torch::zeros({nb * b}, h.options())};
         deepkf::KalmanOptions o;
         o.blocksize = b;
         o.p_dtype = dtype;

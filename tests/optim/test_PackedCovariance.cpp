@@ -44,7 +44,7 @@ TEST_CASE("row chunks cover each block in balanced ranges that depend on n only"
     REQUIRE(rows.size() >= 2);
     CHECK(rows.front() == 0);
     CHECK(rows.back() == n);
-    CHECK(rows.size() - 1 <= 64);
+    CHECK(rows.size() - 1 <= 16);
     for (std::size_t k = 0; k + 1 < rows.size(); ++k) CHECK(rows[k] < rows[k + 1]);
     // Element counts per chunk within 10% of the mean (one row's worth of slack) for blocks of many chunks.
     const double mean = static_cast<double>(packed::triangle_size(n)) / static_cast<double>(rows.size() - 1);
@@ -53,7 +53,7 @@ TEST_CASE("row chunks cover each block in balanced ranges that depend on n only"
       CHECK(std::abs(static_cast<double>(count) - mean) <= 0.1 * mean + static_cast<double>(n));
     }
   }
-  CHECK(packed::row_chunks(10240).size() - 1 == 64);
+  CHECK(packed::row_chunks(10240).size() - 1 == 16);
   CHECK(packed::row_offset(5, 0) == 0);
   CHECK(packed::row_offset(5, 1) == 5);
   CHECK(packed::row_offset(5, 4) == 14);
