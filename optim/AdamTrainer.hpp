@@ -50,7 +50,6 @@ class AdamTrainer final : public Optimizer {
   const AdamOptions& options() const { return options_; }
 
   std::string name() const override { return "Adam"; }
-  Kind kind() const override { return Kind::kLoss; }
   // "lr <lr(t)>" at the last step taken.
   std::string status() const override;
   std::int64_t state_bytes() const override;

@@ -27,6 +27,7 @@
 #include "optim/BlockLayout.hpp"
 #include "optim/Optimizer.hpp"
 #include "optim/PackedCovariance.hpp"
+#include "src/core/Communicator.hpp"
 
 namespace deepkf {
 
@@ -73,7 +74,6 @@ class KalmanFilter final : public Optimizer {
   void flush() { cov_.flush(); }
 
   std::string name() const override { return "RLEKF"; }
-  Kind kind() const override { return Kind::kMeasurement; }
   std::string status() const override;
   std::int64_t state_bytes() const override { return covariance_bytes(); }
   // Collective: every block is sent to rank 0, whose archive holds P_i's packed upper triangle under "P_<i>"

@@ -2,34 +2,25 @@
 // The optimizer interface, in the spirit of n2p2's Updater: every optimizer reports its name, a short status
 // for logs, the memory its state takes, and saves/restores that state. How a step is taken differs and is
 // not forced into one signature:
-//   - Kind::kMeasurement (RLEKF): one Kalman update per scalar measurement, given the innovation e and the
-//     gradient dy/dw: KalmanFilter::update(e, grads), several per batch (energy, force groups, virial).
-//   - Kind::kLoss (Adam): one step per batch on the gradients of a loss that the caller back-propagated:
+//   - RLEKF: one Kalman update per scalar measurement, given the innovation e and the gradient dy/dw:
+//     KalmanFilter::update(e, grads), several per batch (energy, force groups, virial).
+//   - Adam: one step per batch on the gradients of a loss that the caller back-propagated:
 //     AdamTrainer::zero_grad(), loss.backward(), AdamTrainer::step(t).
-// The trainer asks kind() and uses as_kalman() / as_adam() for the step.
+// The training loop sees either through its training step (src/train/TrainingStep.hpp), which knows the
+// model and the measurements.
 #include <torch/serialize/archive.h>
 #include <torch/types.h>
 
 #include <cstdint>
-#include <memory>
 #include <string>
-#include <vector>
-
-#include "src/core/Communicator.hpp"
 
 namespace deepkf {
 
-class KalmanFilter;
-class AdamTrainer;
-
 class Optimizer {
  public:
-  enum class Kind { kMeasurement, kLoss };
-
   virtual ~Optimizer() = default;
   // "RLEKF" or "Adam".
   virtual std::string name() const = 0;
-  virtual Kind kind() const = 0;
   // A short status for logs, e.g. "lambda 0.99123" or "lr 1.00e-03".
   virtual std::string status() const = 0;
   // Bytes of optimizer state held by this rank (RLEKF: its covariance blocks; Adam: the moment estimates).
@@ -39,20 +30,6 @@ class Optimizer {
   virtual void save(torch::serialize::OutputArchive& archive) = 0;
   // Restores what save() wrote; every rank calls it with the same archive.
   virtual void load(torch::serialize::InputArchive& archive) = 0;
-
-  // The concrete optimizer; throws OptimError when it is of the other kind.
-  KalmanFilter& as_kalman();
-  AdamTrainer& as_adam();
 };
-
-struct KalmanOptions;
-struct AdamOptions;
-
-// Creates an optimizer by name: "LKF" or "RLEKF" (KalmanFilter, which uses `kalman` and `comm`) or "Adam"
-// (AdamTrainer, which uses `adam`; its gradients are averaged over ranks by the caller). `params` are the
-// trainable parameters in registration order. Throws ConfigError for an unknown name.
-std::unique_ptr<Optimizer> make_optimizer(const std::string& name, const std::vector<torch::Tensor>& params,
-                                          const KalmanOptions& kalman, const AdamOptions& adam,
-                                          std::shared_ptr<Communicator> comm = make_serial_communicator());
 
 }  // namespace deepkf

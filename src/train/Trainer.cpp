@@ -14,12 +14,6 @@
 #include <numeric>
 #include <thread>
 
-#include "optim/AdamTrainer.hpp"
-#include "optim/AtomSelector.hpp"
-#include "optim/EnerLoss.hpp"
-#include "optim/KalmanFilter.hpp"
-#include "optim/KalmanMeasurement.hpp"
-#include "optim/Optimizer.hpp"
 #include "src/core/AtomicFile.hpp"
 #include "src/core/Error.hpp"
 #include "src/data/Dataset.hpp"
@@ -35,6 +29,7 @@
 #include "src/train/Checkpoint.hpp"
 #include "src/train/ProgressBar.hpp"
 #include "src/train/StopSignal.hpp"
+#include "src/train/TrainingStep.hpp"
 
 namespace deepkf {
 namespace fs = std::filesystem;
@@ -55,10 +50,7 @@ struct Trainer::Impl {
   std::vector<int> batch_size;
   std::vector<int> valid_batch_size;
   std::unique_ptr<BatchSampler> sampler;
-  std::unique_ptr<Optimizer> optimizer;
-  KalmanFilter* kalman = nullptr;  // optimizer viewed as RLEKF, or null
-  AdamTrainer* adam = nullptr;     // optimizer viewed as Adam, or null
-  std::unique_ptr<AtomSelector> selector;
+  std::unique_ptr<TrainingStep> optimizer;  // RLEKF or Adam, one step per batch
   std::int64_t step = 0;
   std::int64_t valid_cursor = 0;  // next validation (system, frame) position, cycles through all frames
   std::shared_ptr<spdlog::logger> log;
@@ -96,8 +88,6 @@ struct Trainer::Impl {
   template <typename F>
   void for_my_frames(const FrameSubset& part, std::int64_t chunk, F&& f) const;
 
-  // Sums per-parameter gradients over ranks; unused parameters (undefined gradients) become zeros.
-  std::vector<torch::Tensor> reduce_gradients(std::vector<torch::Tensor> grads) const;
   void reduce(std::vector<double>& values) const {
     if (comm->size() > 1) comm->allreduce_sum(values.data(), values.size());
   }
@@ -109,8 +99,7 @@ struct Trainer::Impl {
   // ParallelError unless every rank loaded the same number of systems, frames and atoms.
   void check_same_data() const;
 
-  ErrorMetrics kalman_step(const BatchRef& ref);
-  ErrorMetrics adam_step(const BatchRef& ref);
+  ErrorMetrics train_step(const BatchRef& ref);
   ErrorMetrics validate(bool all_frames);
   void write_checkpoint_now(const std::string& path);
   json provenance() const;
@@ -406,30 +395,8 @@ void Trainer::Impl::compute_statistics() {
 
 void Trainer::Impl::build_optimizer() {
   params = model->parameters();
-  KalmanOptions k;
-  k.blocksize = cfg.kalman.blocksize;
-  k.lambda0 = cfg.kalman.lambda0;
-  k.nu = cfg.kalman.nu;
-  k.p0 = cfg.kalman.p0;
-  k.p_dtype = cfg.kalman.p_precision == "float32" ? torch::kFloat32 : torch::kFloat64;
-  AdamOptions a;
-  a.start_lr = cfg.adam.start_lr;
-  a.stop_lr = cfg.adam.stop_lr;
-  a.decay_steps = cfg.adam.decay_steps;
-  a.total_steps = cfg.numb_steps;
-  optimizer = make_optimizer(cfg.optimizer, params, k, a, comm);
-  if (optimizer->kind() == Optimizer::Kind::kMeasurement) {
-    kalman = &optimizer->as_kalman();
-    selector = std::make_unique<AtomSelector>(cfg.seed, cfg.kalman.nselect, cfg.kalman.groupsize);
-    log->info(
-        "optimizer RLEKF: {} parameters in {} blocks (kf_blocksize {}), covariance {:.1f} MiB on this rank",
-        model->parameter_count(), kalman->layout().num_blocks(), cfg.kalman.blocksize,
-        static_cast<double>(kalman->covariance_bytes()) / (1 << 20));
-  } else {
-    adam = &optimizer->as_adam();
-    log->info("optimizer Adam: {} parameters, lr {} -> {} every {} steps", model->parameter_count(),
-              a.start_lr, a.stop_lr, a.decay_steps);
-  }
+  optimizer = make_training_step(cfg, model, comm);
+  log->info("{}", optimizer->describe());
 }
 
 void Trainer::Impl::setup() {
@@ -480,14 +447,8 @@ void Trainer::Impl::restore(const std::string& path) {
                       ckpt.meta.value("optimizer", std::string("?")) + " optimizer, but " + cfg.file +
                       " asks for " + cfg.optimizer);
   }
-  together([&] {
-    if (kalman) {
-      kalman->load(ckpt.optimizer, ckpt.covariance_block);  // each rank reads its own blocks from the file
-    } else {
-      optimizer->load(ckpt.optimizer);
-    }
-    if (selector) selector->load(ckpt.optimizer);
-  });
+  // Each rank reads its own covariance blocks from the file.
+  together([&] { optimizer->load(ckpt.optimizer, ckpt.covariance_block); });
   step = ckpt.meta.at("step").get<std::int64_t>();
   sampler->seek(ckpt.meta.at("epoch").get<std::int64_t>(), ckpt.meta.at("position").get<std::int64_t>());
   valid_cursor = ckpt.meta.value("valid_cursor", std::int64_t{0});
@@ -508,118 +469,13 @@ Batch Trainer::Impl::local_batch(const std::vector<FrameSubset>& parts, const Ba
   return make_batch(frames, all, mcfg, device, mcfg.precision);
 }
 
-std::vector<torch::Tensor> Trainer::Impl::reduce_gradients(std::vector<torch::Tensor> grads) const {
-  for (std::size_t i = 0; i < grads.size(); ++i) {
-    if (!grads[i].defined()) grads[i] = torch::zeros_like(params[i]);
-  }
-  if (comm->size() == 1) return grads;
-  // One allreduce of all gradients, staged through a float64 host buffer.
-  std::vector<torch::Tensor> flat;
-  for (const auto& g : grads) flat.push_back(g.reshape({-1}));
-  auto host = torch::cat(flat).to(torch::kCPU, torch::kFloat64).contiguous();
-  comm->allreduce_sum(host.data_ptr<double>(), static_cast<std::size_t>(host.numel()));
-  const auto summed = host.to(device, grads.front().scalar_type());
-  std::int64_t offset = 0;
-  for (auto& g : grads) {
-    const auto n = g.numel();
-    g = summed.narrow(0, offset, n).view(g.sizes());
-    offset += n;
-  }
-  return grads;
-}
-
-ErrorMetrics Trainer::Impl::kalman_step(const BatchRef& ref) {
+ErrorMetrics Trainer::Impl::train_step(const BatchRef& ref) {
   const Batch b = local_batch(train, ref);
   // Which labels exist is a property of the system, not of this rank's share (which may be empty).
   const SystemInfo& info = train[static_cast<std::size_t>(ref.system)].info();
-  const auto global_frames = static_cast<std::int64_t>(ref.frames.size());
-  const bool have_frames = b.coord.size(0) > 0;
-  const double t = static_cast<double>(step) / static_cast<double>(cfg.numb_steps);
-  const auto& k = cfg.kalman;
-  const double pe = kalman_prefactor(k.start_pref_e, k.limit_pref_e, t);
-  const double pf = kalman_prefactor(k.start_pref_f, k.limit_pref_f, t);
-  const double pv = kalman_prefactor(k.start_pref_v, k.limit_pref_v, t);
-  const auto natoms = torch::full({b.coord.size(0)}, static_cast<double>(info.natoms),
-                                  torch::TensorOptions().dtype(mcfg.precision).device(device));
-
-  auto update = [&](const Measurement& m) {
-    std::vector<torch::Tensor> grads(params.size());
-    if (have_frames) grads = torch::autograd::grad({m.y}, params, {}, false, false, /*allow_unused=*/true);
-    grads = reduce_gradients(std::move(grads));
-    std::vector<double> sums = {m.abs_sum, static_cast<double>(m.count)};
-    reduce(sums);
-    // e = sqrt(B) * mean |d| over the global batch
-    const double e = kalman_error(sums[0], static_cast<std::int64_t>(std::llround(sums[1])), global_frames);
-    kalman->update(e, grads);
-  };
-
-  // Energy measurement on the current weights.
-  {
-    Measurement m;
-    if (have_frames) {
-      const auto energy = model->atomic_energy(b.coord, b.atype, b.nlist, b.shift).sum(1);
-      m = energy_measurement(energy, b.energy, natoms, pe);
-    }
-    update(m);
-  }
-  // Force measurements: groups of selected atoms, each on the weights updated by the step before.
-  if (info.has_force && pf > 0.0) {
-    // Every rank draws for the whole global batch and keeps its own frames' rows.
-    const auto groups = selector->select(static_cast<std::int64_t>(my_share(ref.frames.size()).first),
-                                         b.coord.size(0), global_frames, info.natoms, device);
-    for (const auto& atoms : groups) {
-      Measurement m;
-      if (have_frames) {
-        const auto out = model->evaluate(b.coord, b.atype, b.nlist, b.shift, /*create_graph=*/true);
-        const auto idx = atoms.unsqueeze(-1).expand({-1, -1, 3});
-        m = force_measurement(out.force.gather(1, idx), b.force.gather(1, idx), natoms, pf);
-      }
-      update(m);
-    }
-  }
-  // Virial measurement when asked for and present.
-  if (info.has_virial && pv > 0.0) {
-    Measurement m;
-    if (have_frames) {
-      const auto out = model->evaluate(b.coord, b.atype, b.nlist, b.shift, /*create_graph=*/true);
-      m = virial_measurement(out.virial, b.virial, natoms, pv);
-    }
-    update(m);
-  }
-  // Training errors of this batch on the updated weights are reported at display time only.
-  return {};
-}
-
-ErrorMetrics Trainer::Impl::adam_step(const BatchRef& ref) {
-  const Batch b = local_batch(train, ref);
-  const LossPrefactors pref =
-      adam->prefactors(step, cfg.adam.start_pref_e, cfg.adam.limit_pref_e, cfg.adam.start_pref_f,
-                       cfg.adam.limit_pref_f, cfg.adam.start_pref_v, cfg.adam.limit_pref_v);
-  adam->zero_grad();
-  ErrorMetrics metrics;
-  if (b.coord.size(0) > 0) {
-    const auto out = model->evaluate(b.coord, b.atype, b.nlist, b.shift, /*create_graph=*/true);
-    const auto loss = ener_loss(out.energy, b.energy, b.has_force ? out.force : torch::Tensor(), b.force,
-                                b.has_virial ? out.virial : torch::Tensor(), b.virial, b.natoms, pref.energy,
-                                pref.force, pref.virial);
-    loss.backward();
-    metrics.add(out, b);
-  }
-  // Data parallel: the loss is a mean over the frames of this rank's share (all of one system, so every
-  // frame has the same number of atoms); the global loss is the frame-weighted mean of the ranks' losses,
-  // so weight each rank's gradient by its share of the frames before the sum (shares differ by one frame
-  // when R does not divide B, and a rank may have none).
-  if (comm->size() > 1) {
-    const double weight = static_cast<double>(b.coord.size(0)) / static_cast<double>(ref.frames.size());
-    std::vector<torch::Tensor> grads;
-    for (const auto& p : params)
-      grads.push_back(p.grad().defined() ? p.grad() * weight : torch::zeros_like(p));
-    grads = reduce_gradients(grads);
-    // reduce_gradients returns views of one buffer; a gradient must own its memory (zero_grad detaches it).
-    for (std::size_t i = 0; i < params.size(); ++i) params[i].mutable_grad() = grads[i].clone();
-  }
-  adam->step(step);
-  return metrics;
+  const StepInput in{b, info, static_cast<std::int64_t>(ref.frames.size()),
+                     static_cast<std::int64_t>(my_share(ref.frames.size()).first), step};
+  return optimizer->take(in);
 }
 
 ErrorMetrics Trainer::Impl::validate(bool all_frames) {
@@ -689,31 +545,22 @@ void Trainer::Impl::write_checkpoint_now(const std::string& path) {
   // (the root holds at most one other rank's block at a time); a failure to write ends the run on every
   // rank, after the stream so that no rank is left waiting in it.
   torch::serialize::OutputArchive optimizer_state;
-  std::vector<std::int64_t> block_sizes;
-  if (kalman) {
-    kalman->save_state(optimizer_state);
-    for (const auto& b : kalman->layout().blocks()) block_sizes.push_back(b.size());
-  } else {
-    optimizer->save(optimizer_state);
-  }
-  if (selector) selector->save(optimizer_state);
+  optimizer->save(optimizer_state);
   std::unique_ptr<CheckpointWriter> writer;
   together([&] {
     if (root())
-      writer = std::make_unique<CheckpointWriter>(path, model, meta, optimizer_state, block_sizes,
-                                                  kalman ? kalman->options().p_dtype : torch::kFloat64);
+      writer = std::make_unique<CheckpointWriter>(path, model, meta, optimizer_state,
+                                                  optimizer->block_sizes(), optimizer->block_dtype());
   });
   std::string failure;
-  if (kalman) {
-    kalman->stream_covariance([&](std::int64_t i, const torch::Tensor& block) {
-      if (!failure.empty()) return;
-      try {
-        writer->write_block(i, block);
-      } catch (const std::exception& e) {
-        failure = e.what();
-      }
-    });
-  }
+  optimizer->stream_blocks([&](std::int64_t i, const torch::Tensor& block) {
+    if (!failure.empty()) return;
+    try {
+      writer->write_block(i, block);
+    } catch (const std::exception& e) {
+      failure = e.what();
+    }
+  });
   together([&] {
     if (!root()) return;
     if (!failure.empty()) throw Error(failure);
@@ -740,9 +587,7 @@ std::int64_t Trainer::frames_read() const {
   return n;
 }
 
-std::int64_t Trainer::covariance_bytes() const {
-  return impl_->kalman ? impl_->kalman->covariance_bytes() : 0;
-}
+std::int64_t Trainer::covariance_bytes() const { return impl_->optimizer->covariance_bytes(); }
 
 TrainResult Trainer::run() {
   Impl& m = *impl_;
@@ -766,7 +611,7 @@ TrainResult Trainer::run() {
     if (!append) {
       lcurve << "#  step      rmse_e_val  rmse_e_trn  rmse_f_val  rmse_f_trn";
       if (virial_columns) lcurve << "  rmse_v_val  rmse_v_trn";
-      lcurve << (m.kalman ? "      lambda" : "          lr") << "      wall_s\n";
+      lcurve << fmt::format("  {:>10}", m.optimizer->status_name()) << "      wall_s\n";
       lcurve << "#  (energy and virial per atom: eV/atom; force: eV/A)\n";
     }
   });
@@ -778,7 +623,7 @@ TrainResult Trainer::run() {
     result.validation = val;
     result.training = trn;
     if (!m.root()) return;
-    const double status = m.kalman ? m.kalman->lambda() : m.adam->learning_rate(m.step);
+    const double status = m.optimizer->status_value(m.step);
     lcurve << fmt::format("{:8d}  {:10.3e}  {:10.3e}  {:10.3e}  {:10.3e}", m.step, val.rmse_e(), trn.rmse_e(),
                           val.rmse_f(), trn.rmse_f());
     if (virial_columns) lcurve << fmt::format("  {:10.3e}  {:10.3e}", val.rmse_v(), trn.rmse_v());
@@ -787,29 +632,25 @@ TrainResult Trainer::run() {
     progress.clear();
     m.log->info(
         "step {:>7}  rmse_e val {:.3e} trn {:.3e} eV/atom  rmse_f val {:.3e} trn {:.3e} eV/A  {} {:.6g}",
-        m.step, val.rmse_e(), trn.rmse_e(), val.rmse_f(), trn.rmse_f(), m.kalman ? "lambda" : "lr", status);
+        m.step, val.rmse_e(), trn.rmse_e(), val.rmse_f(), trn.rmse_f(), m.optimizer->status_name(), status);
   };
 
   const std::int64_t end = m.opt.pause_at > 0 ? std::min(m.opt.pause_at, m.cfg.numb_steps) : m.cfg.numb_steps;
   while (m.step < end) {
     const BatchRef ref = m.sampler->next();
-    ErrorMetrics trn = m.kalman ? m.kalman_step(ref) : m.adam_step(ref);
+    ErrorMetrics trn = m.train_step(ref);
     ++m.step;
     const bool last = m.step == end;
     if (m.step % m.cfg.disp_freq == 0 || last || m.step == 1) {
-      if (m.kalman) {
+      if (!m.optimizer->batch_errors()) {
         // Errors of the training batch on the weights after the update.
         const Batch b = m.local_batch(m.train, ref);
         trn = ErrorMetrics{};
         if (b.coord.size(0) > 0) trn.add(m.model->evaluate(b.coord, b.atype, b.nlist, b.shift, false), b);
-        auto packed = trn.pack();
-        m.reduce(packed);
-        trn.unpack(packed);
-      } else {
-        auto packed = trn.pack();
-        m.reduce(packed);
-        trn.unpack(packed);
       }
+      auto packed = trn.pack();
+      m.reduce(packed);
+      trn.unpack(packed);
       display(trn);
     }
     progress.update(m.step, fmt::format("rmse_f {:.3e}", result.training.rmse_f()));

@@ -1,0 +1,68 @@
+#include "src/train/AdamStep.hpp"
+
+#include <fmt/format.h>
+#include <torch/torch.h>
+
+#include "optim/EnerLoss.hpp"
+#include "src/train/GradientSum.hpp"
+
+namespace deepkf {
+
+namespace {
+
+AdamOptions adam_options(const TrainConfig& cfg) {
+  AdamOptions a;
+  a.start_lr = cfg.adam.start_lr;
+  a.stop_lr = cfg.adam.stop_lr;
+  a.decay_steps = cfg.adam.decay_steps;
+  a.total_steps = cfg.numb_steps;
+  return a;
+}
+
+}  // namespace
+
+AdamStep::AdamStep(const TrainConfig& cfg, DeepPot model, std::shared_ptr<Communicator> comm)
+    : options_(cfg.adam),
+      model_(std::move(model)),
+      params_(model_->parameters()),
+      comm_(std::move(comm)),
+      adam_(params_, adam_options(cfg)) {}
+
+std::string AdamStep::describe() const {
+  return fmt::format("optimizer Adam: {} parameters, lr {} -> {} every {} steps", model_->parameter_count(),
+                     options_.start_lr, options_.stop_lr, options_.decay_steps);
+}
+
+ErrorMetrics AdamStep::take(const StepInput& in) {
+  const Batch& b = in.local;
+  const auto& a = options_;
+  const LossPrefactors pref = adam_.prefactors(in.step, a.start_pref_e, a.limit_pref_e, a.start_pref_f,
+                                               a.limit_pref_f, a.start_pref_v, a.limit_pref_v);
+  adam_.zero_grad();
+  ErrorMetrics metrics;
+  if (b.coord.size(0) > 0) {
+    const auto out = model_->evaluate(b.coord, b.atype, b.nlist, b.shift, /*create_graph=*/true);
+    const auto loss = ener_loss(out.energy, b.energy, b.has_force ? out.force : torch::Tensor(), b.force,
+                                b.has_virial ? out.virial : torch::Tensor(), b.virial, b.natoms, pref.energy,
+                                pref.force, pref.virial);
+    loss.backward();
+    metrics.add(out, b);
+  }
+  // Data parallel: the loss is a mean over the frames of this rank's share (all of one system, so every
+  // frame has the same number of atoms); the global loss is the frame-weighted mean of the ranks' losses,
+  // so weight each rank's gradient by its share of the frames before the sum (shares differ by one frame
+  // when R does not divide B, and a rank may have none).
+  if (comm_->size() > 1) {
+    const double weight = static_cast<double>(b.coord.size(0)) / static_cast<double>(in.global_frames);
+    std::vector<torch::Tensor> grads;
+    for (const auto& p : params_)
+      grads.push_back(p.grad().defined() ? p.grad() * weight : torch::zeros_like(p));
+    grads = sum_gradients(grads, params_, *comm_);
+    // sum_gradients returns views of one buffer; a gradient must own its memory (zero_grad detaches it).
+    for (std::size_t i = 0; i < params_.size(); ++i) params_[i].mutable_grad() = grads[i].clone();
+  }
+  adam_.step(in.step);
+  return metrics;
+}
+
+}  // namespace deepkf

@@ -1,0 +1,33 @@
+#pragma once
+// Adam's training step: one gradient step per batch on DeePMD-kit's "ener" loss, with DeePMD-kit's learning
+// rate and prefactor schedules (optim/AdamTrainer.hpp, optim/EnerLoss.hpp).
+#include <memory>
+
+#include "optim/AdamTrainer.hpp"
+#include "src/train/TrainingStep.hpp"
+
+namespace deepkf {
+
+class AdamStep final : public TrainingStep {
+ public:
+  AdamStep(const TrainConfig& cfg, DeepPot model, std::shared_ptr<Communicator> comm);
+
+  std::string name() const override { return "Adam"; }
+  std::string describe() const override;
+  ErrorMetrics take(const StepInput& in) override;
+  bool batch_errors() const override { return true; }
+  std::string status_name() const override { return "lr"; }
+  double status_value(std::int64_t step) const override { return adam_.learning_rate(step); }
+
+  void save(torch::serialize::OutputArchive& archive) override { adam_.save(archive); }
+  void load(torch::serialize::InputArchive& archive, const BlockSource&) override { adam_.load(archive); }
+
+ private:
+  AdamSection options_;
+  DeepPot model_;
+  std::vector<torch::Tensor> params_;
+  std::shared_ptr<Communicator> comm_;
+  AdamTrainer adam_;
+};
+
+}  // namespace deepkf

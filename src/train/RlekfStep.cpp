@@ -1,0 +1,120 @@
+#include "src/train/RlekfStep.hpp"
+
+#include <fmt/format.h>
+#include <torch/torch.h>
+
+#include <cmath>
+
+#include "optim/KalmanMeasurement.hpp"
+#include "src/train/GradientSum.hpp"
+
+namespace deepkf {
+
+namespace {
+
+KalmanOptions kalman_options(const KalmanSection& k) {
+  KalmanOptions o;
+  o.blocksize = k.blocksize;
+  o.lambda0 = k.lambda0;
+  o.nu = k.nu;
+  o.p0 = k.p0;
+  o.p_dtype = k.p_precision == "float32" ? torch::kFloat32 : torch::kFloat64;
+  return o;
+}
+
+}  // namespace
+
+RlekfStep::RlekfStep(const TrainConfig& cfg, DeepPot model, std::shared_ptr<Communicator> comm)
+    : options_(cfg.kalman),
+      numb_steps_(cfg.numb_steps),
+      model_(std::move(model)),
+      params_(model_->parameters()),
+      comm_(std::move(comm)),
+      filter_(params_, kalman_options(cfg.kalman), comm_),
+      selector_(cfg.seed, cfg.kalman.nselect, cfg.kalman.groupsize) {}
+
+std::string RlekfStep::describe() const {
+  return fmt::format(
+      "optimizer RLEKF: {} parameters in {} blocks (kf_blocksize {}), covariance {:.1f} MiB on this rank",
+      model_->parameter_count(), filter_.layout().num_blocks(), options_.blocksize,
+      static_cast<double>(filter_.covariance_bytes()) / (1 << 20));
+}
+
+ErrorMetrics RlekfStep::take(const StepInput& in) {
+  const Batch& b = in.local;
+  const SystemInfo& info = in.info;
+  const bool have_frames = b.coord.size(0) > 0;
+  const double t = static_cast<double>(in.step) / static_cast<double>(numb_steps_);
+  const auto& k = options_;
+  const double pe = kalman_prefactor(k.start_pref_e, k.limit_pref_e, t);
+  const double pf = kalman_prefactor(k.start_pref_f, k.limit_pref_f, t);
+  const double pv = kalman_prefactor(k.start_pref_v, k.limit_pref_v, t);
+  const auto device = params_.front().device();
+  const auto natoms = torch::full({b.coord.size(0)}, static_cast<double>(info.natoms),
+                                  torch::TensorOptions().dtype(model_->config().precision).device(device));
+
+  auto update = [&](const Measurement& m) {
+    std::vector<torch::Tensor> grads(params_.size());
+    if (have_frames) grads = torch::autograd::grad({m.y}, params_, {}, false, false, /*allow_unused=*/true);
+    grads = sum_gradients(std::move(grads), params_, *comm_);
+    std::vector<double> sums = {m.abs_sum, static_cast<double>(m.count)};
+    if (comm_->size() > 1) comm_->allreduce_sum(sums.data(), sums.size());
+    // e = sqrt(B) * mean |d| over the global batch
+    const double e =
+        kalman_error(sums[0], static_cast<std::int64_t>(std::llround(sums[1])), in.global_frames);
+    filter_.update(e, grads);
+  };
+
+  // Energy measurement on the current weights.
+  {
+    Measurement m;
+    if (have_frames) {
+      const auto energy = model_->atomic_energy(b.coord, b.atype, b.nlist, b.shift).sum(1);
+      m = energy_measurement(energy, b.energy, natoms, pe);
+    }
+    update(m);
+  }
+  // Force measurements: groups of selected atoms, each on the weights updated by the step before.
+  if (info.has_force && pf > 0.0) {
+    // Every rank draws for the whole global batch and keeps its own frames' rows.
+    const auto groups =
+        selector_.select(in.first_frame, b.coord.size(0), in.global_frames, info.natoms, device);
+    for (const auto& atoms : groups) {
+      Measurement m;
+      if (have_frames) {
+        const auto out = model_->evaluate(b.coord, b.atype, b.nlist, b.shift, /*create_graph=*/true);
+        const auto idx = atoms.unsqueeze(-1).expand({-1, -1, 3});
+        m = force_measurement(out.force.gather(1, idx), b.force.gather(1, idx), natoms, pf);
+      }
+      update(m);
+    }
+  }
+  // Virial measurement when asked for and present.
+  if (info.has_virial && pv > 0.0) {
+    Measurement m;
+    if (have_frames) {
+      const auto out = model_->evaluate(b.coord, b.atype, b.nlist, b.shift, /*create_graph=*/true);
+      m = virial_measurement(out.virial, b.virial, natoms, pv);
+    }
+    update(m);
+  }
+  return {};
+}
+
+void RlekfStep::save(torch::serialize::OutputArchive& archive) {
+  filter_.save_state(archive);
+  selector_.save(archive);
+}
+
+std::vector<std::int64_t> RlekfStep::block_sizes() const {
+  std::vector<std::int64_t> sizes;
+  for (const auto& b : filter_.layout().blocks()) sizes.push_back(b.size());
+  return sizes;
+}
+
+void RlekfStep::load(torch::serialize::InputArchive& archive, const BlockSource& read_block) {
+  filter_.load(archive, read_block);  // each rank reads its own blocks
+  selector_.load(archive);
+}
+
+}  // namespace deepkf

@@ -1,0 +1,41 @@
+#pragma once
+// RLEKF's training step (docs/rlekf.md, "Measurements of one batch"): an energy measurement, then force
+// measurements on groups of seeded-random atoms, then the virial when asked for, each a Kalman update of the
+// weights as the previous one left them.
+#include <memory>
+
+#include "optim/AtomSelector.hpp"
+#include "optim/KalmanFilter.hpp"
+#include "src/train/TrainingStep.hpp"
+
+namespace deepkf {
+
+class RlekfStep final : public TrainingStep {
+ public:
+  RlekfStep(const TrainConfig& cfg, DeepPot model, std::shared_ptr<Communicator> comm);
+
+  std::string name() const override { return "RLEKF"; }
+  std::string describe() const override;
+  ErrorMetrics take(const StepInput& in) override;
+  bool batch_errors() const override { return false; }
+  std::string status_name() const override { return "lambda"; }
+  double status_value(std::int64_t) const override { return filter_.lambda(); }
+  std::int64_t covariance_bytes() const override { return filter_.covariance_bytes(); }
+
+  void save(torch::serialize::OutputArchive& archive) override;
+  std::vector<std::int64_t> block_sizes() const override;
+  torch::ScalarType block_dtype() const override { return filter_.options().p_dtype; }
+  void stream_blocks(const BlockSink& sink) override { filter_.stream_covariance(sink); }
+  void load(torch::serialize::InputArchive& archive, const BlockSource& read_block) override;
+
+ private:
+  KalmanSection options_;
+  std::int64_t numb_steps_;
+  DeepPot model_;
+  std::vector<torch::Tensor> params_;
+  std::shared_ptr<Communicator> comm_;
+  KalmanFilter filter_;
+  AtomSelector selector_;
+};
+
+}  // namespace deepkf

@@ -1,0 +1,67 @@
+#pragma once
+// One optimizer step on one global batch, as the training loop sees it: the loop hands each step its rank's
+// share of the batch and asks for a status value to log; checkpoints save and stream the step's state. Two
+// implementations: RlekfStep (a Kalman update per measurement: energy, force groups, virial) and AdamStep
+// (one gradient step on DeePMD-kit's ener loss), chosen by make_training_step from the input's optimizer.
+#include <torch/serialize/input-archive.h>
+#include <torch/serialize/output-archive.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "src/core/Communicator.hpp"
+#include "src/data/FrameSource.hpp"
+#include "src/model/Batch.hpp"
+#include "src/model/DeepPot.hpp"
+#include "src/train/ErrorMetrics.hpp"
+#include "src/train/TrainConfig.hpp"
+
+namespace deepkf {
+
+struct StepInput {
+  const Batch& local;          // this rank's frames of the batch (possibly none)
+  const SystemInfo& info;      // the batch's system: atoms per frame, which labels exist
+  std::int64_t global_frames;  // frames of the batch over all ranks
+  std::int64_t first_frame;    // position of this rank's first frame in the global batch
+  std::int64_t step;           // steps done before this one
+};
+
+// Covariance-like state too large for an archive: blocks streamed to rank 0 one at a time (checkpoints).
+using BlockSink = std::function<void(std::int64_t, const torch::Tensor&)>;
+using BlockSource = std::function<torch::Tensor(std::int64_t)>;
+
+class TrainingStep {
+ public:
+  virtual ~TrainingStep() = default;
+  // "RLEKF" or "Adam".
+  virtual std::string name() const = 0;
+  // The set-up line for the log (sizes, memory, schedule).
+  virtual std::string describe() const = 0;
+  // Updates the model's weights from one batch. Collective. Returns this rank's errors of the batch as the
+  // step saw them when batch_errors() is true, else nothing (the loop then evaluates the batch itself).
+  virtual ErrorMetrics take(const StepInput& in) = 0;
+  virtual bool batch_errors() const = 0;
+  // The schedule value shown in the log and the learning curve, with its name ("lambda", "lr").
+  virtual std::string status_name() const = 0;
+  virtual double status_value(std::int64_t step) const = 0;
+  // Bytes of the RLEKF covariance held by this rank; 0 for optimizers without one.
+  virtual std::int64_t covariance_bytes() const { return 0; }
+
+  // Checkpoints: the small state goes into `archive`; the blocks of block_sizes() (values of block_dtype())
+  // are streamed to rank 0 by stream_blocks, collectively, sink called on rank 0 only.
+  virtual void save(torch::serialize::OutputArchive& archive) = 0;
+  virtual std::vector<std::int64_t> block_sizes() const { return {}; }
+  virtual torch::ScalarType block_dtype() const { return torch::kFloat64; }
+  virtual void stream_blocks(const BlockSink& /*sink*/) {}
+  // Restores what save() and stream_blocks() wrote; blocks missing from the archive come from read_block.
+  virtual void load(torch::serialize::InputArchive& archive, const BlockSource& read_block) = 0;
+};
+
+// The step cfg.optimizer asks for ("LKF": RlekfStep, "Adam": AdamStep), over `model`'s parameters.
+std::unique_ptr<TrainingStep> make_training_step(const TrainConfig& cfg, DeepPot model,
+                                                 std::shared_ptr<Communicator> comm);
+
+}  // namespace deepkf
