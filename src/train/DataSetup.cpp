@@ -1,0 +1,281 @@
+#include "src/train/DataSetup.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <numeric>
+
+#include "src/core/Error.hpp"
+#include "src/core/Together.hpp"
+#include "src/data/DatasetSplit.hpp"
+#include "src/data/SystemStatistics.hpp"
+#include "src/geometry/NeighborList.hpp"
+#include "src/model/Batch.hpp"
+#include "src/model/EnvMatrix.hpp"
+#include "src/model/Statistics.hpp"
+
+namespace deepkf {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::vector<std::string> resolve_paths(const std::vector<std::string>& paths, const std::string& base) {
+  std::vector<std::string> out;
+  for (const auto& p : paths) {
+    // "file.h5#group" keeps its group suffix; only the file part is resolved.
+    const auto hash = p.find('#');
+    const std::string file = p.substr(0, hash);
+    const fs::path resolved = fs::path(file).is_absolute() ? fs::path(file) : fs::path(base) / file;
+    out.push_back(resolved.lexically_normal().string() + (hash == std::string::npos ? "" : p.substr(hash)));
+  }
+  return out;
+}
+
+// DeePMD-kit's "auto" batch size: the smallest batch with at least 32 atoms.
+int auto_batch_size(std::int64_t natoms) {
+  return static_cast<int>(std::max<std::int64_t>(1, (32 + natoms - 1) / natoms));
+}
+
+// Calls f(frames, first) for chunks of at most `chunk` frames of this rank's share of `part`; first is the
+// position in `part` of the chunk's first frame.
+template <typename F>
+void for_rank_frames(const FrameSubset& part, std::int64_t chunk, const Communicator& comm, F&& f) {
+  const auto [begin, end] = rank_share(static_cast<std::size_t>(part.nframes()), comm);
+  for (auto first = static_cast<std::int64_t>(begin); first < static_cast<std::int64_t>(end);
+       first += chunk) {
+    const std::int64_t last = std::min(static_cast<std::int64_t>(end), first + chunk);
+    f(part.read_range(first, last), first);
+  }
+}
+
+// What opening and checking the data share: the input, the communicator, the log and the data being filled.
+// the input, the communicator, the log, the data and the model being set up.
+struct Setup {
+  const TrainConfig& cfg;
+  Communicator* comm;
+  spdlog::logger* log;
+  std::vector<std::shared_ptr<FrameSource>>& sources;
+  std::vector<FrameSubset>& train;
+  std::vector<FrameSubset>& valid;
+  std::vector<int>& batch_size;
+  std::vector<int>& valid_batch_size;
+
+  template <typename F>
+  void together(F&& f) {
+    deepkf::together(*comm, std::forward<F>(f));
+  }
+  template <typename F>
+  void for_my_frames(const FrameSubset& part, std::int64_t chunk, F&& f) const {
+    for_rank_frames(part, chunk, *comm, std::forward<F>(f));
+  }
+  // Opens the data and splits it; no communication (run inside together()). Returns each load as opened
+  // (before any split) with the paths that name it, for check_data.
+  std::vector<std::pair<std::vector<FrameSubset>, std::string>> load_data();
+  // Reads this rank's share of every frame of `parts` once: checks the values (a bad number or cell fails
+  // here, not mid-run) and judges the units over all ranks (check_units), naming `what`.
+  void check_data(const std::vector<FrameSubset>& parts, const std::string& what);
+  // ParallelError unless every rank loaded the same number of systems, frames and atoms.
+  void check_same_data() const;
+};
+
+std::vector<std::pair<std::vector<FrameSubset>, std::string>> Setup::load_data() {
+  std::vector<std::pair<std::vector<FrameSubset>, std::string>> loads;
+  const auto type_map = cfg.model.value("type_map", std::vector<std::string>{});
+  const auto train_paths = resolve_paths(cfg.training_data.systems, cfg.base_dir);
+  OpenedData training = open_dataset(train_paths, type_map);
+  sources = training.systems;
+  train = whole(training.systems);
+  loads.emplace_back(train, describe_paths(train_paths));
+  if (!cfg.validation_data.systems.empty()) {
+    const auto valid_paths = resolve_paths(cfg.validation_data.systems, cfg.base_dir);
+    OpenedData validation = open_dataset(valid_paths, type_map);
+    sources.insert(sources.end(), validation.systems.begin(), validation.systems.end());
+    valid = whole(validation.systems);
+    loads.emplace_back(valid, describe_paths(valid_paths));
+  } else if (cfg.validation_fraction > 0.0) {
+    std::vector<std::int64_t> nframes;
+    for (const auto& s : train) nframes.push_back(s.nframes());
+    const auto split =
+        split_frames(nframes, cfg.validation_fraction,
+                     cfg.validation_split == "system" ? SplitMode::kSystem : SplitMode::kFrame, cfg.seed);
+    std::vector<FrameSubset> whole_train = std::move(train);
+    train.clear();
+    for (const auto& p : split.train)
+      train.push_back(FrameSubset{whole_train[static_cast<std::size_t>(p.system)].source, p.frames});
+    for (const auto& p : split.validation)
+      valid.push_back(FrameSubset{whole_train[static_cast<std::size_t>(p.system)].source, p.frames});
+  }
+  for (const auto& s : train)
+    batch_size.push_back(cfg.training_data.batch_auto ? auto_batch_size(s.info().natoms)
+                                                      : cfg.training_data.batch_size);
+  for (const auto& s : valid)
+    valid_batch_size.push_back(cfg.validation_data.batch_auto ? auto_batch_size(s.info().natoms)
+                                                              : cfg.validation_data.batch_size);
+  std::int64_t frames = 0, vframes = 0;
+  for (const auto& s : train) frames += s.nframes();
+  for (const auto& s : valid) vframes += s.nframes();
+  log->info("training data: {} systems, {} frames; validation: {} systems, {} frames", train.size(), frames,
+            valid.size(), vframes);
+  return loads;
+}
+
+void Setup::check_data(const std::vector<FrameSubset>& parts, const std::string& what) {
+  constexpr std::int64_t kChunk = 64;  // frames read at a time
+  std::vector<SystemStatistics> mine;
+  together([&] {
+    for (const auto& part : parts) {
+      SystemStatistics st;
+      st.source = part.info().source;
+      st.natoms = part.info().natoms;
+      st.has_force = part.info().has_force;
+      st.has_virial = part.info().has_virial;
+      for_my_frames(part, kChunk, [&](const System& chunk, std::int64_t) {
+        st = merge(st, deepkf::compute_statistics(chunk));
+      });
+      mine.push_back(st);
+    }
+  });
+  // Every rank gathers every rank's statistics and merges them in rank order: the same figures everywhere.
+  std::vector<double> local;
+  for (const auto& st : mine) {
+    const auto packed = pack(st);
+    local.insert(local.end(), packed.begin(), packed.end());
+  }
+  std::vector<double> all(local.size() * static_cast<std::size_t>(comm->size()));
+  std::vector<std::size_t> counts(static_cast<std::size_t>(comm->size()), local.size() * sizeof(double));
+  comm->allgatherv(local.data(), all.data(), counts);
+  auto of_rank = [&](int r, std::size_t i) {
+    return unpack(all.data() + (static_cast<std::size_t>(r) * mine.size() + i) * kStatisticsFields, mine[i]);
+  };
+  std::vector<SystemStatistics> stats;
+  for (std::size_t i = 0; i < mine.size(); ++i) {
+    SystemStatistics total = of_rank(0, i);
+    for (int r = 1; r < comm->size(); ++r) total = merge(total, of_rank(r, i));
+    stats.push_back(total);
+  }
+  const std::string finding = check_units(stats, what);
+  if (!finding.empty()) throw DataError(finding);
+}
+
+void Setup::check_same_data() const {
+  if (comm->size() == 1) return;
+  std::vector<double> local = {static_cast<double>(train.size()), static_cast<double>(valid.size()), 0.0,
+                               0.0};
+  for (const auto& s : train) {
+    local[2] += static_cast<double>(s.nframes());
+    local[3] += static_cast<double>(s.nframes() * s.info().natoms);
+  }
+  auto most = local;
+  comm->allreduce_max(most.data(), most.size());
+  // Every rank draws the same global batches and reads its share from its own view of the files: the views
+  // must agree.
+  if (comm->any(most != local)) {
+    throw ParallelError(
+        fmt::format("ranks read different training data: rank {} has {} systems, {} frames, {} atoms; "
+                    "the largest figures over ranks are {}, {}, {}",
+                    comm->rank(), local[0], local[2], local[3], most[0], most[2], most[3]));
+  }
+}
+
+}  // namespace
+
+std::pair<std::size_t, std::size_t> rank_share(std::size_t n, const Communicator& comm) {
+  const auto r = static_cast<std::size_t>(comm.rank());
+  const auto size = static_cast<std::size_t>(comm.size());
+  return {n * r / size, n * (r + 1) / size};
+}
+
+TrainingData open_training_data(const TrainConfig& cfg, Communicator& comm, spdlog::logger& log) {
+  TrainingData d;
+  Setup s{cfg, &comm, &log, d.sources, d.train, d.valid, d.batch_size, d.valid_batch_size};
+  // Every rank opens the data (types and shapes) and checks its share of the frames; a rank that cannot
+  // ends the set-up on all ranks. Frames are read again when a batch needs them, each rank its own share.
+  std::vector<std::pair<std::vector<FrameSubset>, std::string>> loads;
+  s.together([&] { loads = s.load_data(); });
+  s.check_same_data();
+  for (const auto& [parts, what] : loads) s.check_data(parts, what);
+  return d;
+}
+
+void resolve_sel(ModelConfig& mcfg, const std::vector<FrameSubset>& train, Communicator& comm,
+                 spdlog::logger& log) {
+  if (!mcfg.sel_auto) return;
+  // DeePMD's "auto": the largest per-type neighbour count in the training data, times the factor, rounded up
+  // to a multiple of 4. Every frame is scanned (the neighbour search is O(N)).
+  std::vector<std::int64_t> counts(static_cast<std::size_t>(mcfg.ntypes()), 0);
+  together(comm, [&] {
+    for (const auto& part : train) {
+      const SystemInfo& s = part.info();
+      std::vector<int> types(s.atom_types.size());
+      for (std::size_t i = 0; i < types.size(); ++i) {
+        const auto& name = s.type_map[static_cast<std::size_t>(s.atom_types[i])];
+        types[i] = static_cast<int>(std::find(mcfg.type_map.begin(), mcfg.type_map.end(), name) -
+                                    mcfg.type_map.begin());
+      }
+      // Each rank scans its share of the frames; the maximum over ranks follows.
+      for_rank_frames(part, 64, comm, [&](const System& chunk, std::int64_t) {
+        for (std::int64_t f = 0; f < chunk.nframes; ++f) {
+          const auto c =
+              max_neighbor_counts(chunk.coord.data() + f * s.natoms * 3, s.natoms, types.data(),
+                                  mcfg.ntypes(), s.periodic ? chunk.box.data() + f * 9 : nullptr, mcfg.rcut);
+          for (std::size_t t = 0; t < c.size(); ++t) counts[t] = std::max(counts[t], c[t]);
+        }
+      });
+    }
+  });
+  std::vector<double> reduced(counts.begin(), counts.end());
+  if (comm.size() > 1) comm.allreduce_max(reduced.data(), reduced.size());
+  mcfg.sel.clear();
+  for (double c : reduced) {
+    const auto scaled = static_cast<std::int64_t>(std::ceil(c * mcfg.sel_auto_factor - 1e-9));
+    mcfg.sel.push_back(static_cast<int>((scaled + 3) / 4 * 4));
+  }
+  mcfg.sel_auto = false;
+  log.info("sel \"auto\": max neighbours {} -> sel {}", fmt::join(reduced, " "), fmt::join(mcfg.sel, " "));
+}
+
+void set_statistics(DeepPot& model, const ModelConfig& mcfg, const std::vector<FrameSubset>& train,
+                    Communicator& comm, spdlog::logger& log) {
+  // davg/dstd from up to kStatFrames frames per system, the energy bias from every frame.
+  constexpr std::int64_t kStatFrames = 100;
+  StatisticsSums sums(mcfg.ntypes());
+  for (const auto& part : train) {
+    const std::int64_t stride = std::max<std::int64_t>(1, part.nframes() / kStatFrames);
+    for_rank_frames(part, 16, comm, [&](const System& chunk, std::int64_t first) {
+      std::vector<std::int64_t> frames(static_cast<std::size_t>(chunk.nframes));
+      std::iota(frames.begin(), frames.end(), std::int64_t{0});
+      Batch b = make_batch(chunk, frames, mcfg, torch::kCPU, torch::kFloat64);
+      sums.add_energy(b.energy, b.atype);
+      std::vector<std::int64_t> pick;
+      for (std::size_t j = 0; j < frames.size(); ++j) {
+        if ((first + frames[j]) % stride == 0) pick.push_back(static_cast<std::int64_t>(j));
+      }
+      if (pick.empty()) return;
+      const auto idx = torch::tensor(pick, torch::kInt64);
+      const auto rij = pair_vectors(b.coord.index_select(0, idx), b.nlist.index_select(0, idx),
+                                    b.shift.index_select(0, idx), mcfg.rcut);
+      sums.add_environment(environment_matrix(rij, mcfg.rcut, mcfg.rcut_smth), b.atype.index_select(0, idx));
+    });
+  }
+  auto packed = sums.pack();
+  if (comm.size() > 1) comm.allreduce_sum(packed.data(), packed.size());
+  sums.unpack(packed);
+  const auto [davg, dstd] = sums.descriptor_statistics(mcfg.nnei());
+  model->set_statistics(davg, dstd);
+  const auto bias = sums.energy_bias(mcfg.type_map);
+  for (const auto& w : bias.warnings) log.warn("{}", w);
+  model->set_energy_bias(bias.bias);
+  std::string text;
+  for (int t = 0; t < mcfg.ntypes(); ++t) {
+    text += fmt::format("{}{} {:.4f}", t ? ", " : "", mcfg.type_map[static_cast<std::size_t>(t)],
+                        bias.bias[t].item<double>());
+  }
+  log.info("energy bias per type (eV): {}", text);
+}
+
+}  // namespace deepkf

@@ -1,0 +1,45 @@
+#pragma once
+// Set-up of a run's data and model statistics, on every rank: open the training and validation systems
+// (frames stay in the files; each rank reads its share when needed), split off validation frames when asked,
+// check values and units over all ranks, resolve sel "auto", and compute the descriptor statistics and the
+// energy bias. All collective.
+#include <spdlog/logger.h>
+
+#include <cstdint>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "src/core/Communicator.hpp"
+#include "src/data/Dataset.hpp"
+#include "src/model/DeepPot.hpp"
+#include "src/train/TrainConfig.hpp"
+
+namespace deepkf {
+
+struct TrainingData {
+  std::vector<std::shared_ptr<FrameSource>> sources;  // every system opened (training and validation)
+  std::vector<FrameSubset> train;
+  std::vector<FrameSubset> valid;
+  std::vector<int> batch_size;        // per training system
+  std::vector<int> valid_batch_size;  // per validation system
+};
+
+// Opens, splits and checks cfg's data. Throws DataError or ConfigError naming the file, or ParallelError
+// when another rank failed or the ranks see different data.
+TrainingData open_training_data(const TrainConfig& cfg, Communicator& comm, spdlog::logger& log);
+
+// This rank's contiguous share [begin, end) of n frames: [n r / R, n (r + 1) / R).
+std::pair<std::size_t, std::size_t> rank_share(std::size_t n, const Communicator& comm);
+
+// DeePMD's sel "auto" from the training frames (each rank scans its share; the maximum over ranks): sets
+// mcfg.sel and clears mcfg.sel_auto. Does nothing when sel is given.
+void resolve_sel(ModelConfig& mcfg, const std::vector<FrameSubset>& train, Communicator& comm,
+                 spdlog::logger& log);
+
+// The descriptor's davg/dstd (up to 100 frames per system) and the per-type energy bias (every frame),
+// summed over the ranks' shares, set on `model`.
+void set_statistics(DeepPot& model, const ModelConfig& mcfg, const std::vector<FrameSubset>& train,
+                    Communicator& comm, spdlog::logger& log);
+
+}  // namespace deepkf
