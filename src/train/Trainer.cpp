@@ -12,7 +12,6 @@
 #include <filesystem>
 #include <fstream>
 #include <numeric>
-#include <thread>
 
 #include "src/core/AtomicFile.hpp"
 #include "src/core/Error.hpp"
@@ -23,8 +22,10 @@
 #include "src/train/BatchSampler.hpp"
 #include "src/train/Checkpoint.hpp"
 #include "src/train/DataSetup.hpp"
+#include "src/train/LearningCurve.hpp"
 #include "src/train/ProgressBar.hpp"
 #include "src/train/StopSignal.hpp"
+#include "src/train/TrainingDevice.hpp"
 #include "src/train/TrainingStep.hpp"
 
 namespace deepkf {
@@ -96,31 +97,9 @@ void Trainer::Impl::setup_logging() {
 }
 
 void Trainer::Impl::setup_threads_and_device() {
-  // LibTorch defaults to one thread in a plain program here: use the cores, shared among local ranks.
-  int threads = cfg.num_threads;
-  if (threads <= 0) {
-    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    threads = std::max(1, cores / std::max(1, comm->size()));
-  }
+  const int threads = training_threads(cfg, *comm);
   torch::set_num_threads(threads);
-  if (cfg.device == "cpu") {
-    device = torch::kCPU;
-  } else if (cfg.device == "auto") {
-    device =
-        torch::cuda::is_available()
-            ? torch::Device(torch::kCUDA, comm->local_rank() %
-                                              std::max<int>(1, static_cast<int>(torch::cuda::device_count())))
-            : torch::Device(torch::kCPU);
-  } else {
-    if (!torch::cuda::is_available()) {
-      throw ConfigError("device '" + cfg.device + "' in " + cfg.file +
-                        " asks for CUDA, but this build of deepkf or this machine has no GPU");
-    }
-    device =
-        cfg.device == "cuda"
-            ? torch::Device(torch::kCUDA, comm->local_rank() % static_cast<int>(torch::cuda::device_count()))
-            : torch::Device(cfg.device);
-  }
+  device = training_device(cfg, *comm);
   log->info("ranks {}, threads per rank {}, device {}", comm->size(), threads, device.str());
 }
 
@@ -339,21 +318,14 @@ TrainResult Trainer::run() {
   };
   const std::string lcurve_path = m.out(m.cfg.disp_file);
   const std::string ckpt_path = m.out(m.cfg.save_ckpt);
-  std::ofstream lcurve;
+  std::unique_ptr<LearningCurve> lcurve;  // root only
   const bool virial_columns = std::any_of(m.data.train.begin(), m.data.train.end(),
                                           [](const FrameSubset& s) { return s.info().has_virial; });
   m.together([&] {
     if (!m.root()) return;
     write_text_atomically(m.out("input.resolved.json"), m.cfg.to_json().dump(2) + "\n");
-    const bool append = !m.opt.restart.empty() && fs::exists(lcurve_path);
-    lcurve.open(lcurve_path, append ? std::ios::app : std::ios::trunc);
-    if (!lcurve) throw Error("cannot write learning curve " + lcurve_path);
-    if (!append) {
-      lcurve << "#  step      rmse_e_val  rmse_e_trn  rmse_f_val  rmse_f_trn";
-      if (virial_columns) lcurve << "  rmse_v_val  rmse_v_trn";
-      lcurve << fmt::format("  {:>10}", m.optimizer->status_name()) << "      wall_s\n";
-      lcurve << "#  (energy and virial per atom: eV/atom; force: eV/A)\n";
-    }
+    lcurve = std::make_unique<LearningCurve>(lcurve_path, !m.opt.restart.empty(), virial_columns,
+                                             m.optimizer->status_name());
   });
   ProgressBar progress(m.step, m.cfg.numb_steps, m.root() ? m.opt.progress : 0);
   m.log->info("training from step {} to {}", m.step, m.cfg.numb_steps);
@@ -364,11 +336,7 @@ TrainResult Trainer::run() {
     result.training = trn;
     if (!m.root()) return;
     const double status = m.optimizer->status_value(m.step);
-    lcurve << fmt::format("{:8d}  {:10.3e}  {:10.3e}  {:10.3e}  {:10.3e}", m.step, val.rmse_e(), trn.rmse_e(),
-                          val.rmse_f(), trn.rmse_f());
-    if (virial_columns) lcurve << fmt::format("  {:10.3e}  {:10.3e}", val.rmse_v(), trn.rmse_v());
-    lcurve << fmt::format("  {:10.6f}  {:10.2f}\n", status, m.wall_before + elapsed());
-    lcurve.flush();
+    lcurve->add(m.step, val, trn, status, m.wall_before + elapsed());
     progress.clear();
     m.log->info(
         "step {:>7}  rmse_e val {:.3e} trn {:.3e} eV/atom  rmse_f val {:.3e} trn {:.3e} eV/A  {} {:.6g}",
