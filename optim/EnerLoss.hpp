@@ -1,5 +1,5 @@
 #pragma once
-// DeePMD-kit's "ener" loss for the Adam baseline (shared/docs/deep-potential.md):
+// DeePMD-kit's "ener" loss for the Adam baseline (docs/deep-potential.md, "Loss for the Adam baseline"):
 //   L = p_e (1/N) <dE^2> + p_f <dF^2> + p_v (1/N) <dW^2>
 // with <.> the mean over frames (energy), over all 3N force components of all frames, and over the 9
 // virial components of all frames; N atoms per frame.
