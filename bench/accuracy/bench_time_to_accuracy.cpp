@@ -21,7 +21,7 @@
 #include "src/core/AtomicFile.hpp"
 #include "src/core/Communicator.hpp"
 #include "src/data/Dataset.hpp"
-#include "src/train/SvgPlot.hpp"
+#include "src/eval/SvgPlot.hpp"
 #include "src/train/Trainer.hpp"
 
 namespace fs = std::filesystem;

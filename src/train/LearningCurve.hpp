@@ -5,7 +5,7 @@
 #include <fstream>
 #include <string>
 
-#include "src/train/ErrorMetrics.hpp"
+#include "src/eval/ErrorMetrics.hpp"
 
 namespace deepkf {
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "src/core/Communicator.hpp"
-#include "src/train/ErrorMetrics.hpp"
+#include "src/eval/ErrorMetrics.hpp"
 #include "src/train/TrainConfig.hpp"
 
 namespace deepkf {

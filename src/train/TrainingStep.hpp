@@ -16,7 +16,7 @@
 #include "src/data/FrameSource.hpp"
 #include "src/model/Batch.hpp"
 #include "src/model/DeepPot.hpp"
-#include "src/train/ErrorMetrics.hpp"
+#include "src/eval/ErrorMetrics.hpp"
 #include "src/train/TrainConfig.hpp"
 
 namespace deepkf {

@@ -1,4 +1,4 @@
-#include "src/train/SvgPlot.hpp"
+#include "src/eval/SvgPlot.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "src/train/SvgPlot.hpp"
+#include "src/eval/SvgPlot.hpp"
 
 TEST_CASE("parity plots place points on the diagonal where prediction equals reference", "[train][plot]") {
   deepkf::PlotPanel panel;

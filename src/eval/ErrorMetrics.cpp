@@ -1,4 +1,4 @@
-#include "src/train/ErrorMetrics.hpp"
+#include "src/eval/ErrorMetrics.hpp"
 
 #include <torch/torch.h>
 

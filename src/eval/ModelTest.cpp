@@ -1,0 +1,89 @@
+#include "src/eval/ModelTest.hpp"
+
+#include <fmt/format.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "src/eval/SvgPlot.hpp"
+#include "src/model/Batch.hpp"
+
+namespace deepkf {
+
+ModelTestResult test_model(const LoadedModel& loaded, const Dataset& data, int batch) {
+  const ModelConfig& config = loaded.config;
+  DeepPot model = loaded.model;  // a handle: evaluation is not const
+  ModelTestResult r;
+  for (const auto& sys : data.systems) {
+    ErrorMetrics m;
+    for (std::int64_t begin = 0; begin < sys.nframes; begin += batch) {
+      std::vector<std::int64_t> frames;
+      for (std::int64_t f = begin; f < std::min(sys.nframes, begin + batch); ++f) frames.push_back(f);
+      const Batch b = make_batch(sys, frames, config, torch::kCPU, config.precision);
+      const ModelOutput out = model->evaluate(b.coord, b.atype, b.nlist, b.shift, false);
+      m.add(out, b);
+      const auto pe = out.energy.to(torch::kFloat64).contiguous();
+      const auto re = b.energy.to(torch::kFloat64).contiguous();
+      for (std::size_t k = 0; k < frames.size(); ++k) {
+        const auto i = static_cast<std::int64_t>(k);
+        FrameResult fr{sys.source,           frames[k],    sys.natoms,  re[i].item<double>(),
+                       pe[i].item<double>(), std::nan(""), std::nan("")};
+        const double n = static_cast<double>(sys.natoms);
+        r.e_ref.push_back(fr.e_ref / n);
+        r.e_pred.push_back(fr.e_pred / n);
+        if (b.has_force) {
+          const auto ref = b.force[i].to(torch::kFloat64).contiguous().reshape({-1});
+          const auto pred = out.force[i].to(torch::kFloat64).contiguous().reshape({-1});
+          fr.f_rmse = (pred - ref).square().mean().sqrt().item<double>();
+          r.f_ref.insert(r.f_ref.end(), ref.data_ptr<double>(), ref.data_ptr<double>() + ref.numel());
+          r.f_pred.insert(r.f_pred.end(), pred.data_ptr<double>(), pred.data_ptr<double>() + pred.numel());
+        }
+        if (b.has_virial) {
+          fr.v_rmse_per_atom = ((out.virial[i].to(torch::kFloat64) - b.virial[i].to(torch::kFloat64)) / n)
+                                   .square()
+                                   .mean()
+                                   .sqrt()
+                                   .item<double>();
+        }
+        r.frames.push_back(fr);
+      }
+    }
+    r.systems.push_back({sys.source, sys.nframes, m});
+    r.total.merge(m);
+    r.total_frames += sys.nframes;
+  }
+  return r;
+}
+
+std::string frames_table(const ModelTestResult& result) {
+  std::string table = "# system\tframe\tnatoms\te_ref\te_pred\tde_per_atom\tf_rmse\tv_rmse_per_atom\n";
+  for (const auto& f : result.frames) {
+    table += fmt::format("{}\t{}\t{}\t{:.10g}\t{:.10g}\t{:.6e}\t{:.6e}\t{:.6e}\n", f.system, f.frame,
+                         f.natoms, f.e_ref, f.e_pred, (f.e_pred - f.e_ref) / static_cast<double>(f.natoms),
+                         f.f_rmse, f.v_rmse_per_atom);
+  }
+  return table;
+}
+
+std::string parity_svg(const ModelTestResult& result) {
+  std::vector<PlotPanel> panels = {
+      {"energy per atom",
+       "reference (eV/atom)",
+       "prediction (eV/atom)",
+       false,
+       true,
+       {{fmt::format("RMSE {:.2e} eV/atom", result.total.rmse_e()), result.e_ref, result.e_pred, true, ""}}}};
+  if (!result.f_ref.empty()) {
+    panels.push_back(
+        {"force components",
+         "reference (eV/A)",
+         "prediction (eV/A)",
+         false,
+         true,
+         {{fmt::format("RMSE {:.2e} eV/A", result.total.rmse_f()), result.f_ref, result.f_pred, true, ""}}});
+  }
+  return render_svg(panels);
+}
+
+}  // namespace deepkf

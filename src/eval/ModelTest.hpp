@@ -1,0 +1,46 @@
+#pragma once
+// A model's errors on labelled data, as `deepkf test` reports them: RMSE and MAE per system and over all,
+// one row per frame, and the points of the energy and force parity plots.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "src/data/Dataset.hpp"
+#include "src/eval/ErrorMetrics.hpp"
+#include "src/model/ModelFile.hpp"
+
+namespace deepkf {
+
+struct FrameResult {
+  std::string system;
+  std::int64_t frame = 0;
+  std::int64_t natoms = 0;
+  double e_ref = 0.0, e_pred = 0.0;  // total energies (eV)
+  double f_rmse = 0.0;               // force RMSE over the frame's components (eV/A); NaN without forces
+  double v_rmse_per_atom = 0.0;      // virial RMSE per atom (eV/atom); NaN without virials
+};
+
+struct SystemResult {
+  std::string source;
+  std::int64_t frames = 0;
+  ErrorMetrics metrics;
+};
+
+struct ModelTestResult {
+  std::vector<SystemResult> systems;
+  ErrorMetrics total;
+  std::int64_t total_frames = 0;
+  std::vector<FrameResult> frames;
+  // Parity plot points: energies per atom (eV/atom), force components (eV/A).
+  std::vector<double> e_ref, e_pred, f_ref, f_pred;
+};
+
+// Evaluates `model` on every frame of `data`, `batch` frames at a time, on the CPU.
+ModelTestResult test_model(const LoadedModel& model, const Dataset& data, int batch);
+
+// The per-frame table, tab-separated with a commented header.
+std::string frames_table(const ModelTestResult& result);
+// Energy (and, with forces, force) parity plots as one SVG document.
+std::string parity_svg(const ModelTestResult& result);
+
+}  // namespace deepkf

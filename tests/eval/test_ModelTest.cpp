@@ -1,0 +1,77 @@
+// The model test behind `deepkf test`, on the project's CP2K silicon data with a small random model: the
+// per-frame rows, the per-system metrics and the parity points must tell the same story, recomputed here
+// from the rows alone.
+#include <torch/torch.h>
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <sstream>
+#include <string>
+
+#include "src/eval/ModelTest.hpp"
+
+namespace {
+
+deepkf::LoadedModel small_model() {
+  deepkf::ModelConfig mc;
+  mc.type_map = {"Si"};
+  mc.rcut = 4.0;
+  mc.rcut_smth = 1.0;
+  mc.sel = {24};
+  mc.embedding_neuron = {4, 8};
+  mc.axis_neuron = 2;
+  mc.fitting_neuron = {8, 8};
+  mc.seed = 3;
+  mc.validate();
+  deepkf::LoadedModel m;
+  m.config = mc;
+  m.model = deepkf::DeepPot(mc);
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("model test rows, metrics and parity points agree", "[eval]") {
+  const auto model = small_model();
+  const auto data = deepkf::Dataset::load({std::string(DEEPKF_SOURCE_DIR) + "/data/si_cp2k.h5"}, {"Si"});
+  const auto r = deepkf::test_model(model, data, 4);  // batches of 4 leave partial last batches
+
+  std::int64_t frames = 0, components = 0;
+  for (const auto& s : data.systems) {
+    frames += s.nframes;
+    components += s.nframes * s.natoms * 3;
+  }
+  REQUIRE(r.systems.size() == data.systems.size());
+  CHECK(r.total_frames == frames);
+  REQUIRE(static_cast<std::int64_t>(r.frames.size()) == frames);
+  CHECK(static_cast<std::int64_t>(r.e_ref.size()) == frames);
+  CHECK(static_cast<std::int64_t>(r.f_ref.size()) == components);
+
+  // The overall energy RMSE per atom and force RMSE, from the per-frame rows.
+  double se = 0.0, sf = 0.0, n_f = 0.0;
+  for (const auto& f : r.frames) {
+    const double de = (f.e_pred - f.e_ref) / static_cast<double>(f.natoms);
+    se += de * de;
+    const double c = 3.0 * static_cast<double>(f.natoms);
+    sf += f.f_rmse * f.f_rmse * c;
+    n_f += c;
+    CHECK(std::isfinite(f.v_rmse_per_atom));  // the data has virials
+  }
+  CHECK(r.total.rmse_e() == Approx(std::sqrt(se / static_cast<double>(frames))).epsilon(1e-10));
+  CHECK(r.total.rmse_f() == Approx(std::sqrt(sf / n_f)).epsilon(1e-10));
+  // The same from the parity points.
+  double sp = 0.0;
+  for (std::size_t i = 0; i < r.f_ref.size(); ++i)
+    sp += (r.f_pred[i] - r.f_ref[i]) * (r.f_pred[i] - r.f_ref[i]);
+  CHECK(r.total.rmse_f() == Approx(std::sqrt(sp / static_cast<double>(components))).epsilon(1e-10));
+
+  // One table row per frame after the header; the SVG has both panels.
+  std::istringstream table(deepkf::frames_table(r));
+  std::string line;
+  std::int64_t rows = 0;
+  while (std::getline(table, line)) rows += line.rfind('#', 0) == 0 ? 0 : 1;
+  CHECK(rows == frames);
+  const auto svg = deepkf::parity_svg(r);
+  CHECK(svg.find("energy per atom") != std::string::npos);
+  CHECK(svg.find("force components") != std::string::npos);
+}
