@@ -9,23 +9,14 @@
 #include <string>
 
 #include "src/eval/ModelTest.hpp"
+#include "tests/support/SmallModel.hpp"
 
 namespace {
 
 deepkf::LoadedModel small_model() {
-  deepkf::ModelConfig mc;
-  mc.type_map = {"Si"};
-  mc.rcut = 4.0;
-  mc.rcut_smth = 1.0;
-  mc.sel = {24};
-  mc.embedding_neuron = {4, 8};
-  mc.axis_neuron = 2;
-  mc.fitting_neuron = {8, 8};
-  mc.seed = 3;
-  mc.validate();
   deepkf::LoadedModel m;
-  m.config = mc;
-  m.model = deepkf::DeepPot(mc);
+  m.config = deepkf::test::small_silicon_config(24);
+  m.model = deepkf::DeepPot(m.config);
   return m;
 }
 

@@ -16,6 +16,7 @@
 #include "src/model/DeepPot.hpp"
 #include "src/train/Checkpoint.hpp"
 #include "tests/optim/OptimTestSupport.hpp"
+#include "tests/support/SmallModel.hpp"
 #include "tests/support/TestData.hpp"
 
 namespace fs = std::filesystem;
@@ -25,19 +26,7 @@ using deepkf::KalmanFilter;
 
 namespace {
 
-deepkf::DeepPot small_model() {
-  deepkf::ModelConfig mc;
-  mc.type_map = {"Si"};
-  mc.rcut = 4.0;
-  mc.rcut_smth = 1.0;
-  mc.sel = {8};
-  mc.embedding_neuron = {4, 8};
-  mc.axis_neuron = 2;
-  mc.fitting_neuron = {8, 8};
-  mc.seed = 3;
-  mc.validate();
-  return deepkf::DeepPot(mc);
-}
+deepkf::DeepPot small_model() { return deepkf::DeepPot(deepkf::test::small_silicon_config(8)); }
 
 // A filter over the model's parameters with blocks of at most 64 and a P changed by a few updates.
 std::unique_ptr<KalmanFilter> updated_filter(deepkf::DeepPot& model) {
