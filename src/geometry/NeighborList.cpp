@@ -391,15 +391,17 @@ std::vector<std::int64_t> max_neighbor_counts(const double* coord, std::int64_t 
   return nl.max_count;
 }
 
-std::vector<int> auto_sel(const std::vector<std::int64_t>& max_counts) {
+std::vector<int> auto_sel(const std::vector<std::int64_t>& max_counts, double factor) {
+  if (!(factor > 0.0)) throw ConfigError("auto sel: factor " + std::to_string(factor) + " must be positive");
   std::vector<int> sel(max_counts.size());
   for (std::size_t t = 0; t < max_counts.size(); ++t) {
     if (max_counts[t] < 0) {
       throw ConfigError("auto sel: negative neighbour count " + std::to_string(max_counts[t]) + " for type " +
                         std::to_string(t));
     }
-    // ceil(1.1 m) = ceil(11 m / 10), in integers to avoid 1.1 * 40 = 44.000000000000007
-    const std::int64_t scaled = (11 * max_counts[t] + 9) / 10;
+    // ceil(factor m); the 1e-9 keeps 1.1 * 40 = 44.000000000000007 at 44
+    const auto scaled =
+        static_cast<std::int64_t>(std::ceil(static_cast<double>(max_counts[t]) * factor - 1e-9));
     // rounded up to a multiple of 4
     sel[t] = static_cast<int>((scaled + 3) / 4 * 4);
   }

@@ -52,7 +52,8 @@ NeighborList sort_neighbors(const double* x, const int* types, std::int64_t nloc
 std::vector<std::int64_t> max_neighbor_counts(const double* coord, std::int64_t natoms, const int* types,
                                               int ntypes, const double* box, double rcut);
 
-// DeePMD's "auto" sel: per type ceil(1.1 * max_count) rounded up to a multiple of 4 (0 stays 0).
-std::vector<int> auto_sel(const std::vector<std::int64_t>& max_counts);
+// DeePMD's "auto" sel: per type ceil(factor * max_count) rounded up to a multiple of 4 (0 stays 0); factor
+// 1.1 for "auto", f for "auto:f". The one place this is computed (training and `deepkf data summary`).
+std::vector<int> auto_sel(const std::vector<std::int64_t>& max_counts, double factor = 1.1);
 
 }  // namespace deepkf

@@ -230,11 +230,7 @@ void resolve_sel(ModelConfig& mcfg, const std::vector<FrameSubset>& train, Commu
   });
   std::vector<double> reduced(counts.begin(), counts.end());
   if (comm.size() > 1) comm.allreduce_max(reduced.data(), reduced.size());
-  mcfg.sel.clear();
-  for (double c : reduced) {
-    const auto scaled = static_cast<std::int64_t>(std::ceil(c * mcfg.sel_auto_factor - 1e-9));
-    mcfg.sel.push_back(static_cast<int>((scaled + 3) / 4 * 4));
-  }
+  mcfg.sel = auto_sel(std::vector<std::int64_t>(reduced.begin(), reduced.end()), mcfg.sel_auto_factor);
   mcfg.sel_auto = false;
   log.info("sel \"auto\": max neighbours {} -> sel {}", fmt::join(reduced, " "), fmt::join(mcfg.sel, " "));
 }

@@ -533,6 +533,14 @@ TEST_CASE("auto_sel is ceil(1.1 max) rounded up to a multiple of 4", "[geometry]
   // 40 -> 44 exactly (not 48: 1.1 * 40 is 44.000000000000007 in floating point); 41 -> 45.1 -> 46 -> 48;
   // 10 -> 11 -> 12; 1 -> 1.1 -> 2 -> 4; 0 -> 0; 42 -> 46.2 -> 47 -> 48; 83 -> 91.3 -> 92 -> 92.
   CHECK(deepkf::auto_sel({40, 41, 10, 1, 0, 42, 83}) == std::vector<int>{44, 48, 12, 4, 0, 48, 92});
+  // Every count up to 10^5 against integer arithmetic: ceil(1.1 m) = (11 m + 9) / 10.
+  for (std::int64_t m = 0; m <= 100000; m += 7) {
+    const auto scaled = (11 * m + 9) / 10;
+    REQUIRE(deepkf::auto_sel({m})[0] == static_cast<int>((scaled + 3) / 4 * 4));
+  }
+  // "auto:1.5": 40 -> 60 -> 60; 41 -> 61.5 -> 62 -> 64. A factor that is not positive is refused.
+  CHECK(deepkf::auto_sel({40, 41}, 1.5) == std::vector<int>{60, 64});
+  CHECK_THROWS_AS(deepkf::auto_sel({40}, 0.0), deepkf::ConfigError);
 }
 
 TEST_CASE("water data_0 frame 0: neighbour counts fit the reference sel and O(N) timing",
