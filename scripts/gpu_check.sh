@@ -3,7 +3,8 @@
 # suite and the GPU benchmarks, and writes every result to one folder.
 #
 #   bash scripts/gpu_check.sh stage          # on a Debian 12 machine with the package registry: downloads
-#                                            # the libraries deepkf builds against (.deb) into .gpu/debs
+#                                            # the libraries deepkf builds against (.deb) into .gpu/debs and
+#                                            # copies ../shared/datasets (if there) into .gpu/datasets
 #   bash scripts/gpu_check.sh run OUT_DIR    # on the GPU machine (CUDA, nvcc, CMake and a CUDA PyTorch in
 #                                            # python3; no network): unpacks .gpu/debs, configures, builds,
 #                                            # tests, benchmarks; logs and tables go to OUT_DIR
@@ -37,7 +38,13 @@ stage() {
   [ "$(id -u)" -ne 0 ] && sudo="sudo"
   $sudo apt-get update -qq
   (cd "$stage_dir" && apt-get download "${packages[@]}")
-  du -sh "$stage_dir"
+  # The DFT datasets the tests and benchmarks read (a few MB), when this checkout has them beside it.
+  local datasets="${DEEPKF_SHARED_DATASETS:-$root/../shared/datasets}"
+  if [ -d "$datasets" ]; then
+    rm -rf "$root/.gpu/datasets"
+    cp -r "$datasets" "$root/.gpu/datasets"
+  fi
+  du -sh "$root/.gpu"/*
 }
 
 run() {
@@ -81,6 +88,11 @@ run() {
     export OPAL_PREFIX="$prefix/usr"
   fi
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+  # The staged datasets, unless the machine has its own.
+  if [ -z "${DEEPKF_SHARED_DATASETS:-}" ] && [ -d "$root/.gpu/datasets" ]; then
+    export DEEPKF_SHARED_DATASETS="$root/.gpu/datasets"
+  fi
+  echo "datasets: ${DEEPKF_SHARED_DATASETS:-none (the tests that read them are skipped)}"
   echo "mpiexec: $(command -v mpiexec) ${OPAL_PREFIX:+(OPAL_PREFIX $OPAL_PREFIX)}"
   mpiexec -n 2 hostname || echo "mpiexec does not start: the MPI tests will fail"
 
