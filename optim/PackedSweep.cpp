@@ -140,22 +140,26 @@ DEEPKF_INLINE void update_range(T* P, std::int64_t n, std::int64_t r0, std::int6
   }
 }
 
+// With a pending update the sweep reads and writes P; without one it only reads it.
+template <typename T>
+DEEPKF_INLINE void sweep_any(T* P, std::int64_t n, std::int64_t r0, std::int64_t r1, const RankOneUpdate& u,
+                             const double* h, double* y) {
+  if (u.K) {
+    sweep_range<T, true>(P, n, r0, r1, u, h, y);
+  } else {
+    sweep_range<T, false>(P, n, r0, r1, u, h, y);
+  }
+}
+
+// One function per dtype: each is built for the instruction sets its DEEPKF_CLONES names.
 DEEPKF_CLONES void sweep_f64(double* P, std::int64_t n, std::int64_t r0, std::int64_t r1,
                              const RankOneUpdate& u, const double* h, double* y) {
-  if (u.K) {
-    sweep_range<double, true>(P, n, r0, r1, u, h, y);
-  } else {
-    sweep_range<double, false>(P, n, r0, r1, u, h, y);
-  }
+  sweep_any(P, n, r0, r1, u, h, y);
 }
 
 DEEPKF_CLONES_F32 void sweep_f32(float* P, std::int64_t n, std::int64_t r0, std::int64_t r1,
                                  const RankOneUpdate& u, const double* h, double* y) {
-  if (u.K) {
-    sweep_range<float, true>(P, n, r0, r1, u, h, y);
-  } else {
-    sweep_range<float, false>(P, n, r0, r1, u, h, y);
-  }
+  sweep_any(P, n, r0, r1, u, h, y);
 }
 
 DEEPKF_CLONES void update_f64(double* P, std::int64_t n, std::int64_t r0, std::int64_t r1,

@@ -53,26 +53,13 @@ void for_rank_frames(const FrameSubset& part, std::int64_t chunk, const Communic
   }
 }
 
-// What opening and checking the data share: the input, the communicator, the log and the data being filled.
-// the input, the communicator, the log, the data and the model being set up.
+// Opening and checking the data: the input, the communicator, the log and the data being filled.
 struct Setup {
   const TrainConfig& cfg;
-  Communicator* comm;
-  spdlog::logger* log;
-  std::vector<std::shared_ptr<FrameSource>>& sources;
-  std::vector<FrameSubset>& train;
-  std::vector<FrameSubset>& valid;
-  std::vector<int>& batch_size;
-  std::vector<int>& valid_batch_size;
+  Communicator& comm;
+  spdlog::logger& log;
+  TrainingData data;
 
-  template <typename F>
-  void together(F&& f) {
-    deepkf::together(*comm, std::forward<F>(f));
-  }
-  template <typename F>
-  void for_my_frames(const FrameSubset& part, std::int64_t chunk, F&& f) const {
-    for_rank_frames(part, chunk, *comm, std::forward<F>(f));
-  }
   // Opens the data and splits it; no communication (run inside together()). Returns each load as opened
   // (before any split) with the paths that name it, for check_data.
   std::vector<std::pair<std::vector<FrameSubset>, std::string>> load_data();
@@ -88,53 +75,53 @@ std::vector<std::pair<std::vector<FrameSubset>, std::string>> Setup::load_data()
   const auto type_map = cfg.model.value("type_map", std::vector<std::string>{});
   const auto train_paths = resolve_paths(cfg.training_data.systems, cfg.base_dir);
   OpenedData training = open_dataset(train_paths, type_map);
-  sources = training.systems;
-  train = whole(training.systems);
-  loads.emplace_back(train, describe_paths(train_paths));
+  data.sources = training.systems;
+  data.train = whole(training.systems);
+  loads.emplace_back(data.train, describe_paths(train_paths));
   if (!cfg.validation_data.systems.empty()) {
     const auto valid_paths = resolve_paths(cfg.validation_data.systems, cfg.base_dir);
     OpenedData validation = open_dataset(valid_paths, type_map);
-    sources.insert(sources.end(), validation.systems.begin(), validation.systems.end());
-    valid = whole(validation.systems);
-    loads.emplace_back(valid, describe_paths(valid_paths));
+    data.sources.insert(data.sources.end(), validation.systems.begin(), validation.systems.end());
+    data.valid = whole(validation.systems);
+    loads.emplace_back(data.valid, describe_paths(valid_paths));
   } else if (cfg.validation_fraction > 0.0) {
     std::vector<std::int64_t> nframes;
-    for (const auto& s : train) nframes.push_back(s.nframes());
+    for (const auto& s : data.train) nframes.push_back(s.nframes());
     const auto split =
         split_frames(nframes, cfg.validation_fraction,
                      cfg.validation_split == "system" ? SplitMode::kSystem : SplitMode::kFrame, cfg.seed);
-    std::vector<FrameSubset> whole_train = std::move(train);
-    train.clear();
+    std::vector<FrameSubset> whole_train = std::move(data.train);
+    data.train.clear();
     for (const auto& p : split.train)
-      train.push_back(FrameSubset{whole_train[static_cast<std::size_t>(p.system)].source, p.frames});
+      data.train.push_back(FrameSubset{whole_train[static_cast<std::size_t>(p.system)].source, p.frames});
     for (const auto& p : split.validation)
-      valid.push_back(FrameSubset{whole_train[static_cast<std::size_t>(p.system)].source, p.frames});
+      data.valid.push_back(FrameSubset{whole_train[static_cast<std::size_t>(p.system)].source, p.frames});
   }
-  for (const auto& s : train)
-    batch_size.push_back(cfg.training_data.batch_auto ? auto_batch_size(s.info().natoms)
-                                                      : cfg.training_data.batch_size);
-  for (const auto& s : valid)
-    valid_batch_size.push_back(cfg.validation_data.batch_auto ? auto_batch_size(s.info().natoms)
-                                                              : cfg.validation_data.batch_size);
+  for (const auto& s : data.train)
+    data.batch_size.push_back(cfg.training_data.batch_auto ? auto_batch_size(s.info().natoms)
+                                                           : cfg.training_data.batch_size);
+  for (const auto& s : data.valid)
+    data.valid_batch_size.push_back(cfg.validation_data.batch_auto ? auto_batch_size(s.info().natoms)
+                                                                   : cfg.validation_data.batch_size);
   std::int64_t frames = 0, vframes = 0;
-  for (const auto& s : train) frames += s.nframes();
-  for (const auto& s : valid) vframes += s.nframes();
-  log->info("training data: {} systems, {} frames; validation: {} systems, {} frames", train.size(), frames,
-            valid.size(), vframes);
+  for (const auto& s : data.train) frames += s.nframes();
+  for (const auto& s : data.valid) vframes += s.nframes();
+  log.info("training data: {} systems, {} frames; validation: {} systems, {} frames", data.train.size(),
+           frames, data.valid.size(), vframes);
   return loads;
 }
 
 void Setup::check_data(const std::vector<FrameSubset>& parts, const std::string& what) {
   constexpr std::int64_t kChunk = 64;  // frames read at a time
   std::vector<SystemStatistics> mine;
-  together([&] {
+  together(comm, [&] {
     for (const auto& part : parts) {
       SystemStatistics st;
       st.source = part.info().source;
       st.natoms = part.info().natoms;
       st.has_force = part.info().has_force;
       st.has_virial = part.info().has_virial;
-      for_my_frames(part, kChunk, [&](const System& chunk, std::int64_t) {
+      for_rank_frames(part, kChunk, comm, [&](const System& chunk, std::int64_t) {
         st = merge(st, deepkf::compute_statistics(chunk));
       });
       mine.push_back(st);
@@ -146,16 +133,16 @@ void Setup::check_data(const std::vector<FrameSubset>& parts, const std::string&
     const auto packed = pack(st);
     local.insert(local.end(), packed.begin(), packed.end());
   }
-  std::vector<double> all(local.size() * static_cast<std::size_t>(comm->size()));
-  std::vector<std::size_t> counts(static_cast<std::size_t>(comm->size()), local.size() * sizeof(double));
-  comm->allgatherv(local.data(), all.data(), counts);
+  std::vector<double> all(local.size() * static_cast<std::size_t>(comm.size()));
+  std::vector<std::size_t> counts(static_cast<std::size_t>(comm.size()), local.size() * sizeof(double));
+  comm.allgatherv(local.data(), all.data(), counts);
   auto of_rank = [&](int r, std::size_t i) {
     return unpack(all.data() + (static_cast<std::size_t>(r) * mine.size() + i) * kStatisticsFields, mine[i]);
   };
   std::vector<SystemStatistics> stats;
   for (std::size_t i = 0; i < mine.size(); ++i) {
     SystemStatistics total = of_rank(0, i);
-    for (int r = 1; r < comm->size(); ++r) total = merge(total, of_rank(r, i));
+    for (int r = 1; r < comm.size(); ++r) total = merge(total, of_rank(r, i));
     stats.push_back(total);
   }
   const std::string finding = check_units(stats, what);
@@ -163,22 +150,22 @@ void Setup::check_data(const std::vector<FrameSubset>& parts, const std::string&
 }
 
 void Setup::check_same_data() const {
-  if (comm->size() == 1) return;
-  std::vector<double> local = {static_cast<double>(train.size()), static_cast<double>(valid.size()), 0.0,
-                               0.0};
-  for (const auto& s : train) {
+  if (comm.size() == 1) return;
+  std::vector<double> local = {static_cast<double>(data.train.size()), static_cast<double>(data.valid.size()),
+                               0.0, 0.0};
+  for (const auto& s : data.train) {
     local[2] += static_cast<double>(s.nframes());
     local[3] += static_cast<double>(s.nframes() * s.info().natoms);
   }
   auto most = local;
-  comm->allreduce_max(most.data(), most.size());
+  comm.allreduce_max(most.data(), most.size());
   // Every rank draws the same global batches and reads its share from its own view of the files: the views
   // must agree.
-  if (comm->any(most != local)) {
+  if (comm.any(most != local)) {
     throw ParallelError(
         fmt::format("ranks read different training data: rank {} has {} systems, {} frames, {} atoms; "
                     "the largest figures over ranks are {}, {}, {}",
-                    comm->rank(), local[0], local[2], local[3], most[0], most[2], most[3]));
+                    comm.rank(), local[0], local[2], local[3], most[0], most[2], most[3]));
   }
 }
 
@@ -191,15 +178,14 @@ std::pair<std::size_t, std::size_t> rank_share(std::size_t n, const Communicator
 }
 
 TrainingData open_training_data(const TrainConfig& cfg, Communicator& comm, spdlog::logger& log) {
-  TrainingData d;
-  Setup s{cfg, &comm, &log, d.sources, d.train, d.valid, d.batch_size, d.valid_batch_size};
+  Setup s{cfg, comm, log, {}};
   // Every rank opens the data (types and shapes) and checks its share of the frames; a rank that cannot
   // ends the set-up on all ranks. Frames are read again when a batch needs them, each rank its own share.
   std::vector<std::pair<std::vector<FrameSubset>, std::string>> loads;
-  s.together([&] { loads = s.load_data(); });
+  together(comm, [&] { loads = s.load_data(); });
   s.check_same_data();
   for (const auto& [parts, what] : loads) s.check_data(parts, what);
-  return d;
+  return std::move(s.data);
 }
 
 void resolve_sel(ModelConfig& mcfg, const std::vector<FrameSubset>& train, Communicator& comm,

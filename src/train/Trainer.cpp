@@ -39,7 +39,6 @@ struct Trainer::Impl {
   torch::Device device{torch::kCPU};
   ModelConfig mcfg;
   DeepPot model{nullptr};
-  std::vector<torch::Tensor> params;
   // Frames are read from the files when a batch needs them; only shapes and types stay in memory.
   TrainingData data;
   std::unique_ptr<BatchSampler> sampler;
@@ -117,7 +116,6 @@ std::vector<double> flatten_cpu(const std::vector<torch::Tensor>& tensors) {
 }  // namespace
 
 void Trainer::Impl::build_optimizer() {
-  params = model->parameters();
   optimizer = make_training_step(cfg, model, comm);
   log->info("{}", optimizer->describe());
 }
@@ -298,7 +296,7 @@ Trainer::~Trainer() = default;
 
 std::int64_t Trainer::step() const { return impl_->step; }
 
-std::vector<double> Trainer::flat_parameters() const { return flatten_cpu(impl_->params); }
+std::vector<double> Trainer::flat_parameters() const { return flatten_cpu(impl_->model->parameters()); }
 
 std::int64_t Trainer::frames_read() const {
   std::int64_t n = 0;

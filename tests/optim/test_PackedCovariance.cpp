@@ -4,13 +4,16 @@
 #include <torch/torch.h>
 
 #include <catch2/catch.hpp>
+#include <numeric>
 #include <vector>
 
 #include "optim/PackedCovariance.hpp"
 #include "optim/PackedSweep.hpp"
 #include "src/core/Error.hpp"
+#include "tests/optim/OptimTestSupport.hpp"
 
 using deepkf::PackedCovariance;
+using deepkf::test::relative_difference;
 namespace packed = deepkf::packed;
 
 namespace {
@@ -27,13 +30,9 @@ torch::Tensor random_vector(std::int64_t n, std::uint64_t seed) {
   return at::randn({n}, gen, torch::kFloat64);
 }
 
-double rel(const torch::Tensor& a, const torch::Tensor& b) {
-  const auto scale = std::max(1e-300, b.abs().max().item<double>());
-  return (a.to(torch::kFloat64) - b.to(torch::kFloat64)).abs().max().item<double>() / scale;
-}
-
-// Block sizes with one, several and many row chunks, and blocks of 1.
+// Block sizes with one, several and many row chunks, and blocks of 1; N values in all.
 const std::vector<std::int64_t> kSizes = {1, 3, 1, 700, 1500, 37};
+const std::int64_t N = std::accumulate(kSizes.begin(), kSizes.end(), std::int64_t{0});
 
 }  // namespace
 
@@ -80,8 +79,6 @@ TEST_CASE("the fused sweep equals dense algebra: y = P h, then the deferred upda
     const bool f64 = dtype == torch::kFloat64;
     INFO("dtype " << c10::toString(dtype));
     PackedCovariance cov(kSizes, 1.0, dtype, torch::kCPU);
-    std::int64_t N = 0;
-    for (auto n : kSizes) N += n;
     // Start from random symmetric blocks instead of p0 I.
     std::vector<torch::Tensor> P;
     for (std::size_t j = 0; j < kSizes.size(); ++j) {
@@ -109,7 +106,8 @@ TEST_CASE("the fused sweep equals dense algebra: y = P h, then the deferred upda
         }
         const auto hj = h.narrow(0, off, n);
         const auto ref = P[j].mv(hj);
-        CHECK(rel(K.narrow(0, off, n), ref) < (f64 ? 1e-13 : 1e-12));  // products in float64 for both
+        CHECK(relative_difference(K.narrow(0, off, n), ref) <
+              (f64 ? 1e-13 : 1e-12));  // products in float64 for both
         CHECK(terms[j] == Approx(hj.dot(ref).item<double>()).epsilon(1e-12));
         off += n;
       }
@@ -123,7 +121,7 @@ TEST_CASE("the fused sweep equals dense algebra: y = P h, then the deferred upda
     for (std::size_t j = 0; j < kSizes.size(); ++j) {
       const auto k = K_prev.narrow(0, off, kSizes[j]);
       const auto ref = (P[j] - torch::outer(k, k) / a) / lambda;
-      CHECK(rel(cov.dense(static_cast<std::int64_t>(j)), ref) < (f64 ? 1e-14 : 1e-6));
+      CHECK(relative_difference(cov.dense(static_cast<std::int64_t>(j)), ref) < (f64 ? 1e-14 : 1e-6));
       off += kSizes[j];
     }
     CHECK_FALSE(cov.has_pending());
@@ -134,8 +132,6 @@ TEST_CASE("flushing the deferred update equals applying it inside the sweep, bit
           "[optim][packed]") {
   for (const auto dtype : {torch::kFloat64, torch::kFloat32}) {
     INFO("dtype " << c10::toString(dtype));
-    std::int64_t N = 0;
-    for (auto n : kSizes) N += n;
     PackedCovariance fused(kSizes, 0.5, dtype, torch::kCPU);
     PackedCovariance flushed(kSizes, 0.5, dtype, torch::kCPU);
     for (int step = 0; step < 5; ++step) {
@@ -157,8 +153,6 @@ TEST_CASE("flushing the deferred update equals applying it inside the sweep, bit
 }
 
 TEST_CASE("the sweep gives the same bits with one thread and with several", "[optim][packed]") {
-  std::int64_t N = 0;
-  for (auto n : kSizes) N += n;
   const int threads = at::get_num_threads();
   std::vector<torch::Tensor> results;
   for (const int t : {1, 2, 3}) {

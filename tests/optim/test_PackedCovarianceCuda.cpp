@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include <catch2/catch.hpp>
+#include <numeric>
 #include <vector>
 
 #include "optim/KalmanFilter.hpp"
@@ -11,28 +12,18 @@
 #include "tests/optim/OptimTestSupport.hpp"
 
 using deepkf::PackedCovariance;
+using deepkf::test::relative_difference;
 
 namespace {
 
 const std::vector<std::int64_t> kSizes = {1, 3, 127, 128, 129, 700, 1500, 37};
-
-std::int64_t total(const std::vector<std::int64_t>& sizes) {
-  std::int64_t n = 0;
-  for (auto s : sizes) n += s;
-  return n;
-}
-
-double rel(const torch::Tensor& a, const torch::Tensor& b) {
-  const auto A = a.to(torch::kCPU, torch::kFloat64), B = b.to(torch::kCPU, torch::kFloat64);
-  return (A - B).abs().max().item<double>() / std::max(1e-300, B.abs().max().item<double>());
-}
 
 }  // namespace
 
 TEST_CASE("the CUDA sweep equals the CPU sweep to round-off and repeats its own bits",
           "[optim][packed][cuda]") {
   REQUIRE(torch::cuda::is_available());  // a CUDA build is tested on a machine with a GPU
-  const auto N = total(kSizes);
+  const auto N = std::accumulate(kSizes.begin(), kSizes.end(), std::int64_t{0});
   for (const auto dtype : {torch::kFloat64, torch::kFloat32}) {
     INFO("dtype " << c10::toString(dtype));
     PackedCovariance cpu(kSizes, 0.7, dtype, torch::kCPU);
@@ -46,7 +37,7 @@ TEST_CASE("the CUDA sweep equals the CPU sweep to round-off and repeats its own 
       const auto Kc = cpu.sweep(h, tc);
       const auto Kg = gpu.sweep(h.to(torch::kCUDA), tg);
       const auto Kf = gpu_flushed.sweep(h.to(torch::kCUDA), tf);
-      CHECK(rel(Kg, Kc) < 1e-12);
+      CHECK(relative_difference(Kg, Kc) < 1e-12);
       CHECK(torch::equal(Kg, Kf));  // flushing does not change the bits on the device either
       for (std::size_t j = 0; j < tc.size(); ++j) CHECK(tg[j] == Approx(tc[j]).epsilon(1e-12));
       double a = 2.0;
@@ -57,7 +48,7 @@ TEST_CASE("the CUDA sweep equals the CPU sweep to round-off and repeats its own 
     }
     for (std::int64_t j = 0; j < cpu.num_blocks(); ++j) {
       INFO("block " << j);
-      CHECK(rel(gpu.dense(j), cpu.dense(j)) < (dtype == torch::kFloat64 ? 1e-12 : 1e-5));
+      CHECK(relative_difference(gpu.dense(j), cpu.dense(j)) < (dtype == torch::kFloat64 ? 1e-12 : 1e-5));
       CHECK(torch::equal(gpu.packed(j), gpu_flushed.packed(j)));
     }
   }
@@ -92,8 +83,9 @@ TEST_CASE("the Kalman filter with its covariance on the GPU follows the CPU filt
       gpu.update(deepkf::test::make_innovation(k), gpu_grads);
     }
     const double tol = p_dtype == torch::kFloat64 ? 1e-11 : 1e-5;
-    for (std::size_t t = 0; t < shapes.size(); ++t) CHECK(rel(gpu_params[t], cpu_params[t]) < tol);
+    for (std::size_t t = 0; t < shapes.size(); ++t)
+      CHECK(relative_difference(gpu_params[t], cpu_params[t]) < tol);
     for (std::int64_t i = 0; i < cpu.layout().num_blocks(); ++i)
-      CHECK(rel(gpu.covariance(i), cpu.covariance(i)) < tol);
+      CHECK(relative_difference(gpu.covariance(i), cpu.covariance(i)) < tol);
   }
 }
