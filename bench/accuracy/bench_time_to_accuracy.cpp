@@ -6,7 +6,7 @@
 //   KF_EPOCHS / ADAM_EPOCHS: training length of each optimizer (defaults 3 and 12: an Adam step is cheaper,
 //   so it gets more epochs; compare the curves against wall time)
 //   OUT_DIR (default bench-accuracy-DATASET): training outputs, curves.svg, table.md
-//   DATASETS_DIR defaults to <source>/../shared/datasets
+//   DATASETS_DIR (relative to the current directory) defaults to <source>/../shared/datasets
 //   P0: RLEKF's initial covariance scale (default 10)
 //
 // The wall time of a point is the training time only: the validation passes are timed and subtracted.
@@ -126,7 +126,9 @@ int main(int argc, char** argv) {
   const double kf_epochs = argc > 2 ? std::atof(argv[2]) : 3.0;
   const double adam_epochs = argc > 3 ? std::atof(argv[3]) : 12.0;
   const std::string out = argc > 4 ? argv[4] : "bench-accuracy-" + dataset;
-  const std::string datasets = argc > 5 ? argv[5] : std::string(DEEPKF_SOURCE_DIR) + "/../shared/datasets";
+  // Absolute, since the inputs built below resolve relative system paths against "/".
+  const std::string datasets =
+      fs::absolute(argc > 5 ? argv[5] : std::string(DEEPKF_SOURCE_DIR) + "/../shared/datasets").string();
   const double p0 = argc > 6 ? std::atof(argv[6]) : 10.0;
   const auto kf = train(dataset, datasets, "LKF", kf_epochs, out + "/rlekf", p0);
   const auto adam = train(dataset, datasets, "Adam", adam_epochs, out + "/adam", p0);
