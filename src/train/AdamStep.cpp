@@ -10,23 +10,24 @@ namespace deepkf {
 
 namespace {
 
-AdamOptions adam_options(const TrainConfig& cfg) {
+AdamOptions adam_options(const AdamSettings& s, std::int64_t numb_steps) {
   AdamOptions a;
-  a.start_lr = cfg.adam.start_lr;
-  a.stop_lr = cfg.adam.stop_lr;
-  a.decay_steps = cfg.adam.decay_steps;
-  a.total_steps = cfg.numb_steps;
+  a.start_lr = s.start_lr;
+  a.stop_lr = s.stop_lr;
+  a.decay_steps = s.decay_steps;
+  a.total_steps = numb_steps;
   return a;
 }
 
 }  // namespace
 
-AdamStep::AdamStep(const TrainConfig& cfg, DeepPot model, std::shared_ptr<Communicator> comm)
-    : options_(cfg.adam),
+AdamStep::AdamStep(const AdamSettings& settings, const TrainConfig& cfg, DeepPot model,
+                   std::shared_ptr<Communicator> comm)
+    : options_(settings),
       model_(std::move(model)),
       params_(model_->parameters()),
       comm_(std::move(comm)),
-      adam_(params_, adam_options(cfg)) {}
+      adam_(params_, adam_options(settings, cfg.numb_steps)) {}
 
 std::string AdamStep::describe() const {
   return fmt::format("optimizer Adam: {} parameters, lr {} -> {} every {} steps", model_->parameter_count(),

@@ -4,13 +4,16 @@
 #include <memory>
 
 #include "optim/AdamTrainer.hpp"
+#include "src/train/AdamSettings.hpp"
 #include "src/train/TrainingStep.hpp"
 
 namespace deepkf {
 
 class AdamStep final : public TrainingStep {
  public:
-  AdamStep(const TrainConfig& cfg, DeepPot model, std::shared_ptr<Communicator> comm);
+  // `cfg` gives the run's length (the schedules).
+  AdamStep(const AdamSettings& settings, const TrainConfig& cfg, DeepPot model,
+           std::shared_ptr<Communicator> comm);
 
   std::string name() const override { return "Adam"; }
   std::string describe() const override;
@@ -23,7 +26,7 @@ class AdamStep final : public TrainingStep {
   void load(torch::serialize::InputArchive& archive, const BlockSource&) override { adam_.load(archive); }
 
  private:
-  AdamSection options_;
+  AdamSettings options_;
   DeepPot model_;
   std::vector<torch::Tensor> params_;
   std::shared_ptr<Communicator> comm_;

@@ -12,7 +12,7 @@ namespace deepkf {
 
 namespace {
 
-KalmanOptions kalman_options(const KalmanSection& k) {
+KalmanOptions kalman_options(const RlekfSettings& k) {
   KalmanOptions o;
   o.blocksize = k.blocksize;
   o.lambda0 = k.lambda0;
@@ -24,14 +24,15 @@ KalmanOptions kalman_options(const KalmanSection& k) {
 
 }  // namespace
 
-RlekfStep::RlekfStep(const TrainConfig& cfg, DeepPot model, std::shared_ptr<Communicator> comm)
-    : options_(cfg.kalman),
+RlekfStep::RlekfStep(const RlekfSettings& settings, const TrainConfig& cfg, DeepPot model,
+                     std::shared_ptr<Communicator> comm)
+    : options_(settings),
       numb_steps_(cfg.numb_steps),
       model_(std::move(model)),
       params_(model_->parameters()),
       comm_(std::move(comm)),
-      filter_(params_, kalman_options(cfg.kalman), comm_),
-      selector_(cfg.seed, cfg.kalman.nselect, cfg.kalman.groupsize) {}
+      filter_(params_, kalman_options(settings), comm_),
+      selector_(cfg.seed, settings.nselect, settings.groupsize) {}
 
 std::string RlekfStep::describe() const {
   return fmt::format(

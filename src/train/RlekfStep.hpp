@@ -6,13 +6,16 @@
 
 #include "optim/AtomSelector.hpp"
 #include "optim/KalmanFilter.hpp"
+#include "src/train/RlekfSettings.hpp"
 #include "src/train/TrainingStep.hpp"
 
 namespace deepkf {
 
 class RlekfStep final : public TrainingStep {
  public:
-  RlekfStep(const TrainConfig& cfg, DeepPot model, std::shared_ptr<Communicator> comm);
+  // `cfg` gives the run's length (the prefactor schedules) and seed (the atom selection).
+  RlekfStep(const RlekfSettings& settings, const TrainConfig& cfg, DeepPot model,
+            std::shared_ptr<Communicator> comm);
 
   std::string name() const override { return "RLEKF"; }
   std::string describe() const override;
@@ -29,7 +32,7 @@ class RlekfStep final : public TrainingStep {
   void load(torch::serialize::InputArchive& archive, const BlockSource& read_block) override;
 
  private:
-  KalmanSection options_;
+  RlekfSettings options_;
   std::int64_t numb_steps_;
   DeepPot model_;
   std::vector<torch::Tensor> params_;

@@ -6,6 +6,7 @@
 
 #include "src/core/Error.hpp"
 #include "src/core/JsonKeys.hpp"
+#include "src/train/Optimizers.hpp"
 
 namespace deepkf {
 namespace {
@@ -41,20 +42,6 @@ void note_ignored(const json& section, const std::string& path, const std::vecto
 void require(bool ok, const std::string& file, const std::string& key, const json& value,
              const std::string& rule) {
   if (!ok) throw ConfigError("'" + key + "' in " + file + " is " + value.dump() + ": " + rule);
-}
-
-double positive(const json& s, const std::string& key, double fallback, const std::string& path,
-                const std::string& file) {
-  const double v = get_or<double>(s, key, fallback, path, file);
-  require(v > 0.0, file, path + "." + key, json(v), "must be positive");
-  return v;
-}
-
-double non_negative(const json& s, const std::string& key, double fallback, const std::string& path,
-                    const std::string& file) {
-  const double v = get_or<double>(s, key, fallback, path, file);
-  require(v >= 0.0, file, path + "." + key, json(v), "must not be negative");
-  return v;
 }
 
 DataSection read_data(const json& s, const std::string& path, const std::string& file, bool validation,
@@ -95,69 +82,6 @@ DataSection read_data(const json& s, const std::string& path, const std::string&
   return d;
 }
 
-// Kalman settings may come from the "optimizer" section or, as DeePMD-kit's PyTorch backend writes them,
-// from training.kf_blocksize and loss.kf_*_pref_*.
-void read_kalman_prefs(const json& s, const std::string& path, const std::string& file, KalmanSection& k) {
-  k.start_pref_e = non_negative(s, "kf_start_pref_e", k.start_pref_e, path, file);
-  k.limit_pref_e = non_negative(s, "kf_limit_pref_e", k.limit_pref_e, path, file);
-  k.start_pref_f = non_negative(s, "kf_start_pref_f", k.start_pref_f, path, file);
-  k.limit_pref_f = non_negative(s, "kf_limit_pref_f", k.limit_pref_f, path, file);
-  k.start_pref_v = non_negative(s, "kf_start_pref_v", k.start_pref_v, path, file);
-  k.limit_pref_v = non_negative(s, "kf_limit_pref_v", k.limit_pref_v, path, file);
-}
-
-void read_adam_prefs(const json& s, const std::string& path, const std::string& file, AdamSection& a) {
-  a.start_pref_e = non_negative(s, "start_pref_e", a.start_pref_e, path, file);
-  a.limit_pref_e = non_negative(s, "limit_pref_e", a.limit_pref_e, path, file);
-  a.start_pref_f = non_negative(s, "start_pref_f", a.start_pref_f, path, file);
-  a.limit_pref_f = non_negative(s, "limit_pref_f", a.limit_pref_f, path, file);
-  a.start_pref_v = non_negative(s, "start_pref_v", a.start_pref_v, path, file);
-  a.limit_pref_v = non_negative(s, "limit_pref_v", a.limit_pref_v, path, file);
-}
-
-void read_learning_rate(const json& s, const std::string& path, const std::string& file, AdamSection& a) {
-  check_keys(s, path, {"type", "start_lr", "stop_lr", "decay_steps", "scale_by_worker"}, file);
-  const std::string type = get_or<std::string>(s, "type", "exp", path, file);
-  require(type == "exp", file, path + ".type", json(type), "only \"exp\" (exponential decay) is supported");
-  a.start_lr = positive(s, "start_lr", a.start_lr, path, file);
-  a.stop_lr = positive(s, "stop_lr", a.stop_lr, path, file);
-  a.decay_steps = get_or<std::int64_t>(s, "decay_steps", a.decay_steps, path, file);
-  require(a.decay_steps >= 1, file, path + ".decay_steps", json(a.decay_steps), "must be at least 1");
-}
-
-const std::vector<std::string> kKalmanKeys = {
-    "kf_blocksize",    "kalman_lambda",   "kalman_nue",      "p0",
-    "nselect",         "groupsize",       "kf_start_pref_e", "kf_limit_pref_e",
-    "kf_start_pref_f", "kf_limit_pref_f", "kf_start_pref_v", "kf_limit_pref_v",
-    "p_precision"};
-const std::vector<std::string> kAdamPrefKeys = {"start_pref_e", "limit_pref_e", "start_pref_f",
-                                                "limit_pref_f", "start_pref_v", "limit_pref_v"};
-
-std::string optimizer_name(const std::string& raw, const std::string& file, const std::string& key) {
-  if (raw == "LKF" || raw == "RLEKF" || raw == "lkf" || raw == "rlekf") return "LKF";
-  if (raw == "Adam" || raw == "adam") return "Adam";
-  throw ConfigError("'" + key + "' in " + file + " is \"" + raw + "\": use \"LKF\" (RLEKF) or \"Adam\"");
-}
-
-void read_kalman_core(const json& s, const std::string& path, const std::string& file, KalmanSection& k) {
-  k.blocksize = get_or<std::int64_t>(s, "kf_blocksize", k.blocksize, path, file);
-  require(k.blocksize >= 1, file, path + ".kf_blocksize", json(k.blocksize), "must be at least 1");
-  k.lambda0 = get_or<double>(s, "kalman_lambda", k.lambda0, path, file);
-  require(k.lambda0 > 0.0 && k.lambda0 <= 1.0, file, path + ".kalman_lambda", json(k.lambda0),
-          "must be in (0, 1]");
-  k.nu = get_or<double>(s, "kalman_nue", k.nu, path, file);
-  require(k.nu > 0.0 && k.nu <= 1.0, file, path + ".kalman_nue", json(k.nu), "must be in (0, 1]");
-  k.p0 = positive(s, "p0", k.p0, path, file);
-  k.nselect = get_or<int>(s, "nselect", k.nselect, path, file);
-  require(k.nselect >= 1, file, path + ".nselect", json(k.nselect), "must be at least 1");
-  k.groupsize = get_or<int>(s, "groupsize", k.groupsize, path, file);
-  require(k.groupsize >= 1 && k.groupsize <= k.nselect, file, path + ".groupsize", json(k.groupsize),
-          "must be between 1 and nselect (" + std::to_string(k.nselect) + ")");
-  k.p_precision = get_or<std::string>(s, "p_precision", k.p_precision, path, file);
-  require(k.p_precision == "float64" || k.p_precision == "float32", file, path + ".p_precision",
-          json(k.p_precision), "must be \"float64\" or \"float32\"");
-}
-
 }  // namespace
 
 TrainConfig TrainConfig::from_file(const std::string& path) {
@@ -196,46 +120,43 @@ TrainConfig TrainConfig::from_json(const json& doc, const std::string& file, con
                                             "device",
                                             "num_threads",
                                             "opt_type"};
-  training_keys = joined(joined(training_keys, kKalmanKeys), kIgnoredTraining);
+  training_keys = joined(joined(training_keys, optimizer_keys("training")), kIgnoredTraining);
   check_keys(t, "training", training_keys, file);
   note_ignored(t, "training", kIgnoredTraining, c.ignored_keys);
 
-  // Optimizer: the "optimizer" section, or DeePMD-kit's training.opt_type with kf_* keys beside it.
-  if (t.contains("opt_type")) {
-    c.optimizer =
-        optimizer_name(get_required<std::string>(t, "opt_type", "training", file), file, "training.opt_type");
-  }
-  read_kalman_core(t, "training", file, c.kalman);
-
+  // The optimizer: named by the "optimizer" section or by DeePMD-kit's training.opt_type; its settings are
+  // read by its own parser (src/train/Optimizers.hpp), from whichever sections it allows.
   if (doc.contains("loss")) {
     const json& l = doc.at("loss");
-    check_keys(l, "loss",
-               joined({"type", "start_pref_e", "limit_pref_e", "start_pref_f", "limit_pref_f", "start_pref_v",
-                       "limit_pref_v", "kf_start_pref_e", "kf_limit_pref_e", "kf_start_pref_f",
-                       "kf_limit_pref_f", "kf_start_pref_v", "kf_limit_pref_v"},
-                      kIgnoredLoss),
-               file);
+    check_keys(l, "loss", joined(joined({"type"}, optimizer_keys("loss")), kIgnoredLoss), file);
     note_ignored(l, "loss", kIgnoredLoss, c.ignored_keys);
     const std::string type = get_or<std::string>(l, "type", "ener", "loss", file);
     require(type == "ener", file, "loss.type", json(type), "only \"ener\" is supported");
-    read_adam_prefs(l, "loss", file, c.adam);
-    read_kalman_prefs(l, "loss", file, c.kalman);
   }
   if (doc.contains("learning_rate"))
-    read_learning_rate(doc.at("learning_rate"), "learning_rate", file, c.adam);
-
+    check_keys(doc.at("learning_rate"), "learning_rate", optimizer_keys("learning_rate"), file);
+  if (t.contains("opt_type")) {
+    c.optimizer =
+        optimizer_name(get_required<std::string>(t, "opt_type", "training", file), "training.opt_type", file);
+  }
   if (doc.contains("optimizer")) {
     const json& o = doc.at("optimizer");
-    check_keys(o, "optimizer", joined(joined({"type", "learning_rate"}, kKalmanKeys), kAdamPrefKeys), file);
-    c.optimizer = optimizer_name(get_or<std::string>(o, "type", c.optimizer, "optimizer", file), file,
-                                 "optimizer.type");
-    read_kalman_core(o, "optimizer", file, c.kalman);
-    read_kalman_prefs(o, "optimizer", file, c.kalman);
-    read_adam_prefs(o, "optimizer", file, c.adam);
-    if (o.contains("learning_rate"))
-      read_learning_rate(o.at("learning_rate"), "optimizer.learning_rate", file, c.adam);
+    check_keys(o, "optimizer", joined({"type", "learning_rate"}, optimizer_keys("optimizer")), file);
+    if (o.contains("learning_rate")) {
+      check_keys(o.at("learning_rate"), "optimizer.learning_rate", optimizer_keys("optimizer.learning_rate"),
+                 file);
+    }
+    if (o.contains("type")) {
+      const std::string name =
+          optimizer_name(get_required<std::string>(o, "type", "optimizer", file), "optimizer.type", file);
+      if (t.contains("opt_type") && name != c.optimizer) {
+        throw ConfigError("'optimizer.type' (" + name + ") and 'training.opt_type' (" + c.optimizer +
+                          ") in " + file + " name different optimizers: keep one");
+      }
+      c.optimizer = name;
+    }
   }
-  read_kalman_prefs(t, "training", file, c.kalman);
+  c.optimizer_settings = resolve_optimizer_settings(c.optimizer, OptimizerInput(doc, file), c.unused_keys);
 
   if (!t.contains("training_data"))
     throw ConfigError("missing required key 'training.training_data' in " + file);
@@ -278,35 +199,7 @@ json TrainConfig::to_json() const {
   };
   json out;
   out["model"] = model;
-  if (optimizer == "LKF") {
-    out["optimizer"] = {{"type", "LKF"},
-                        {"kf_blocksize", kalman.blocksize},
-                        {"kalman_lambda", kalman.lambda0},
-                        {"kalman_nue", kalman.nu},
-                        {"p0", kalman.p0},
-                        {"nselect", kalman.nselect},
-                        {"groupsize", kalman.groupsize},
-                        {"kf_start_pref_e", kalman.start_pref_e},
-                        {"kf_limit_pref_e", kalman.limit_pref_e},
-                        {"kf_start_pref_f", kalman.start_pref_f},
-                        {"kf_limit_pref_f", kalman.limit_pref_f},
-                        {"kf_start_pref_v", kalman.start_pref_v},
-                        {"kf_limit_pref_v", kalman.limit_pref_v},
-                        {"p_precision", kalman.p_precision}};
-  } else {
-    out["optimizer"] = {{"type", "Adam"},
-                        {"learning_rate",
-                         {{"type", "exp"},
-                          {"start_lr", adam.start_lr},
-                          {"stop_lr", adam.stop_lr},
-                          {"decay_steps", adam.decay_steps}}},
-                        {"start_pref_e", adam.start_pref_e},
-                        {"limit_pref_e", adam.limit_pref_e},
-                        {"start_pref_f", adam.start_pref_f},
-                        {"limit_pref_f", adam.limit_pref_f},
-                        {"start_pref_v", adam.start_pref_v},
-                        {"limit_pref_v", adam.limit_pref_v}};
-  }
+  out["optimizer"] = optimizer_settings;
   json t = {{"training_data", data(training_data, false)},
             {"numb_steps", numb_steps},
             {"seed", seed},

@@ -16,35 +16,12 @@ struct DataSection {
   int numb_btch = 1;  // validation batches per display (validation_data only)
 };
 
-struct KalmanSection {
-  std::int64_t blocksize = 5120;  // kf_blocksize
-  double lambda0 = 0.98;          // kalman_lambda
-  double nu = 0.9987;             // kalman_nue
-  double p0 = 1.0;                // initial covariance P_i = p0 I
-  int nselect = 24;               // atoms drawn per frame for the force steps
-  int groupsize = 6;              // atoms per force Kalman step
-  double start_pref_e = 1.0, limit_pref_e = 1.0;
-  double start_pref_f = 1.0, limit_pref_f = 1.0;
-  double start_pref_v = 0.0, limit_pref_v = 0.0;  // a virial step runs when either is non-zero
-  std::string p_precision = "float64";            // covariance precision: float64 or float32
-};
-
-struct AdamSection {
-  double start_lr = 1e-3;
-  double stop_lr = 3.51e-8;
-  std::int64_t decay_steps = 5000;
-  double start_pref_e = 0.02, limit_pref_e = 1.0;
-  double start_pref_f = 1000.0, limit_pref_f = 1.0;
-  double start_pref_v = 0.0, limit_pref_v = 0.0;
-};
-
 struct TrainConfig {
-  std::string file;               // the input file, for messages
-  std::string base_dir;           // relative system paths are resolved against this
-  nlohmann::json model;           // the "model" section, parsed by ModelConfig::from_json
-  std::string optimizer = "LKF";  // "LKF" (RLEKF) or "Adam"
-  KalmanSection kalman;
-  AdamSection adam;
+  std::string file;                   // the input file, for messages
+  std::string base_dir;               // relative system paths are resolved against this
+  nlohmann::json model;               // the "model" section, parsed by ModelConfig::from_json
+  std::string optimizer = "RLEKF";    // "RLEKF" or "Adam" (src/train/Optimizers.hpp)
+  nlohmann::json optimizer_settings;  // its settings, resolved: RlekfSettings or AdamSettings::to_json()
 
   DataSection training_data;
   DataSection validation_data;
@@ -61,6 +38,7 @@ struct TrainConfig {
   int num_threads = 0;          // 0: one per core
 
   std::vector<std::string> ignored_keys;  // DeePMD-kit keys accepted but without effect here
+  std::vector<std::string> unused_keys;   // keys of an optimizer other than the one chosen
 
   // Reads and validates `path`; throws ConfigError naming the file, key and value on any problem.
   static TrainConfig from_file(const std::string& path);

@@ -23,10 +23,10 @@
 #include "src/train/Checkpoint.hpp"
 #include "src/train/DataSetup.hpp"
 #include "src/train/LearningCurve.hpp"
+#include "src/train/Optimizers.hpp"
 #include "src/train/ProgressBar.hpp"
 #include "src/train/StopSignal.hpp"
 #include "src/train/TrainingDevice.hpp"
-#include "src/train/TrainingStep.hpp"
 
 namespace deepkf {
 namespace fs = std::filesystem;
@@ -124,6 +124,11 @@ void Trainer::Impl::setup() {
   setup_logging();
   setup_threads_and_device();
   for (const auto& key : cfg.ignored_keys) log->info("input key {} has no effect in deepkf", key);
+  if (!cfg.unused_keys.empty()) {
+    std::string keys;
+    for (const auto& key : cfg.unused_keys) keys += (keys.empty() ? "" : ", ") + key;
+    log->info("input keys of another optimizer, unused with {}: {}", cfg.optimizer, keys);
+  }
   data = open_training_data(cfg, *comm, *log);
   std::vector<std::int64_t> nframes;
   for (const auto& s : data.train) nframes.push_back(s.nframes());
@@ -158,10 +163,11 @@ void Trainer::Impl::restore(const std::string& path) {
   mcfg = ckpt.model->config();
   model = ckpt.model;
   build_optimizer();
-  if (ckpt.meta.value("optimizer", std::string()) != cfg.optimizer) {
-    throw ConfigError("checkpoint '" + path + "' was written by the " +
-                      ckpt.meta.value("optimizer", std::string("?")) + " optimizer, but " + cfg.file +
-                      " asks for " + cfg.optimizer);
+  // Checkpoints of earlier versions name RLEKF by DeePMD-kit's "LKF".
+  const std::string written = ckpt.meta.value("optimizer", std::string("?"));
+  if (written != cfg.optimizer && !(written == "LKF" && cfg.optimizer == "RLEKF")) {
+    throw ConfigError("checkpoint '" + path + "' was written by the " + written + " optimizer, but " +
+                      cfg.file + " asks for " + cfg.optimizer);
   }
   // Each rank reads its own covariance blocks from the file.
   together([&] { optimizer->load(ckpt.optimizer, ckpt.covariance_block); });

@@ -2,7 +2,8 @@
 // One optimizer step on one global batch, as the training loop sees it: the loop hands each step its rank's
 // share of the batch and asks for a status value to log; checkpoints save and stream the step's state. Two
 // implementations: RlekfStep (a Kalman update per measurement: energy, force groups, virial) and AdamStep
-// (one gradient step on DeePMD-kit's ener loss), chosen by make_training_step from the input's optimizer.
+// (one gradient step on DeePMD-kit's ener loss), chosen by make_training_step (Optimizers.hpp) from the
+// input's optimizer.
 #include <torch/serialize/input-archive.h>
 #include <torch/serialize/output-archive.h>
 
@@ -14,9 +15,9 @@
 
 #include "src/core/Communicator.hpp"
 #include "src/data/FrameSource.hpp"
+#include "src/eval/ErrorMetrics.hpp"
 #include "src/model/Batch.hpp"
 #include "src/model/DeepPot.hpp"
-#include "src/eval/ErrorMetrics.hpp"
 #include "src/train/TrainConfig.hpp"
 
 namespace deepkf {
@@ -59,9 +60,5 @@ class TrainingStep {
   // Restores what save() and stream_blocks() wrote; blocks missing from the archive come from read_block.
   virtual void load(torch::serialize::InputArchive& archive, const BlockSource& read_block) = 0;
 };
-
-// The step cfg.optimizer asks for ("LKF": RlekfStep, "Adam": AdamStep), over `model`'s parameters.
-std::unique_ptr<TrainingStep> make_training_step(const TrainConfig& cfg, DeepPot model,
-                                                 std::shared_ptr<Communicator> comm);
 
 }  // namespace deepkf

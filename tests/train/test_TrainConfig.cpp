@@ -38,9 +38,16 @@ TEST_CASE("the DeePMD-kit water reference input is accepted", "[train][config]")
   CHECK(c.training_data.batch_auto);
   CHECK(c.validation_data.systems.size() == 1);
   CHECK(c.validation_data.numb_btch == 3);
-  CHECK(c.adam.start_lr == 0.001);
-  CHECK(c.adam.decay_steps == 5000);
-  CHECK(c.adam.start_pref_f == 1000);
+  // The reference input trains Adam by default in DeePMD-kit; here RLEKF is the default, and the schedule
+  // and prefactors of Adam are listed as unused.
+  CHECK(c.optimizer == "RLEKF");
+  CHECK(c.unused_keys.size() == 10);
+  json adam = json::parse(std::ifstream(dir + "/input_se_e2_a.reference.json"), nullptr, true, true);
+  adam["optimizer"] = {{"type", "Adam"}};
+  const auto a = TrainConfig::from_json(adam, "ref.json", dir).optimizer_settings;
+  CHECK(a.at("learning_rate").at("start_lr") == 0.001);
+  CHECK(a.at("learning_rate").at("decay_steps") == 5000);
+  CHECK(a.at("start_pref_f") == 1000);
   CHECK(c.disp_freq == 100);
   CHECK(c.model.at("descriptor").at("sel") == json::array({46, 92}));
   CHECK(c.base_dir == dir);
@@ -49,20 +56,20 @@ TEST_CASE("the DeePMD-kit water reference input is accepted", "[train][config]")
 TEST_CASE("defaults and the optimizer section", "[train][config]") {
   json doc = minimal();
   TrainConfig c = TrainConfig::from_json(doc, "in.json", "/tmp");
-  CHECK(c.optimizer == "LKF");
-  CHECK(c.kalman.blocksize == 5120);
-  CHECK(c.kalman.lambda0 == 0.98);
-  CHECK(c.kalman.nu == 0.9987);
-  CHECK(c.kalman.nselect == 24);
-  CHECK(c.kalman.groupsize == 6);
+  CHECK(c.optimizer == "RLEKF");
+  CHECK(c.optimizer_settings.at("kf_blocksize") == 5120);
+  CHECK(c.optimizer_settings.at("kalman_lambda") == 0.98);
+  CHECK(c.optimizer_settings.at("kalman_nue") == 0.9987);
+  CHECK(c.optimizer_settings.at("nselect") == 24);
+  CHECK(c.optimizer_settings.at("groupsize") == 6);
   CHECK(c.training_data.batch_size == 2);
 
   doc["optimizer"] =
       json::parse(R"({"type": "LKF", "kf_blocksize": 10240, "kf_start_pref_f": 2, "p0": 0.01})");
   c = TrainConfig::from_json(doc, "in.json", "/tmp");
-  CHECK(c.kalman.blocksize == 10240);
-  CHECK(c.kalman.start_pref_f == 2);
-  CHECK(c.kalman.p0 == 0.01);
+  CHECK(c.optimizer_settings.at("kf_blocksize") == 10240);
+  CHECK(c.optimizer_settings.at("kf_start_pref_f") == 2);
+  CHECK(c.optimizer_settings.at("p0") == 0.01);
 
   // DeePMD-kit's PyTorch layout: training.opt_type and loss.kf_*.
   json dp = minimal();
@@ -70,21 +77,25 @@ TEST_CASE("defaults and the optimizer section", "[train][config]") {
   dp["training"]["kf_blocksize"] = 1024;
   dp["loss"] = json::parse(R"({"type": "ener", "kf_start_pref_e": 1, "kf_limit_pref_e": 2})");
   c = TrainConfig::from_json(dp, "in.json", "/tmp");
-  CHECK(c.kalman.blocksize == 1024);
-  CHECK(c.kalman.limit_pref_e == 2);
+  CHECK(c.optimizer == "RLEKF");
+  CHECK(c.optimizer_settings.at("kf_blocksize") == 1024);
+  CHECK(c.optimizer_settings.at("kf_limit_pref_e") == 2);
 
   json adam = minimal();
   adam["optimizer"] = json::parse(R"({"type": "Adam", "learning_rate": {"start_lr": 0.01, "stop_lr": 1e-5,
                                      "decay_steps": 100}, "start_pref_f": 100})");
   c = TrainConfig::from_json(adam, "in.json", "/tmp");
   CHECK(c.optimizer == "Adam");
-  CHECK(c.adam.start_lr == 0.01);
-  CHECK(c.adam.start_pref_f == 100);
+  CHECK(c.optimizer_settings.at("learning_rate").at("start_lr") == 0.01);
+  CHECK(c.optimizer_settings.at("start_pref_f") == 100);
   // The resolved configuration reads back to the same settings.
   const TrainConfig again = TrainConfig::from_json(c.to_json(), "resolved.json", "/tmp");
   CHECK(again.optimizer == "Adam");
-  CHECK(again.adam.decay_steps == 100);
+  CHECK(again.optimizer_settings == c.optimizer_settings);
   CHECK(again.numb_steps == c.numb_steps);
+  const TrainConfig rlekf = TrainConfig::from_json(minimal(), "in.json", "/tmp");
+  CHECK(TrainConfig::from_json(rlekf.to_json(), "resolved.json", "/tmp").optimizer_settings ==
+        rlekf.optimizer_settings);
 }
 
 TEST_CASE("misspelt and bad keys name the key, the file and a suggestion", "[train][config]") {
@@ -98,7 +109,33 @@ TEST_CASE("misspelt and bad keys name the key, the file and a suggestion", "[tra
 
   doc = minimal();
   doc["optimizer"] = json::parse(R"({"type": "SGD"})");
-  CHECK(error_of(doc) == "'optimizer.type' in in.json is \"SGD\": use \"LKF\" (RLEKF) or \"Adam\"");
+  CHECK(error_of(doc) ==
+        "'optimizer.type' in in.json is \"SGD\": use \"RLEKF\" (DeePMD-kit's \"LKF\") or \"Adam\"");
+
+  // One value per setting, and one optimizer.
+  doc = minimal();
+  doc["training"]["kf_blocksize"] = 1024;
+  doc["optimizer"] = {{"kf_blocksize", 2048}};
+  CHECK(error_of(doc) ==
+        "'kf_blocksize' is given twice in in.json, as 'optimizer.kf_blocksize' and as "
+        "'training.kf_blocksize': keep one");
+  doc = minimal();
+  doc["training"]["opt_type"] = "LKF";
+  doc["optimizer"] = {{"type", "Adam"}};
+  CHECK(error_of(doc) ==
+        "'optimizer.type' (Adam) and 'training.opt_type' (RLEKF) in in.json name different optimizers: keep "
+        "one");
+  doc = minimal();
+  doc["loss"] = {{"kf_start_pref_f", -1}};
+  CHECK(error_of(doc) == "'loss.kf_start_pref_f' in in.json is -1.0: must not be negative");
+  doc = minimal();
+  doc["optimizer"] = {{"type", "Adam"}, {"learning_rate", {{"type", "cosine"}}}};
+  CHECK(error_of(doc) ==
+        "'optimizer.learning_rate.type' in in.json is \"cosine\": only \"exp\" (exponential decay) is "
+        "supported");
+  doc = minimal();
+  doc["optimizer"] = {{"type", "RLEKF"}, {"nselect", 4}, {"groupsize", 5}};
+  CHECK(error_of(doc) == "'optimizer.groupsize' in in.json is 5: must be between 1 and nselect (4)");
 
   doc = minimal();
   doc["training"]["training_data"]["batch_size"] = 0;
@@ -126,6 +163,15 @@ TEST_CASE("DeePMD-kit keys without effect are accepted and listed", "[train][con
   REQUIRE(c.ignored_keys.size() == 2);
   CHECK(c.ignored_keys[0] == "training.disp_training");
   CHECK(c.ignored_keys[1] == "training.training_data.set_prefix");
+  CHECK(c.unused_keys.empty());
+
+  // Keys of the optimizer not chosen are accepted and listed apart.
+  doc = minimal();
+  doc["loss"] = {{"start_pref_f", 100}, {"kf_start_pref_f", 2}};
+  doc["learning_rate"] = {{"start_lr", 0.01}};
+  const TrainConfig d = TrainConfig::from_json(doc, "in.json", "/tmp");
+  CHECK(d.unused_keys == std::vector<std::string>{"learning_rate.start_lr", "loss.start_pref_f"});
+  CHECK(d.optimizer_settings.at("kf_start_pref_f") == 2);
 }
 
 TEST_CASE("an unreadable or invalid input file is reported", "[train][config]") {

@@ -5,7 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "src/core/Error.hpp"
-#include "src/train/TrainingStep.hpp"
+#include "src/train/Optimizers.hpp"
 
 using Catch::Matchers::Contains;
 using json = nlohmann::json;

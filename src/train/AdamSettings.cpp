@@ -1,0 +1,58 @@
+#include "src/train/AdamSettings.hpp"
+
+namespace deepkf {
+
+namespace {
+
+const std::vector<std::string> kSchedulePlaces = {"optimizer.learning_rate", "learning_rate"};
+const std::vector<std::string> kPrefPlaces = {"optimizer", "loss"};
+
+OptionKey schedule_key(const std::string& key) { return {key, kSchedulePlaces}; }
+OptionKey pref_key(const std::string& key) { return {key, kPrefPlaces}; }
+
+}  // namespace
+
+const std::vector<OptionKey>& AdamSettings::keys() {
+  // learning_rate.scale_by_worker is DeePMD-kit's scaling of the rate with the worker count: accepted,
+  // without effect (the gradient here is the global batch's at any rank count).
+  static const std::vector<OptionKey> all = {
+      schedule_key("type"),        schedule_key("start_lr"),        schedule_key("stop_lr"),
+      schedule_key("decay_steps"), schedule_key("scale_by_worker"), pref_key("start_pref_e"),
+      pref_key("limit_pref_e"),    pref_key("start_pref_f"),        pref_key("limit_pref_f"),
+      pref_key("start_pref_v"),    pref_key("limit_pref_v")};
+  return all;
+}
+
+AdamSettings AdamSettings::read(const OptimizerInput& in) {
+  AdamSettings s;
+  in.get<std::string>(
+      schedule_key("type"), "exp", [](const std::string& v) { return v == "exp"; },
+      "only \"exp\" (exponential decay) is supported");
+  s.start_lr = in.get<double>(schedule_key("start_lr"), s.start_lr, is_positive, "must be positive");
+  s.stop_lr = in.get<double>(schedule_key("stop_lr"), s.stop_lr, is_positive, "must be positive");
+  s.decay_steps = in.get<std::int64_t>(
+      schedule_key("decay_steps"), s.decay_steps, [](const std::int64_t& v) { return v >= 1; },
+      "must be at least 1");
+  const std::string rule = "must not be negative";
+  s.start_pref_e = in.get<double>(pref_key("start_pref_e"), s.start_pref_e, is_non_negative, rule);
+  s.limit_pref_e = in.get<double>(pref_key("limit_pref_e"), s.limit_pref_e, is_non_negative, rule);
+  s.start_pref_f = in.get<double>(pref_key("start_pref_f"), s.start_pref_f, is_non_negative, rule);
+  s.limit_pref_f = in.get<double>(pref_key("limit_pref_f"), s.limit_pref_f, is_non_negative, rule);
+  s.start_pref_v = in.get<double>(pref_key("start_pref_v"), s.start_pref_v, is_non_negative, rule);
+  s.limit_pref_v = in.get<double>(pref_key("limit_pref_v"), s.limit_pref_v, is_non_negative, rule);
+  return s;
+}
+
+nlohmann::json AdamSettings::to_json() const {
+  return {{"type", "Adam"},
+          {"learning_rate",
+           {{"type", "exp"}, {"start_lr", start_lr}, {"stop_lr", stop_lr}, {"decay_steps", decay_steps}}},
+          {"start_pref_e", start_pref_e},
+          {"limit_pref_e", limit_pref_e},
+          {"start_pref_f", start_pref_f},
+          {"limit_pref_f", limit_pref_f},
+          {"start_pref_v", start_pref_v},
+          {"limit_pref_v", limit_pref_v}};
+}
+
+}  // namespace deepkf

@@ -1,0 +1,91 @@
+#include "src/train/Optimizers.hpp"
+
+#include <algorithm>
+
+#include "src/core/Error.hpp"
+#include "src/train/AdamSettings.hpp"
+#include "src/train/AdamStep.hpp"
+#include "src/train/RlekfSettings.hpp"
+#include "src/train/RlekfStep.hpp"
+
+namespace deepkf {
+
+namespace {
+
+struct Entry {
+  std::string name;
+  const std::vector<OptionKey>& (*keys)();
+  nlohmann::json (*resolve)(const OptimizerInput&);
+};
+
+const std::vector<Entry>& registry() {
+  static const std::vector<Entry> all = {
+      {"RLEKF", &RlekfSettings::keys,
+       [](const OptimizerInput& in) { return RlekfSettings::read(in).to_json(); }},
+      {"Adam", &AdamSettings::keys,
+       [](const OptimizerInput& in) { return AdamSettings::read(in).to_json(); }}};
+  return all;
+}
+
+const Entry& entry(const std::string& name) {
+  for (const auto& e : registry()) {
+    if (e.name == name) return e;
+  }
+  throw ConfigError("no optimizer named '" + name + "'");
+}
+
+bool reads(const Entry& e, const std::string& section, const std::string& key) {
+  return std::any_of(e.keys().begin(), e.keys().end(), [&](const OptionKey& k) {
+    return k.key == key && std::find(k.sections.begin(), k.sections.end(), section) != k.sections.end();
+  });
+}
+
+}  // namespace
+
+std::string optimizer_name(const std::string& raw, const std::string& path, const std::string& file) {
+  if (raw == "RLEKF" || raw == "rlekf" || raw == "LKF" || raw == "lkf") return "RLEKF";
+  if (raw == "Adam" || raw == "adam") return "Adam";
+  throw ConfigError("'" + path + "' in " + file + " is \"" + raw +
+                    "\": use \"RLEKF\" (DeePMD-kit's \"LKF\") or \"Adam\"");
+}
+
+std::vector<std::string> optimizer_keys(const std::string& section) {
+  std::vector<std::string> keys;
+  for (const auto& e : registry()) {
+    for (const auto& k : e.keys()) {
+      if (reads(e, section, k.key) && std::find(keys.begin(), keys.end(), k.key) == keys.end())
+        keys.push_back(k.key);
+    }
+  }
+  return keys;
+}
+
+nlohmann::json resolve_optimizer_settings(const std::string& name, const OptimizerInput& in,
+                                          std::vector<std::string>& unused) {
+  const Entry& chosen = entry(name);
+  for (const auto& other : registry()) {
+    if (other.name == name) continue;
+    for (const auto& k : other.keys()) {
+      for (const auto& section : k.sections) {
+        const auto& s = in.section(section);
+        if (s.is_object() && s.contains(k.key) && !reads(chosen, section, k.key))
+          unused.push_back(section + "." + k.key);
+      }
+    }
+  }
+  return chosen.resolve(in);
+}
+
+std::unique_ptr<TrainingStep> make_training_step(const TrainConfig& cfg, DeepPot model,
+                                                 std::shared_ptr<Communicator> comm) {
+  // The resolved settings are an "optimizer" section; read them back through the optimizer's own parser.
+  const nlohmann::json doc = {{"optimizer", cfg.optimizer_settings}};
+  const OptimizerInput in(doc, cfg.file);
+  if (cfg.optimizer == "RLEKF")
+    return std::make_unique<RlekfStep>(RlekfSettings::read(in), cfg, std::move(model), std::move(comm));
+  if (cfg.optimizer == "Adam")
+    return std::make_unique<AdamStep>(AdamSettings::read(in), cfg, std::move(model), std::move(comm));
+  throw ConfigError("optimizer '" + cfg.optimizer + "' in " + cfg.file + " is not \"RLEKF\" or \"Adam\"");
+}
+
+}  // namespace deepkf

@@ -1,0 +1,30 @@
+#pragma once
+// The optimizers deepkf trains with: the names an input file may use for them, the keys each reads (their
+// own files hold the rest: RlekfSettings, AdamSettings), and the training step each makes.
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "src/train/OptimizerInput.hpp"
+#include "src/train/TrainingStep.hpp"
+
+namespace deepkf {
+
+// "RLEKF" for "RLEKF", "rlekf" and DeePMD-kit's "LKF"/"lkf"; "Adam" for "Adam"/"adam". ConfigError naming
+// `path` (the key it came from) and `file` for anything else.
+std::string optimizer_name(const std::string& raw, const std::string& path, const std::string& file);
+
+// Every key some optimizer reads from the section at dotted path `section` (for the unknown-key check).
+std::vector<std::string> optimizer_keys(const std::string& section);
+
+// The settings of optimizer `name` read from the input, every default filled in, as the "optimizer"
+// section of a resolved input. Keys only other optimizers read are appended to `unused` ("loss.start_lr").
+nlohmann::json resolve_optimizer_settings(const std::string& name, const OptimizerInput& in,
+                                          std::vector<std::string>& unused);
+
+// The step cfg.optimizer names, with cfg.optimizer_settings, over `model`'s parameters.
+std::unique_ptr<TrainingStep> make_training_step(const TrainConfig& cfg, DeepPot model,
+                                                 std::shared_ptr<Communicator> comm);
+
+}  // namespace deepkf

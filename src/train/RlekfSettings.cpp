@@ -1,0 +1,72 @@
+#include "src/train/RlekfSettings.hpp"
+
+namespace deepkf {
+
+namespace {
+
+const std::vector<std::string> kFilterPlaces = {"optimizer", "training"};
+const std::vector<std::string> kPrefPlaces = {"optimizer", "training", "loss"};
+
+OptionKey filter_key(const std::string& key) { return {key, kFilterPlaces}; }
+OptionKey pref_key(const std::string& key) { return {key, kPrefPlaces}; }
+
+}  // namespace
+
+const std::vector<OptionKey>& RlekfSettings::keys() {
+  static const std::vector<OptionKey> all = {filter_key("kf_blocksize"),  filter_key("kalman_lambda"),
+                                             filter_key("kalman_nue"),    filter_key("p0"),
+                                             filter_key("nselect"),       filter_key("groupsize"),
+                                             filter_key("p_precision"),   pref_key("kf_start_pref_e"),
+                                             pref_key("kf_limit_pref_e"), pref_key("kf_start_pref_f"),
+                                             pref_key("kf_limit_pref_f"), pref_key("kf_start_pref_v"),
+                                             pref_key("kf_limit_pref_v")};
+  return all;
+}
+
+RlekfSettings RlekfSettings::read(const OptimizerInput& in) {
+  RlekfSettings s;
+  const auto at_least_one = [](const std::int64_t& v) { return v >= 1; };
+  const auto unit_interval = [](const double& v) { return v > 0.0 && v <= 1.0; };
+  s.blocksize =
+      in.get<std::int64_t>(filter_key("kf_blocksize"), s.blocksize, at_least_one, "must be at least 1");
+  s.lambda0 = in.get<double>(filter_key("kalman_lambda"), s.lambda0, unit_interval, "must be in (0, 1]");
+  s.nu = in.get<double>(filter_key("kalman_nue"), s.nu, unit_interval, "must be in (0, 1]");
+  s.p0 = in.get<double>(filter_key("p0"), s.p0, is_positive, "must be positive");
+  s.nselect = in.get<int>(
+      filter_key("nselect"), s.nselect, [](const int& v) { return v >= 1; }, "must be at least 1");
+  const int nselect = s.nselect;
+  s.groupsize = in.get<int>(
+      filter_key("groupsize"), s.groupsize, [nselect](const int& v) { return v >= 1 && v <= nselect; },
+      "must be between 1 and nselect (" + std::to_string(nselect) + ")");
+  s.p_precision = in.get<std::string>(
+      filter_key("p_precision"), s.p_precision,
+      [](const std::string& v) { return v == "float64" || v == "float32"; },
+      "must be \"float64\" or \"float32\"");
+  const std::string rule = "must not be negative";
+  s.start_pref_e = in.get<double>(pref_key("kf_start_pref_e"), s.start_pref_e, is_non_negative, rule);
+  s.limit_pref_e = in.get<double>(pref_key("kf_limit_pref_e"), s.limit_pref_e, is_non_negative, rule);
+  s.start_pref_f = in.get<double>(pref_key("kf_start_pref_f"), s.start_pref_f, is_non_negative, rule);
+  s.limit_pref_f = in.get<double>(pref_key("kf_limit_pref_f"), s.limit_pref_f, is_non_negative, rule);
+  s.start_pref_v = in.get<double>(pref_key("kf_start_pref_v"), s.start_pref_v, is_non_negative, rule);
+  s.limit_pref_v = in.get<double>(pref_key("kf_limit_pref_v"), s.limit_pref_v, is_non_negative, rule);
+  return s;
+}
+
+nlohmann::json RlekfSettings::to_json() const {
+  return {{"type", "RLEKF"},
+          {"kf_blocksize", blocksize},
+          {"kalman_lambda", lambda0},
+          {"kalman_nue", nu},
+          {"p0", p0},
+          {"nselect", nselect},
+          {"groupsize", groupsize},
+          {"kf_start_pref_e", start_pref_e},
+          {"kf_limit_pref_e", limit_pref_e},
+          {"kf_start_pref_f", start_pref_f},
+          {"kf_limit_pref_f", limit_pref_f},
+          {"kf_start_pref_v", start_pref_v},
+          {"kf_limit_pref_v", limit_pref_v},
+          {"p_precision", p_precision}};
+}
+
+}  // namespace deepkf

@@ -1,0 +1,34 @@
+#pragma once
+// RLEKF's settings (docs/input.md, "optimizer"): where an input file may give each, their defaults and
+// limits, and the resolved form written next to the outputs. The only place these keys are read.
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "src/train/OptimizerInput.hpp"
+
+namespace deepkf {
+
+struct RlekfSettings {
+  std::int64_t blocksize = 5120;  // kf_blocksize
+  double lambda0 = 0.98;          // kalman_lambda
+  double nu = 0.9987;             // kalman_nue
+  double p0 = 1.0;                // initial covariance P_i = p0 I
+  int nselect = 24;               // atoms drawn per frame for the force steps
+  int groupsize = 6;              // atoms per force Kalman step
+  double start_pref_e = 1.0, limit_pref_e = 1.0;
+  double start_pref_f = 1.0, limit_pref_f = 1.0;
+  double start_pref_v = 0.0, limit_pref_v = 0.0;  // a virial step runs when either is non-zero
+  std::string p_precision = "float64";            // covariance precision: float64 or float32
+
+  // Every key read, with the sections it may be in: the "optimizer" section, or where DeePMD-kit's PyTorch
+  // backend writes them (training.kf_blocksize, training.kalman_lambda, loss.kf_start_pref_e, ...).
+  static const std::vector<OptionKey>& keys();
+  // Reads and checks the settings; ConfigError naming the key, file and value.
+  static RlekfSettings read(const OptimizerInput& in);
+  // The "optimizer" section of a resolved input, every setting given ("type": "RLEKF").
+  nlohmann::json to_json() const;
+};
+
+}  // namespace deepkf
