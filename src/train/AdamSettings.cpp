@@ -13,13 +13,7 @@ OptionKey pref_key(const std::string& key) { return {key, kPrefPlaces}; }
 }  // namespace
 
 const std::vector<OptionKey>& AdamSettings::keys() {
-  // learning_rate.scale_by_worker is DeePMD-kit's scaling of the rate with the worker count: accepted,
-  // without effect (the gradient here is the global batch's at any rank count).
-  static const std::vector<OptionKey> all = {
-      schedule_key("type"),        schedule_key("start_lr"),        schedule_key("stop_lr"),
-      schedule_key("decay_steps"), schedule_key("scale_by_worker"), pref_key("start_pref_e"),
-      pref_key("limit_pref_e"),    pref_key("start_pref_f"),        pref_key("limit_pref_f"),
-      pref_key("start_pref_v"),    pref_key("limit_pref_v")};
+  static const std::vector<OptionKey> all = keys_read_by(&AdamSettings::read);
   return all;
 }
 
@@ -33,6 +27,9 @@ AdamSettings AdamSettings::read(const OptimizerInput& in) {
   s.decay_steps = in.get<std::int64_t>(
       schedule_key("decay_steps"), s.decay_steps, [](const std::int64_t& v) { return v >= 1; },
       "must be at least 1");
+  // DeePMD-kit's scaling of the rate with the worker count: accepted, without effect (the gradient here is
+  // the global batch's at any rank count).
+  in.get<nlohmann::json>(schedule_key("scale_by_worker"), nlohmann::json());
   const std::string rule = "must not be negative";
   s.start_pref_e = in.get<double>(pref_key("start_pref_e"), s.start_pref_e, is_non_negative, rule);
   s.limit_pref_e = in.get<double>(pref_key("limit_pref_e"), s.limit_pref_e, is_non_negative, rule);

@@ -1,8 +1,8 @@
 #pragma once
 // An optimizer's settings as an input file gives them. DeePMD-kit spreads them over several sections
 // (training.kf_blocksize, loss.start_pref_f, learning_rate.start_lr, ...); deepkf also reads them from one
-// "optimizer" section. Each optimizer lists the sections each of its keys may appear in (OptionKey); a key
-// given in two of them is an error, so a file holds one value per setting.
+// "optimizer" section. Each optimizer reads each of its keys from the sections it may appear in (OptionKey);
+// a key given in two of them is an error, so a file holds one value per setting.
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -35,6 +35,7 @@ class OptimizerInput {
   template <typename T>
   T get(const OptionKey& key, const T& fallback, const std::function<bool(const T&)>& ok = {},
         const std::string& rule = "") const {
+    asked_.push_back(key);
     const std::string path = find(key.key, key.sections);
     if (path.empty()) return fallback;
     const auto dot = path.rfind('.');
@@ -47,11 +48,25 @@ class OptimizerInput {
   // ConfigError "'<path>' in <file> is <value>: <rule>".
   [[noreturn]] void fail(const std::string& path, const nlohmann::json& value, const std::string& rule) const;
   const std::string& file() const { return file_; }
+  // Every key get() was asked for, in order: an optimizer's settings reader run on an empty document
+  // lists its keys this way (keys_read_by), so each key is named in one place, where it is read.
+  const std::vector<OptionKey>& asked() const { return asked_; }
 
  private:
   const nlohmann::json& doc_;
   std::string file_;
+  mutable std::vector<OptionKey> asked_;
 };
+
+// The keys `read(const OptimizerInput&)` reads (an optimizer's settings reader), found by running it on an
+// empty document.
+template <typename Read>
+std::vector<OptionKey> keys_read_by(Read read) {
+  const nlohmann::json empty = nlohmann::json::object();
+  const OptimizerInput recorder(empty, "");
+  read(recorder);
+  return recorder.asked();
+}
 
 // Rules for OptimizerInput::get.
 inline bool is_positive(const double& v) { return v > 0.0; }

@@ -338,13 +338,15 @@ TrainResult Trainer::run() {
     const ErrorMetrics val = m.validate(false);
     result.validation = val;
     result.training = trn;
+    const std::string status = m.optimizer->status_line(m.step);
     if (!m.root()) return;
-    const double status = m.optimizer->status_value(m.step);
-    lcurve->add(m.step, val, trn, status, m.wall_before + elapsed());
+    lcurve->add(m.step, val, trn, m.optimizer->status_value(m.step), m.wall_before + elapsed());
     progress.clear();
-    m.log->info(
-        "step {:>7}  rmse_e val {:.3e} trn {:.3e} eV/atom  rmse_f val {:.3e} trn {:.3e} eV/A  {} {:.6g}",
-        m.step, val.rmse_e(), trn.rmse_e(), val.rmse_f(), trn.rmse_f(), m.optimizer->status_name(), status);
+    // Without validation data the validation columns say so instead of showing nan.
+    const auto val_e = val.e_count > 0 ? fmt::format("val {:.3e} ", val.rmse_e()) : std::string();
+    const auto val_f = val.e_count > 0 ? fmt::format("val {:.3e} ", val.rmse_f()) : std::string();
+    m.log->info("step {:>7}  rmse_e {}trn {:.3e} eV/atom  rmse_f {}trn {:.3e} eV/A  {}", m.step, val_e,
+                trn.rmse_e(), val_f, trn.rmse_f(), status);
   };
 
   const std::int64_t end = m.opt.pause_at > 0 ? std::min(m.opt.pause_at, m.cfg.numb_steps) : m.cfg.numb_steps;

@@ -4,6 +4,7 @@
 // implementations: RlekfStep (a Kalman update per measurement: energy, force groups, virial) and AdamStep
 // (one gradient step on DeePMD-kit's ener loss), chosen by make_training_step (Optimizers.hpp) from the
 // input's optimizer.
+#include <fmt/format.h>
 #include <torch/serialize/input-archive.h>
 #include <torch/serialize/output-archive.h>
 
@@ -45,9 +46,14 @@ class TrainingStep {
   // step saw them when batch_errors() is true, else nothing (the loop then evaluates the batch itself).
   virtual ErrorMetrics take(const StepInput& in) = 0;
   virtual bool batch_errors() const = 0;
-  // The schedule value shown in the log and the learning curve, with its name ("lambda", "lr").
+  // The schedule value of the learning curve's last column, with its name ("lambda", "lr").
   virtual std::string status_name() const = 0;
   virtual double status_value(std::int64_t step) const = 0;
+  // The end of the log's display line after `step` steps: the schedule value, and whatever else the
+  // optimizer reports. Collective (every rank calls it at each display; rank 0 prints it).
+  virtual std::string status_line(std::int64_t step) {
+    return fmt::format("{} {:.6g}", status_name(), status_value(step));
+  }
   // Bytes of the RLEKF covariance held by this rank; 0 for optimizers without one.
   virtual std::int64_t covariance_bytes() const { return 0; }
 
