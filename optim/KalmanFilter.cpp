@@ -157,6 +157,10 @@ void KalmanFilter::update(double e, const std::vector<torch::Tensor>& grads) {
       torch::empty({layout_.num_parameters()}, torch::TensorOptions().dtype(param_dtype_).device(device_));
   layout_.gather_into(params_, w);
   w.narrow(0, own_begin, own_count).add_((K * (e / a)).to(param_dtype_));
+  ++interval_updates_;
+  interval_nis_ += e * e / a;
+  if (!interval_step2_.defined()) interval_step2_ = torch::zeros({}, K.options());
+  interval_step2_.add_(K.dot(K), (e / a) * (e / a));
 
   // P_i <- (P_i - K_i K_i^T / a) / lambda, applied by the next sweep (or a flush before P is read).
   cov_.defer_update(K, a, lambda_);
@@ -167,6 +171,24 @@ void KalmanFilter::update(double e, const std::vector<torch::Tensor>& grads) {
   // lambda <- nu * lambda + 1 - nu
   lambda_ = options_.nu * lambda_ + 1.0 - options_.nu;
   ++steps_;
+}
+
+KalmanDiagnostics KalmanFilter::take_diagnostics() {
+  // This rank's |dw|^2 and tr(P_i) over its blocks; every rank has the same updates and e^2 / a.
+  std::vector<double> sums = {interval_step2_.defined() ? interval_step2_.item<double>() : 0.0,
+                              cov_.diagonal_sum()};
+  comm_->allreduce_sum(sums.data(), sums.size());
+  KalmanDiagnostics d;
+  d.updates = interval_updates_;
+  if (d.updates > 0) {
+    d.mean_nis = interval_nis_ / static_cast<double>(d.updates);
+    d.rms_step = std::sqrt(sums[0] / static_cast<double>(d.updates));
+  }
+  d.mean_p_diag = sums[1] / static_cast<double>(layout_.num_parameters());
+  interval_updates_ = 0;
+  interval_nis_ = 0.0;
+  interval_step2_ = torch::Tensor();
+  return d;
 }
 
 void KalmanFilter::allgather_weights(torch::Tensor& flat) {

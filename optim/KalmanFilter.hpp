@@ -39,6 +39,15 @@ struct KalmanOptions {
   torch::ScalarType p_dtype = torch::kFloat64;  // covariance precision; scalars (a, lambda) stay float64
 };
 
+// What the filter did between two calls of KalmanFilter::take_diagnostics, and its covariance now
+// (docs/rlekf.md, "Watching the filter").
+struct KalmanDiagnostics {
+  std::int64_t updates = 0;  // Kalman updates in the interval
+  double mean_nis = 0.0;     // mean of e^2 / a over them: the normalised innovation squared
+  double rms_step = 0.0;     // root mean square of the weight change |dw| = |e / a| |K| over them
+  double mean_p_diag = 0.0;  // tr(P) / N now: how much the filter still lets the weights move
+};
+
 class KalmanFilter final : public Optimizer {
  public:
   // `params`: the trainable parameters in registration order, all of one floating dtype on one device
@@ -51,6 +60,8 @@ class KalmanFilter final : public Optimizer {
   void update(double e, const std::vector<torch::Tensor>& grads);
 
   double lambda() const { return lambda_; }
+  // The diagnostics since the last call (or the start), and resets the interval. Collective.
+  KalmanDiagnostics take_diagnostics();
   std::int64_t steps() const { return steps_; }
   const KalmanOptions& options() const { return options_; }
   const BlockLayout& layout() const { return layout_; }
@@ -117,6 +128,11 @@ class KalmanFilter final : public Optimizer {
   PackedCovariance cov_;                  // this rank's blocks [first_block_, end_block_)
   double lambda_ = 0.98;
   std::int64_t steps_ = 0;
+  // Sums for take_diagnostics over the updates since its last call: of e^2 / a, and (on P's device, so
+  // that no update waits for it) of this rank's |dw|^2.
+  std::int64_t interval_updates_ = 0;
+  double interval_nis_ = 0.0;
+  torch::Tensor interval_step2_;
 };
 
 }  // namespace deepkf

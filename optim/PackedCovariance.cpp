@@ -211,6 +211,23 @@ void PackedCovariance::flush_cuda() {
 }
 #endif
 
+double PackedCovariance::diagonal_sum() const {
+  double total = 0.0;
+  for (std::size_t j = 0; j < sizes_.size(); ++j) {
+    const auto n = sizes_[j];
+    // p_rr sits at row_offset(n, r) = r n - r (r - 1) / 2
+    const auto r = torch::arange(n, torch::TensorOptions().dtype(torch::kInt64).device(device_));
+    auto diag = blocks_[j].index_select(0, r * n - (r * (r - 1)).div(2, "floor")).to(torch::kFloat64);
+    if (has_pending()) {
+      // (p_rr - K_r^2 / a) / lambda
+      const auto K = pending_K_.narrow(0, offsets_[j], n);
+      diag = (diag - K * K * pending_inv_a_) * pending_inv_lambda_;
+    }
+    total += diag.sum().item<double>();
+  }
+  return total;
+}
+
 const torch::Tensor& PackedCovariance::packed(std::int64_t j) {
   flush();
   return blocks_.at(static_cast<std::size_t>(j));

@@ -33,6 +33,8 @@ class PackedCovariance {
   void defer_update(torch::Tensor K, double a, double lambda);
   // Applies the pending update now.
   void flush();
+  // sum_j tr(P_j), the pending update included, without applying it (n_j reads per block).
+  double diagonal_sum() const;
   bool has_pending() const { return pending_K_.defined(); }
 
   std::int64_t num_blocks() const { return static_cast<std::int64_t>(sizes_.size()); }

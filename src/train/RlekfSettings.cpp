@@ -13,13 +13,7 @@ OptionKey pref_key(const std::string& key) { return {key, kPrefPlaces}; }
 }  // namespace
 
 const std::vector<OptionKey>& RlekfSettings::keys() {
-  static const std::vector<OptionKey> all = {filter_key("kf_blocksize"),  filter_key("kalman_lambda"),
-                                             filter_key("kalman_nue"),    filter_key("p0"),
-                                             filter_key("nselect"),       filter_key("groupsize"),
-                                             filter_key("p_precision"),   pref_key("kf_start_pref_e"),
-                                             pref_key("kf_limit_pref_e"), pref_key("kf_start_pref_f"),
-                                             pref_key("kf_limit_pref_f"), pref_key("kf_start_pref_v"),
-                                             pref_key("kf_limit_pref_v")};
+  static const std::vector<OptionKey> all = keys_read_by(&RlekfSettings::read);
   return all;
 }
 
@@ -42,6 +36,7 @@ RlekfSettings RlekfSettings::read(const OptimizerInput& in) {
       filter_key("p_precision"), s.p_precision,
       [](const std::string& v) { return v == "float64" || v == "float32"; },
       "must be \"float64\" or \"float32\"");
+  s.log_filter = in.get<bool>(filter_key("log_filter"), s.log_filter);
   const std::string rule = "must not be negative";
   s.start_pref_e = in.get<double>(pref_key("kf_start_pref_e"), s.start_pref_e, is_non_negative, rule);
   s.limit_pref_e = in.get<double>(pref_key("kf_limit_pref_e"), s.limit_pref_e, is_non_negative, rule);
@@ -66,7 +61,8 @@ nlohmann::json RlekfSettings::to_json() const {
           {"kf_limit_pref_f", limit_pref_f},
           {"kf_start_pref_v", start_pref_v},
           {"kf_limit_pref_v", limit_pref_v},
-          {"p_precision", p_precision}};
+          {"p_precision", p_precision},
+          {"log_filter", log_filter}};
 }
 
 }  // namespace deepkf

@@ -21,6 +21,7 @@ struct RlekfSettings {
   double start_pref_f = 1.0, limit_pref_f = 1.0;
   double start_pref_v = 0.0, limit_pref_v = 0.0;  // a virial step runs when either is non-zero
   std::string p_precision = "float64";            // covariance precision: float64 or float32
+  bool log_filter = false;  // display lines also show the filter's diagnostics (KalmanDiagnostics)
 
   // Every key read, with the sections it may be in: the "optimizer" section, or where DeePMD-kit's PyTorch
   // backend writes them (training.kf_blocksize, training.kalman_lambda, loss.kf_start_pref_e, ...).

@@ -102,6 +102,14 @@ ErrorMetrics RlekfStep::take(const StepInput& in) {
   return {};
 }
 
+std::string RlekfStep::status_line(std::int64_t) {
+  std::string line = fmt::format("lambda {:.6g}", filter_.lambda());
+  if (!options_.log_filter) return line;
+  const KalmanDiagnostics d = filter_.take_diagnostics();  // collective
+  return line + fmt::format("  filter: {} updates, e^2/a {:.3g}, |dw| {:.3g}, tr(P)/N {:.3g}", d.updates,
+                            d.mean_nis, d.rms_step, d.mean_p_diag);
+}
+
 void RlekfStep::save(torch::serialize::OutputArchive& archive) {
   filter_.save_state(archive);
   selector_.save(archive);

@@ -23,6 +23,8 @@ class RlekfStep final : public TrainingStep {
   bool batch_errors() const override { return false; }
   std::string status_name() const override { return "lambda"; }
   double status_value(std::int64_t) const override { return filter_.lambda(); }
+  // "lambda 0.99", and with log_filter the filter's diagnostics since the last display.
+  std::string status_line(std::int64_t step) override;
   std::int64_t covariance_bytes() const override { return filter_.covariance_bytes(); }
 
   void save(torch::serialize::OutputArchive& archive) override;

@@ -156,6 +156,23 @@ struct DenseFilter {
     w = w + (e / a) * K;
     P = (P - mask * torch::outer(K, K) / a) / lambda;
     lambda = options.nu * lambda + 1.0 - options.nu;
+    ++updates;
+    nis_sum += e * e / a;
+    step2_sum += (e / a) * (e / a) * K.dot(K).item<double>();
+  }
+
+  // Sums since the last diagnostics, as KalmanDiagnostics defines them.
+  std::int64_t updates = 0;
+  double nis_sum = 0.0, step2_sum = 0.0;
+  deepkf::KalmanDiagnostics take_diagnostics() {
+    deepkf::KalmanDiagnostics d;
+    d.updates = updates;
+    d.mean_nis = nis_sum / static_cast<double>(updates);
+    d.rms_step = std::sqrt(step2_sum / static_cast<double>(updates));
+    d.mean_p_diag = P.trace().item<double>() / static_cast<double>(P.size(0));
+    updates = 0;
+    nis_sum = step2_sum = 0.0;
+    return d;
   }
 };
 
@@ -192,6 +209,15 @@ TEST_CASE("kalman update equals dense block-diagonal algebra over energy, force 
           dense.update(m.e, m.grads);
           ++steps;
         });
+        if (b % 4 == 1) {
+          // The log's diagnostics over the updates since the last look, with P's pending update included.
+          const auto got = kf.take_diagnostics();
+          const auto want = dense.take_diagnostics();
+          CHECK(got.updates == want.updates);
+          CHECK(got.mean_nis == Approx(want.mean_nis).epsilon(f64 ? 1e-10 : 1e-5));
+          CHECK(got.rms_step == Approx(want.rms_step).epsilon(f64 ? 1e-10 : 1e-5));
+          CHECK(got.mean_p_diag == Approx(want.mean_p_diag).epsilon(f64 ? 1e-12 : 1e-5));
+        }
       }
       REQUIRE(steps == 60);
       // float64: round-off only. float32: P is stored in float32 (relative rounding 6e-8 per element and

@@ -73,6 +73,13 @@ TEST_CASE("distributed kalman filter equals the single-process one", "[optim][ka
       CHECK(torch::equal(dist.covariance(i), serial.covariance(i)));
     }
     CHECK(dist.lambda() == serial.lambda());
+    // The diagnostics sum this rank's |dw|^2 and tr(P_i) over the ranks: the serial filter's values.
+    const auto d_dist = dist.take_diagnostics();
+    const auto d_serial = serial.take_diagnostics();
+    CHECK(d_dist.updates == 12);
+    CHECK(d_dist.mean_nis == d_serial.mean_nis);
+    CHECK(d_dist.rms_step == Approx(d_serial.rms_step).epsilon(1e-12));
+    CHECK(d_dist.mean_p_diag == Approx(d_serial.mean_p_diag).epsilon(1e-12));
 
     // Weights agree across ranks (the allgather rebuilt them everywhere).
     auto w = flatten_by_definition(dist_params);
