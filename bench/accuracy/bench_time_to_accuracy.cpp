@@ -69,8 +69,8 @@ std::vector<Point> train(const std::string& dataset, const std::string& datasets
   const auto steps = static_cast<std::int64_t>(epochs * frames);
   const std::int64_t points = 12;
   const std::int64_t every = std::max<std::int64_t>(1, steps / points);
-  if (optimizer == "LKF") {
-    doc["optimizer"] = {{"type", "LKF"}, {"kf_blocksize", 2048}, {"p0", p0}};
+  if (optimizer == "RLEKF") {
+    doc["optimizer"] = {{"type", "RLEKF"}, {"kf_blocksize", 2048}, {"p0", p0}};
   } else {
     // DeePMD-kit's schedule: lr from 1e-3 decaying to 1e-5 over the run.
     doc["optimizer"] = {
@@ -130,7 +130,7 @@ int main(int argc, char** argv) {
   const std::string datasets =
       fs::absolute(argc > 5 ? argv[5] : std::string(DEEPKF_SOURCE_DIR) + "/../shared/datasets").string();
   const double p0 = argc > 6 ? std::atof(argv[6]) : 10.0;
-  const auto kf = train(dataset, datasets, "LKF", kf_epochs, out + "/rlekf", p0);
+  const auto kf = train(dataset, datasets, "RLEKF", kf_epochs, out + "/rlekf", p0);
   const auto adam = train(dataset, datasets, "Adam", adam_epochs, out + "/adam", p0);
 
   std::string table =

@@ -134,7 +134,7 @@ json input_doc(const std::string& si, std::int64_t steps, int batch, std::int64_
                      "axis_neuron": 8, "type_one_side": true, "seed": 1, "precision": "float64"},
       "fitting_net": {"neuron": [64, 64, 64], "resnet_dt": true, "seed": 1}
     },
-    "optimizer": {"type": "LKF", "nselect": 24, "groupsize": 6, "p0": 100.0},
+    "optimizer": {"type": "RLEKF", "nselect": 24, "groupsize": 6, "p0": 100.0},
     "training": {"seed": 7, "disp_freq": 1000000, "save_freq": 1000000}
   })");
   doc["optimizer"]["kf_blocksize"] = blocksize;

@@ -42,6 +42,15 @@ TEST_CASE("the training step is chosen by the input's optimizer name", "[train][
     CHECK(step->block_sizes().size() > 1);
     CHECK_THAT(step->describe(), Contains("kf_blocksize 64"));
   }
+  // log_filter adds the filter's diagnostics to the display line.
+  {
+    const auto cfg = config_with({{"type", "RLEKF"}, {"kf_blocksize", 64}, {"log_filter", true}});
+    auto step = deepkf::make_training_step(cfg, model_of(cfg), deepkf::make_serial_communicator());
+    CHECK_THAT(step->status_line(0), Contains("lambda 0.98  filter: 0 updates") && Contains("tr(P)/N 1"));
+    const auto plain = config_with({{"type", "RLEKF"}, {"kf_blocksize", 64}});
+    CHECK(deepkf::make_training_step(plain, model_of(plain), deepkf::make_serial_communicator())
+              ->status_line(0) == "lambda 0.98");
+  }
   const auto cfg = config_with({{"type", "Adam"}, {"learning_rate", {{"start_lr", 2e-3}}}});
   auto adam = deepkf::make_training_step(cfg, model_of(cfg), deepkf::make_serial_communicator());
   CHECK(adam->name() == "Adam");
