@@ -163,17 +163,4 @@ void BlockLayout::scatter(const torch::Tensor& flat, const std::vector<torch::Te
   for (std::size_t t = 0; t < tensors.size(); ++t) tensor_view(tensors[t], t).copy_(flat_view(flat, t));
 }
 
-void BlockLayout::add_to(const std::vector<torch::Tensor>& params, const torch::Tensor& flat) const {
-  check_tensors(params, false);
-  if (flat.dim() != 1 || flat.size(0) != num_parameters_) {
-    throw OptimError("kalman block layout: flat update has shape " + shape_string(flat.sizes().vec()) +
-                     ", expected [" + std::to_string(num_parameters_) + "]");
-  }
-  torch::NoGradGuard no_grad;
-  for (std::size_t t = 0; t < params.size(); ++t) {
-    auto view = tensor_view(params[t], t);
-    view.add_(flat_view(flat, t).to(view.dtype()));
-  }
-}
-
 }  // namespace deepkf

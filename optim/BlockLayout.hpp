@@ -54,8 +54,6 @@ class BlockLayout {
   void gather_into(const std::vector<torch::Tensor>& tensors, torch::Tensor& out) const;
   // The inverse: copies flat [N] into the tensors in place (under NoGradGuard).
   void scatter(const torch::Tensor& flat, const std::vector<torch::Tensor>& tensors) const;
-  // params += flat (unflattened), in place under NoGradGuard; flat [N] of any floating dtype.
-  void add_to(const std::vector<torch::Tensor>& params, const torch::Tensor& flat) const;
 
  private:
   void check_tensors(const std::vector<torch::Tensor>& tensors, bool allow_undefined) const;

@@ -296,12 +296,6 @@ bool is_hdf5_path(const std::string& path) {
   return ext == ".h5" || ext == ".hdf5";
 }
 
-std::vector<System> read_hdf5_systems(const std::string& path) {
-  std::vector<System> out;
-  for (const auto& source : open_hdf5_systems(path)) out.push_back(source->read_all());
-  return out;
-}
-
 std::vector<std::shared_ptr<FrameSource>> open_hdf5_systems(const std::string& path) {
   silence_hdf5();
   const std::size_t hash = path.find('#');

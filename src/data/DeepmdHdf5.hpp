@@ -23,9 +23,6 @@ bool is_hdf5_path(const std::string& path);
 // truncated or corrupt file, a missing group, and any layout error (see open_layout_system).
 std::vector<std::shared_ptr<FrameSource>> open_hdf5_systems(const std::string& path);
 
-// Every frame of every system under `path` (open_hdf5_systems, then all frames).
-std::vector<System> read_hdf5_systems(const std::string& path);
-
 // Writes a new file (replacing `path`) with systems[i] in the group named group_names[i] ('/' nests
 // groups), float64 arrays in sets of at most set_size frames. Not atomic: callers wanting that write to a
 // temporary name and rename. Throws DataError naming the file when HDF5 fails.

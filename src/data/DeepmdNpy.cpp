@@ -51,8 +51,6 @@ bool is_npy_system(const std::string& dir) {
   return fs::is_directory(dir, ec) && fs::is_regular_file(fs::path(dir) / "type.raw", ec);
 }
 
-System read_npy_system(const std::string& dir) { return open_npy_system(dir)->read_all(); }
-
 std::shared_ptr<FrameSource> open_npy_system(const std::string& dir) {
   const fs::path root(dir);
   SystemLayout raw;

@@ -18,9 +18,6 @@ bool is_npy_system(const std::string& dir);
 // value or a bad cell.
 std::shared_ptr<FrameSource> open_npy_system(const std::string& dir);
 
-// Every frame of one system folder (open_npy_system, then all frames).
-System read_npy_system(const std::string& dir);
-
 // Writes `system` as a system folder (created if needed): float64 arrays, sets of at most set_size
 // frames. Throws DataError when a file cannot be written.
 void write_npy_system(const std::string& dir, const System& system, std::int64_t set_size = 5000);

@@ -27,8 +27,11 @@ std::vector<std::int64_t> iota(std::int64_t begin, std::int64_t end) {
 }
 
 SystemInfo info_of(const System& s) {
-  return SystemInfo{s.source,  s.type_map, s.atom_types,  s.periodic,
-                    s.nframes, s.natoms,   s.has_force(), s.has_virial()};
+  SystemInfo info;
+  static_cast<SystemAtoms&>(info) = s;
+  info.has_force = s.has_force();
+  info.has_virial = s.has_virial();
+  return info;
 }
 
 // A System for `frames` of the system `info` describes, its frame arrays still empty. Throws DataError for
@@ -38,11 +41,7 @@ System empty_frames(const SystemInfo& info, const std::vector<std::int64_t>& fra
     if (f < 0 || f >= info.nframes)
       throw DataError(fmt::format("frame {} out of range for {} ({} frames)", f, info.source, info.nframes));
   System s;
-  s.source = info.source;
-  s.type_map = info.type_map;
-  s.atom_types = info.atom_types;
-  s.periodic = info.periodic;
-  s.natoms = info.natoms;
+  static_cast<SystemAtoms&>(s) = info;
   s.nframes = static_cast<std::int64_t>(frames.size());
   return s;
 }

@@ -11,14 +11,8 @@
 
 namespace deepkf {
 
-// What a System is without its frames.
-struct SystemInfo {
-  std::string source;                 // "dir/data_0", "file.h5#/group" or "md.xyz:H2O1"
-  std::vector<std::string> type_map;  // element names; atom_types index into it
-  std::vector<int> atom_types;        // natoms
-  bool periodic = true;
-  std::int64_t nframes = 0;
-  std::int64_t natoms = 0;
+// What a System is without its frames: its atoms, and which labels the frames carry.
+struct SystemInfo : SystemAtoms {
   bool has_force = false;
   bool has_virial = false;
 };

@@ -7,13 +7,18 @@
 
 namespace deepkf {
 
-struct System {
-  std::string source;                 // where it was read from: "dir/data_0" or "file.h5#/group"
+// Who the atoms of a system are and how many frames it has: the part a System (frames in memory) and a
+// SystemInfo (a FrameSource's description, src/data/FrameSource.hpp) share.
+struct SystemAtoms {
+  std::string source;                 // where it was read from: "dir/data_0", "file.h5#/group", "md.xyz:H2O1"
   std::vector<std::string> type_map;  // element names; atom_types index into it
   std::vector<int> atom_types;        // natoms
   bool periodic = true;               // false for DeePMD's `nopbc` systems (box is then empty)
   std::int64_t nframes = 0;
   std::int64_t natoms = 0;
+};
+
+struct System : SystemAtoms {
   std::vector<double> coord;  // nframes x natoms x 3, Angstrom
   std::vector<double> box;    // nframes x 9, rows are the cell vectors a, b, c (Angstrom); empty if !periodic
   std::vector<double> energy;  // nframes, eV

@@ -28,6 +28,14 @@ using deepkf::test::write_text;
 
 namespace {
 
+// Every frame of the systems a reader opens.
+System read_npy_system(const std::string& dir) { return deepkf::open_npy_system(dir)->read_all(); }
+std::vector<System> read_hdf5_systems(const std::string& path) {
+  std::vector<System> out;
+  for (const auto& source : deepkf::open_hdf5_systems(path)) out.push_back(source->read_all());
+  return out;
+}
+
 // A .npy file with a hand-written header, for headers our writer never produces.
 void write_raw_npy(const std::string& path, const std::string& dict, const std::vector<double>& data) {
   std::string header = dict;
@@ -150,7 +158,7 @@ TEST_CASE("npy system folder: values, two sets in order, (n,1) energy and nopbc"
     deepkf::write_npy(set + "/energy.npy", {n, 1}, a.energy.data() + b);
     deepkf::write_npy(set + "/box.npy", {n, 9}, a.box.data() + 9 * b);
   }
-  const System s = deepkf::read_npy_system(dir + "/sys");
+  const System s = read_npy_system(dir + "/sys");
   CHECK(s.nframes == 5);
   CHECK(s.natoms == 4);
   CHECK(s.type_map == std::vector<std::string>{"O", "H"});
@@ -169,7 +177,7 @@ TEST_CASE("npy system folder: values, two sets in order, (n,1) energy and nopbc"
   deepkf::write_npy(dir + "/mol/set.000/coord.npy", {5, 12}, a.coord.data());
   deepkf::write_npy(dir + "/mol/set.000/energy.npy", {5}, a.energy.data());
   write_text(dir + "/mol/nopbc", "");
-  const System m = deepkf::read_npy_system(dir + "/mol");
+  const System m = read_npy_system(dir + "/mol");
   CHECK_FALSE(m.periodic);
   CHECK(m.box.empty());
   CHECK(m.type_map == std::vector<std::string>{"Type_0", "Type_1"});  // no type_map.raw: dpdata's names
@@ -183,92 +191,90 @@ TEST_CASE("npy system errors name the file, the array and the value", "[data][np
   const std::string set = sys + "/set.000";
   SyntheticArrays a(3);
   write_synthetic_system(sys, a);
-  REQUIRE_NOTHROW(deepkf::read_npy_system(sys));
+  REQUIRE_NOTHROW(read_npy_system(sys));
 
   SECTION("energy with fewer rows than coord") {
     deepkf::write_npy(set + "/energy.npy", {2}, a.energy.data());
-    CHECK_THROWS_WITH(deepkf::read_npy_system(sys),
+    CHECK_THROWS_WITH(read_npy_system(sys),
                       Contains("energy.npy in " + set + " has 2 rows, coord.npy has 3"));
   }
   SECTION("force with a wrong column count") {
     deepkf::write_npy(set + "/force.npy", {3, 11}, a.force.data());
-    CHECK_THROWS_WITH(deepkf::read_npy_system(sys),
+    CHECK_THROWS_WITH(read_npy_system(sys),
                       Contains("force.npy in " + set) && Contains("(3, 11)") && Contains("3 x 4 atoms = 12"));
   }
   SECTION("box and virial rows") {
     deepkf::write_npy(set + "/box.npy", {2, 9}, a.box.data());
-    CHECK_THROWS_WITH(deepkf::read_npy_system(sys),
-                      Contains("box.npy in " + set + " has 2 rows, coord.npy has 3"));
+    CHECK_THROWS_WITH(read_npy_system(sys), Contains("box.npy in " + set + " has 2 rows, coord.npy has 3"));
     write_synthetic_system(sys, a);
     deepkf::write_npy(set + "/virial.npy", {4, 9}, a.virial.data());
-    CHECK_THROWS_WITH(deepkf::read_npy_system(sys),
+    CHECK_THROWS_WITH(read_npy_system(sys),
                       Contains("virial.npy in " + set + " has 4 rows, coord.npy has 3"));
   }
   SECTION("coord with a wrong column count") {
     deepkf::write_npy(set + "/coord.npy", {3, 9}, a.coord.data());
-    CHECK_THROWS_WITH(deepkf::read_npy_system(sys),
+    CHECK_THROWS_WITH(read_npy_system(sys),
                       Contains("coord.npy in " + set) && Contains("expected 3 x 4 atoms"));
   }
   SECTION("non-finite coordinate: frame and atom") {
     a.coord[12 * 1 + 3 * 2 + 1] = std::numeric_limits<double>::quiet_NaN();  // frame 1, atom 2, y
     write_synthetic_system(sys, a);
-    CHECK_THROWS_WITH(deepkf::read_npy_system(sys), Contains("coord.npy in " + set) && Contains("nan") &&
-                                                        Contains("frame 1 atom 2 component y"));
+    CHECK_THROWS_WITH(read_npy_system(sys), Contains("coord.npy in " + set) && Contains("nan") &&
+                                                Contains("frame 1 atom 2 component y"));
   }
   SECTION("non-finite force and energy") {
     a.force[12 * 2 + 3 * 3] = std::numeric_limits<double>::infinity();
     write_synthetic_system(sys, a);
-    CHECK_THROWS_WITH(deepkf::read_npy_system(sys),
+    CHECK_THROWS_WITH(read_npy_system(sys),
                       Contains("force.npy in " + set) && Contains("inf") && Contains("frame 2 atom 3"));
     a = SyntheticArrays(3);
     a.energy[1] = std::numeric_limits<double>::quiet_NaN();
     write_synthetic_system(sys, a);
-    CHECK_THROWS_WITH(deepkf::read_npy_system(sys), Contains("energy.npy in " + set) && Contains("frame 1"));
+    CHECK_THROWS_WITH(read_npy_system(sys), Contains("energy.npy in " + set) && Contains("frame 1"));
   }
   SECTION("missing type.raw") {
     fs::remove(sys + "/type.raw");
-    CHECK_THROWS_WITH(deepkf::read_npy_system(sys), Contains(sys) && Contains("no type.raw"));
+    CHECK_THROWS_WITH(read_npy_system(sys), Contains(sys) && Contains("no type.raw"));
   }
   SECTION("missing coord, energy, box") {
     fs::remove(set + "/coord.npy");
-    CHECK_THROWS_WITH(deepkf::read_npy_system(sys), Contains(set) && Contains("no coord.npy"));
+    CHECK_THROWS_WITH(read_npy_system(sys), Contains(set) && Contains("no coord.npy"));
     write_synthetic_system(sys, a);
     fs::remove(set + "/energy.npy");
-    CHECK_THROWS_WITH(deepkf::read_npy_system(sys), Contains(set) && Contains("no energy.npy"));
+    CHECK_THROWS_WITH(read_npy_system(sys), Contains(set) && Contains("no energy.npy"));
     write_synthetic_system(sys, a);
     fs::remove(set + "/box.npy");
-    CHECK_THROWS_WITH(deepkf::read_npy_system(sys),
-                      Contains(set) && Contains("no box.npy") && Contains("nopbc"));
+    CHECK_THROWS_WITH(read_npy_system(sys), Contains(set) && Contains("no box.npy") && Contains("nopbc"));
   }
   SECTION("no sets") {
     fs::remove_all(set);
-    CHECK_THROWS_WITH(deepkf::read_npy_system(sys), Contains(sys) && Contains("no set."));
+    CHECK_THROWS_WITH(read_npy_system(sys), Contains(sys) && Contains("no set."));
   }
   SECTION("atom type outside the type map") {
     write_text(sys + "/type.raw", "0 1 2 0");
-    CHECK_THROWS_WITH(deepkf::read_npy_system(sys),
+    CHECK_THROWS_WITH(read_npy_system(sys),
                       Contains("type.raw in " + sys) && Contains("atom type 2 at atom 2") && Contains("O H"));
     write_text(sys + "/type.raw", "0 1 x 0");
-    CHECK_THROWS_WITH(deepkf::read_npy_system(sys), Contains("type.raw in " + sys) && Contains("'x'"));
+    CHECK_THROWS_WITH(read_npy_system(sys), Contains("type.raw in " + sys) && Contains("'x'"));
   }
   SECTION("singular cell") {
     for (int k = 0; k < 3; ++k) a.box[9 * 2 + 6 + k] = a.box[9 * 2 + 3 + k];  // frame 2: c = b
     write_synthetic_system(sys, a);
-    CHECK_THROWS_WITH(deepkf::read_npy_system(sys),
+    CHECK_THROWS_WITH(read_npy_system(sys),
                       Contains("box.npy in " + set + " frame 2") && Contains("singular"));
   }
   SECTION("left-handed cell") {
     a.box[9 * 1 + 8] = -10.0;  // frame 1: c = (0, 0, -10)
     write_synthetic_system(sys, a);
-    CHECK_THROWS_WITH(deepkf::read_npy_system(sys), Contains("box.npy in " + set + " frame 1") &&
-                                                        Contains("left-handed") && Contains("-1000"));
+    CHECK_THROWS_WITH(read_npy_system(sys), Contains("box.npy in " + set + " frame 1") &&
+                                                Contains("left-handed") && Contains("-1000"));
   }
   SECTION("force in one set only") {
     fs::create_directories(sys + "/set.001");
     for (const char* name : {"coord.npy", "box.npy", "energy.npy"})
       fs::copy(set + "/" + name, sys + "/set.001/" + name);
-    CHECK_THROWS_WITH(deepkf::read_npy_system(sys), Contains("force.npy is present in " + set) &&
-                                                        Contains("absent in " + sys + "/set.001"));
+    CHECK_THROWS_WITH(read_npy_system(sys), Contains("force.npy is present in " + set) &&
+                                                Contains("absent in " + sys + "/set.001"));
   }
   fs::remove_all(dir);
 }
@@ -285,20 +291,20 @@ TEST_CASE("hdf5 files written like dpdata: nested groups, variable-length utf-8 
     H5Fclose(f);
   }
   // A periodic system in a second group by our writer (fixed-length names, float64).
-  System b = deepkf::read_npy_system([&] {
+  System b = read_npy_system([&] {
     write_synthetic_system(dir + "/bulk", bulk, true);
     return dir + "/bulk";
   }());
   {
     const std::string file2 = dir + "/bulk.h5";
     deepkf::write_hdf5_systems(file2, {b}, {"bulk"});
-    const auto back = deepkf::read_hdf5_systems(file2);
+    const auto back = read_hdf5_systems(file2);
     REQUIRE(back.size() == 1);
     require_same_system(back[0], b);
     CHECK(back[0].source == file2 + "#/bulk");
   }
 
-  const auto all = deepkf::read_hdf5_systems(file);
+  const auto all = read_hdf5_systems(file);
   REQUIRE(all.size() == 1);
   const System& m = all[0];
   CHECK(m.source == file + "#/molecules/H2O2");
@@ -308,10 +314,9 @@ TEST_CASE("hdf5 files written like dpdata: nested groups, variable-length utf-8 
   CHECK(m.energy == mol.energy);
   for (std::size_t i = 0; i < mol.coord.size(); ++i)
     CHECK(m.coord[i] == static_cast<double>(static_cast<float>(mol.coord[i])));
-  CHECK(deepkf::read_hdf5_systems(file + "#molecules").size() == 1);
-  CHECK(deepkf::read_hdf5_systems(file + "#/molecules/H2O2/").size() == 1);
-  CHECK_THROWS_WITH(deepkf::read_hdf5_systems(file + "#/nothing"),
-                    Contains(file) && Contains("no group /nothing"));
+  CHECK(read_hdf5_systems(file + "#molecules").size() == 1);
+  CHECK(read_hdf5_systems(file + "#/molecules/H2O2/").size() == 1);
+  CHECK_THROWS_WITH(read_hdf5_systems(file + "#/nothing"), Contains(file) && Contains("no group /nothing"));
   fs::remove_all(dir);
 }
 
@@ -319,16 +324,14 @@ TEST_CASE("hdf5 reader: missing, truncated and non-hdf5 files and bad content", 
   const std::string dir = make_temp_dir("h5-bad");
   const SyntheticArrays a(40);
   write_synthetic_system(dir + "/sys", a, true);
-  const System s = deepkf::read_npy_system(dir + "/sys");
+  const System s = read_npy_system(dir + "/sys");
   const std::string good = dir + "/good.h5";
   deepkf::write_hdf5_systems(good, {s, s}, {"one", "deep/two"});
-  REQUIRE(deepkf::read_hdf5_systems(good).size() == 2);
+  REQUIRE(read_hdf5_systems(good).size() == 2);
 
-  CHECK_THROWS_WITH(deepkf::read_hdf5_systems(dir + "/absent.h5"),
-                    Contains("absent.h5") && Contains("no such file"));
+  CHECK_THROWS_WITH(read_hdf5_systems(dir + "/absent.h5"), Contains("absent.h5") && Contains("no such file"));
   write_text(dir + "/text.h5", "this is not hdf5\n");
-  CHECK_THROWS_WITH(deepkf::read_hdf5_systems(dir + "/text.h5"),
-                    Contains("text.h5") && Contains("not an hdf5 file"));
+  CHECK_THROWS_WITH(read_hdf5_systems(dir + "/text.h5"), Contains("text.h5") && Contains("not an hdf5 file"));
 
   // Truncations at several points: every one must give a DataError naming the file, never a crash or a
   // partial result.
@@ -338,8 +341,8 @@ TEST_CASE("hdf5 reader: missing, truncated and non-hdf5 files and bad content", 
     fs::copy_file(good, cut, fs::copy_options::overwrite_existing);
     fs::resize_file(cut, static_cast<std::uintmax_t>(keep * static_cast<double>(size)));
     INFO("kept " << keep << " of " << size << " bytes");
-    CHECK_THROWS_AS(deepkf::read_hdf5_systems(cut), DataError);
-    CHECK_THROWS_WITH(deepkf::read_hdf5_systems(cut), Contains("cut.h5"));
+    CHECK_THROWS_AS(read_hdf5_systems(cut), DataError);
+    CHECK_THROWS_WITH(read_hdf5_systems(cut), Contains("cut.h5"));
   }
 
   // Content errors go through the same checks as npy folders, named by file#group.
@@ -353,7 +356,7 @@ TEST_CASE("hdf5 reader: missing, truncated and non-hdf5 files and bad content", 
     h5_write(set, "energy.npy", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, {3}, m.energy.data());
     H5Gclose(set);
     H5Fclose(f);
-    CHECK_THROWS_WITH(deepkf::read_hdf5_systems(bad),
+    CHECK_THROWS_WITH(read_hdf5_systems(bad),
                       Contains("energy.npy in " + bad + "#/sys/set.000 has 3 rows, coord.npy has 4"));
   }
   {
@@ -361,7 +364,7 @@ TEST_CASE("hdf5 reader: missing, truncated and non-hdf5 files and bad content", 
     const hid_t f = H5Fcreate(notype.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
     H5Gclose(H5Gcreate2(f, "/empty", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
     H5Fclose(f);
-    CHECK_THROWS_WITH(deepkf::read_hdf5_systems(notype), Contains(notype) && Contains("no system"));
+    CHECK_THROWS_WITH(read_hdf5_systems(notype), Contains(notype) && Contains("no system"));
   }
   fs::remove_all(dir);
 }
@@ -440,7 +443,7 @@ TEST_CASE("extended xyz: properties, stress sign, grouping by species and pbc", 
   // extxyz -> h5 -> read gives the same systems.
   deepkf::write_hdf5_systems(dir + "/frames.h5", systems,
                              {"frames/O1H2", "frames/H2O1", "frames/O1H2_nopbc"});
-  const auto back = deepkf::read_hdf5_systems(dir + "/frames.h5");
+  const auto back = read_hdf5_systems(dir + "/frames.h5");
   REQUIRE(back.size() == 3);
   require_same_system(back[0], systems[1]);  // name order: H2O1, O1H2, O1H2_nopbc
   require_same_system(back[1], systems[0]);
