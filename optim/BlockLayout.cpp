@@ -2,6 +2,8 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "src/core/Error.hpp"
@@ -161,6 +163,33 @@ void BlockLayout::scatter(const torch::Tensor& flat, const std::vector<torch::Te
   }
   torch::NoGradGuard no_grad;
   for (std::size_t t = 0; t < tensors.size(); ++t) tensor_view(tensors[t], t).copy_(flat_view(flat, t));
+}
+
+std::vector<int> block_owners(const BlockLayout& layout, int nranks) {
+  const auto cost_of = [](const Block& b) {
+    return static_cast<double>(b.size()) * static_cast<double>(b.size() + 1);
+  };
+  double total = 0.0;
+  for (const auto& b : layout.blocks()) total += cost_of(b);
+  std::vector<int> owners;
+  double before = 0.0;
+  for (const auto& b : layout.blocks()) {
+    const double cost = cost_of(b);
+    owners.push_back(
+        std::min(nranks - 1, static_cast<int>(std::floor((before + 0.5 * cost) / total * nranks))));
+    before += cost;
+  }
+  return owners;
+}
+
+std::vector<std::int64_t> covariance_elements_per_rank(const BlockLayout& layout, int nranks) {
+  std::vector<std::int64_t> elements(static_cast<std::size_t>(nranks), 0);
+  const auto owners = block_owners(layout, nranks);
+  for (std::size_t i = 0; i < owners.size(); ++i) {
+    const auto n = layout.blocks()[i].size();
+    elements[static_cast<std::size_t>(owners[i])] += n * (n + 1) / 2;
+  }
+  return elements;
 }
 
 }  // namespace deepkf

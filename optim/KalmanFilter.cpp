@@ -60,24 +60,11 @@ KalmanFilter::KalmanFilter(std::vector<torch::Tensor> params, const KalmanOption
                      ", not floating point");
   }
 
-  // Owners: contiguous block ranges balanced by memory, n_i (n_i + 1) / 2. Block i goes to the rank whose
-  // share of the total cost contains the midpoint of the block's cost, which is non-decreasing in i.
+  // Owners: contiguous block ranges balanced by memory (BlockLayout.hpp).
   const auto& blocks = layout_.blocks();
   const int nranks = comm_->size();
   const int me = comm_->rank();
-  double total = 0.0;
-  auto cost_of = [](const Block& b) {
-    return static_cast<double>(b.size()) * static_cast<double>(b.size() + 1);
-  };
-  for (const auto& b : blocks) total += cost_of(b);
-  double before = 0.0;
-  for (const auto& b : blocks) {
-    const double cost = cost_of(b);
-    const int owner =
-        std::min(nranks - 1, static_cast<int>(std::floor((before + 0.5 * cost) / total * nranks)));
-    owners_.push_back(owner);
-    before += cost;
-  }
+  owners_ = deepkf::block_owners(layout_, nranks);
   rank_begin_.assign(static_cast<std::size_t>(nranks) + 1, layout_.num_parameters());
   for (std::size_t i = blocks.size(); i-- > 0;) {
     for (int r = 0; r <= owners_[i]; ++r) rank_begin_[static_cast<std::size_t>(r)] = blocks[i].begin;

@@ -1,6 +1,6 @@
 #pragma once
-// The scalar measurements of RLEKF (docs/rlekf.md, "Measurements of one batch"). Each function turns predictions
-// and references of the local frames into
+// The scalar measurements of RLEKF (docs/rlekf.md, "Measurements of one batch"). Each function turns
+// predictions and references of the local frames into
 //   y     a scalar tensor with the autograd graph of the predictions (the trainer takes h = dy/dw),
 //   abs_sum, count, frames   the pieces of the innovation e = sqrt(B) * mean |d| as sums,
 // so that a data-parallel trainer can sum the pieces over ranks before forming e with kalman_error().

@@ -72,6 +72,7 @@ class CountingCommunicator final : public deepkf::Communicator {
   int rank() const override { return inner_->rank(); }
   int size() const override { return inner_->size(); }
   int local_rank() const override { return inner_->local_rank(); }
+  int local_size() const override { return inner_->local_size(); }
   void allreduce_sum(double* d, std::size_t n) override {
     timed(static_cast<std::int64_t>(n) == nparams ? "grad" : "small", n * sizeof(double),
           [&] { inner_->allreduce_sum(d, n); });

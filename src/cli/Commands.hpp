@@ -12,5 +12,6 @@ void add_info_command(CLI::App& app);     // deepkf info MODEL
 void add_train_command(CLI::App& app);    // deepkf train INPUT.json [--restart CKPT] [--init-model MODEL]
 void add_test_command(CLI::App& app);     // deepkf test -m MODEL -s SYSTEM...
 void add_export_command(CLI::App& app);   // deepkf export CKPT -o MODEL
+void add_plan_command(CLI::App& app);     // deepkf plan INPUT.json [--np N]
 
 }  // namespace deepkf::cli

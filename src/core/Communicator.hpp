@@ -15,6 +15,8 @@ class Communicator {
   virtual int size() const = 0;
   // Rank within the node (selects the GPU on multi-GPU nodes).
   virtual int local_rank() const = 0;
+  // Ranks on this rank's node (sharing its host memory), this one included.
+  virtual int local_size() const = 0;
 
   // In-place elementwise sum over all ranks of n values.
   virtual void allreduce_sum(double* data, std::size_t n) = 0;
@@ -45,6 +47,7 @@ class SerialCommunicator final : public Communicator {
   int rank() const override { return 0; }
   int size() const override { return 1; }
   int local_rank() const override { return 0; }
+  int local_size() const override { return 1; }
   void allreduce_sum(double*, std::size_t) override {}
   void allreduce_sum(float*, std::size_t) override {}
   void allreduce_sum(std::int64_t*, std::size_t) override {}

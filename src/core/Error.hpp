@@ -41,4 +41,10 @@ class ParallelError : public Error {
   using Error::Error;
 };
 
+// Not enough memory (host or device) for what the input asks; the message gives the need and the options.
+class ResourceError : public Error {
+ public:
+  using Error::Error;
+};
+
 }  // namespace deepkf

@@ -18,6 +18,7 @@ class MpiCommunicator final : public Communicator {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   int local_rank() const override { return local_rank_; }
+  int local_size() const override { return local_size_; }
   void allreduce_sum(double* data, std::size_t n) override;
   void allreduce_sum(float* data, std::size_t n) override;
   void allreduce_sum(std::int64_t* data, std::size_t n) override;
@@ -35,6 +36,7 @@ class MpiCommunicator final : public Communicator {
   int rank_ = 0;
   int size_ = 1;
   int local_rank_ = 0;
+  int local_size_ = 1;
 };
 
 }  // namespace deepkf

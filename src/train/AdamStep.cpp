@@ -4,6 +4,8 @@
 #include <torch/torch.h>
 
 #include "optim/EnerLoss.hpp"
+#include "src/core/Error.hpp"
+#include "src/core/HostMemory.hpp"
 #include "src/train/GradientSum.hpp"
 
 namespace deepkf {
@@ -22,12 +24,32 @@ AdamOptions adam_options(const AdamSettings& s, std::int64_t numb_steps) {
 }  // namespace
 
 AdamStep::AdamStep(const AdamSettings& settings, const TrainConfig& cfg, DeepPot model,
-                   std::shared_ptr<Communicator> comm)
+                   std::shared_ptr<Communicator> comm, const StepResources& resources)
     : options_(settings),
       model_(std::move(model)),
       params_(model_->parameters()),
       comm_(std::move(comm)),
-      adam_(params_, adam_options(settings, cfg.numb_steps)) {}
+      adam_(params_, adam_options(settings, cfg.numb_steps)) {
+  plan(model_, resources);
+}
+
+std::string AdamStep::plan(const DeepPot& model, const StepResources& resources) {
+  // Weights, gradients and the two moments (the model's precision), and one batch.
+  const auto params = model->parameters();
+  const std::int64_t state =
+      4 * model->parameter_count() * static_cast<std::int64_t>(params.front().element_size());
+  const std::int64_t need = state + resources.batch_bytes;
+  if (resources.available >= 0 &&
+      static_cast<double>(need) > 0.9 * static_cast<double>(resources.available)) {
+    throw ResourceError(
+        fmt::format("not enough memory: Adam needs {} (weights, moments, one batch) per rank, {} "
+                    "available ({}, 90 % usable): use a smaller batch_size or model",
+                    format_bytes(need), format_bytes(resources.available), resources.where));
+  }
+  return fmt::format(
+      "memory plan: {} (weights, moments, one batch) per rank, {} available ({})", format_bytes(need),
+      resources.available < 0 ? std::string("unknown") : format_bytes(resources.available), resources.where);
+}
 
 std::string AdamStep::describe() const {
   return fmt::format("optimizer Adam: {} parameters, lr {} -> {} every {} steps", model_->parameter_count(),

@@ -13,10 +13,14 @@ class AdamStep final : public TrainingStep {
  public:
   // `cfg` gives the run's length (the schedules).
   AdamStep(const AdamSettings& settings, const TrainConfig& cfg, DeepPot model,
-           std::shared_ptr<Communicator> comm);
+           std::shared_ptr<Communicator> comm, const StepResources& resources);
 
   std::string name() const override { return "Adam"; }
+  // "memory: ... per rank, ... available" for Adam's state and one batch; ResourceError when it does not fit.
+  static std::string plan(const DeepPot& model, const StepResources& resources);
+
   std::string describe() const override;
+  nlohmann::json settings() const override { return options_.to_json(); }
   ErrorMetrics take(const StepInput& in) override;
   bool batch_errors() const override { return true; }
   std::string status_name() const override { return "lr"; }

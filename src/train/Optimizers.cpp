@@ -76,15 +76,27 @@ nlohmann::json resolve_optimizer_settings(const std::string& name, const Optimiz
   return chosen.resolve(in);
 }
 
+std::string plan_training_step(const TrainConfig& cfg, const DeepPot& model, int nranks,
+                               const StepResources& resources) {
+  const nlohmann::json doc = {{"optimizer", cfg.optimizer_settings}};
+  const OptimizerInput in(doc, cfg.file);
+  if (cfg.optimizer == "RLEKF")
+    return RlekfStep::plan(RlekfSettings::read(in), model, nranks, resources).describe();
+  return AdamStep::plan(model, resources);
+}
+
 std::unique_ptr<TrainingStep> make_training_step(const TrainConfig& cfg, DeepPot model,
-                                                 std::shared_ptr<Communicator> comm) {
+                                                 std::shared_ptr<Communicator> comm,
+                                                 const StepResources& resources) {
   // The resolved settings are an "optimizer" section; read them back through the optimizer's own parser.
   const nlohmann::json doc = {{"optimizer", cfg.optimizer_settings}};
   const OptimizerInput in(doc, cfg.file);
   if (cfg.optimizer == "RLEKF")
-    return std::make_unique<RlekfStep>(RlekfSettings::read(in), cfg, std::move(model), std::move(comm));
+    return std::make_unique<RlekfStep>(RlekfSettings::read(in), cfg, std::move(model), std::move(comm),
+                                       resources);
   if (cfg.optimizer == "Adam")
-    return std::make_unique<AdamStep>(AdamSettings::read(in), cfg, std::move(model), std::move(comm));
+    return std::make_unique<AdamStep>(AdamSettings::read(in), cfg, std::move(model), std::move(comm),
+                                      resources);
   throw ConfigError("optimizer '" + cfg.optimizer + "' in " + cfg.file + " is not \"RLEKF\" or \"Adam\"");
 }
 

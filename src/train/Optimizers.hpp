@@ -23,8 +23,15 @@ std::vector<std::string> optimizer_keys(const std::string& section);
 nlohmann::json resolve_optimizer_settings(const std::string& name, const OptimizerInput& in,
                                           std::vector<std::string>& unused);
 
-// The step cfg.optimizer names, with cfg.optimizer_settings, over `model`'s parameters.
+// The memory plan of the step cfg.optimizer names, as one line, without allocating it; ResourceError when
+// it does not fit (`deepkf plan`).
+std::string plan_training_step(const TrainConfig& cfg, const DeepPot& model, int nranks,
+                               const StepResources& resources);
+
+// The step cfg.optimizer names, with cfg.optimizer_settings, over `model`'s parameters. ResourceError when
+// what it needs does not fit in `resources`.
 std::unique_ptr<TrainingStep> make_training_step(const TrainConfig& cfg, DeepPot model,
-                                                 std::shared_ptr<Communicator> comm);
+                                                 std::shared_ptr<Communicator> comm,
+                                                 const StepResources& resources = {});
 
 }  // namespace deepkf

@@ -19,10 +19,15 @@ const std::vector<OptionKey>& RlekfSettings::keys() {
 
 RlekfSettings RlekfSettings::read(const OptimizerInput& in) {
   RlekfSettings s;
-  const auto at_least_one = [](const std::int64_t& v) { return v >= 1; };
   const auto unit_interval = [](const double& v) { return v > 0.0 && v <= 1.0; };
-  s.blocksize =
-      in.get<std::int64_t>(filter_key("kf_blocksize"), s.blocksize, at_least_one, "must be at least 1");
+  // kf_blocksize: a positive integer or "auto"
+  const auto blocksize = in.get<nlohmann::json>(
+      filter_key("kf_blocksize"), nlohmann::json("auto"),
+      [](const nlohmann::json& v) {
+        return v == "auto" || (v.is_number_integer() && v.get<std::int64_t>() >= 1);
+      },
+      "must be a positive integer or \"auto\"");
+  s.blocksize = blocksize.is_string() ? 0 : blocksize.get<std::int64_t>();
   s.lambda0 = in.get<double>(filter_key("kalman_lambda"), s.lambda0, unit_interval, "must be in (0, 1]");
   s.nu = in.get<double>(filter_key("kalman_nue"), s.nu, unit_interval, "must be in (0, 1]");
   s.p0 = in.get<double>(filter_key("p0"), s.p0, is_positive, "must be positive");
@@ -34,8 +39,8 @@ RlekfSettings RlekfSettings::read(const OptimizerInput& in) {
       "must be between 1 and nselect (" + std::to_string(nselect) + ")");
   s.p_precision = in.get<std::string>(
       filter_key("p_precision"), s.p_precision,
-      [](const std::string& v) { return v == "float64" || v == "float32"; },
-      "must be \"float64\" or \"float32\"");
+      [](const std::string& v) { return v == "float64" || v == "float32" || v == "auto"; },
+      "must be \"float64\", \"float32\" or \"auto\"");
   s.log_filter = in.get<bool>(filter_key("log_filter"), s.log_filter);
   const std::string rule = "must not be negative";
   s.start_pref_e = in.get<double>(pref_key("kf_start_pref_e"), s.start_pref_e, is_non_negative, rule);
@@ -49,7 +54,7 @@ RlekfSettings RlekfSettings::read(const OptimizerInput& in) {
 
 nlohmann::json RlekfSettings::to_json() const {
   return {{"type", "RLEKF"},
-          {"kf_blocksize", blocksize},
+          {"kf_blocksize", blocksize > 0 ? nlohmann::json(blocksize) : nlohmann::json("auto")},
           {"kalman_lambda", lambda0},
           {"kalman_nue", nu},
           {"p0", p0},

@@ -11,17 +11,17 @@
 namespace deepkf {
 
 struct RlekfSettings {
-  std::int64_t blocksize = 5120;  // kf_blocksize
-  double lambda0 = 0.98;          // kalman_lambda
-  double nu = 0.9987;             // kalman_nue
-  double p0 = 1.0;                // initial covariance P_i = p0 I
-  int nselect = 24;               // atoms drawn per frame for the force steps
-  int groupsize = 6;              // atoms per force Kalman step
+  std::int64_t blocksize = 0;  // kf_blocksize; 0: "auto", chosen by the memory plan (MemoryPlan.hpp)
+  double lambda0 = 0.98;       // kalman_lambda
+  double nu = 0.9987;          // kalman_nue
+  double p0 = 1.0;             // initial covariance P_i = p0 I
+  int nselect = 24;            // atoms drawn per frame for the force steps
+  int groupsize = 6;           // atoms per force Kalman step
   double start_pref_e = 1.0, limit_pref_e = 1.0;
   double start_pref_f = 1.0, limit_pref_f = 1.0;
   double start_pref_v = 0.0, limit_pref_v = 0.0;  // a virial step runs when either is non-zero
-  std::string p_precision = "float64";            // covariance precision: float64 or float32
-  bool log_filter = false;  // display lines also show the filter's diagnostics (KalmanDiagnostics)
+  std::string p_precision = "auto";  // covariance precision: float64, float32 or "auto" (memory plan)
+  bool log_filter = false;           // display lines also show the filter's diagnostics (KalmanDiagnostics)
 
   // Every key read, with the sections it may be in: the "optimizer" section, or where DeePMD-kit's PyTorch
   // backend writes them (training.kf_blocksize, training.kalman_lambda, loss.kf_start_pref_e, ...).

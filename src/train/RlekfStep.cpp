@@ -22,23 +22,49 @@ KalmanOptions kalman_options(const RlekfSettings& k) {
   return o;
 }
 
+RlekfSettings with_plan(RlekfSettings s, const MemoryPlan& plan) {
+  s.blocksize = plan.blocksize;
+  s.p_precision = plan.p_precision;
+  return s;
+}
+
 }  // namespace
 
+MemoryPlan RlekfStep::plan(const RlekfSettings& settings, const DeepPot& model, int nranks,
+                           const StepResources& resources) {
+  std::int64_t blocksize = settings.blocksize;
+  std::string precision = settings.p_precision;
+  if (!resources.restored.is_null()) {
+    // Restoring: what the input leaves to "auto" is what the checkpoint used (before checkpoints recorded
+    // it, the then fixed defaults 5120 and float64).
+    if (blocksize == 0)
+      blocksize = resources.restored.value("kf_blocksize", nlohmann::json(5120)).get<std::int64_t>();
+    if (precision == "auto") precision = resources.restored.value("p_precision", std::string("float64"));
+  }
+  MemoryNeed need;
+  for (const auto& p : model->parameters()) need.shapes.push_back(p.sizes().vec());
+  need.value_bytes = static_cast<std::int64_t>(model->parameters().front().element_size());
+  need.batch_bytes = resources.batch_bytes;
+  need.nranks = nranks;
+  need.available = resources.available;
+  need.where = resources.where;
+  return plan_memory(need, blocksize, precision);
+}
+
 RlekfStep::RlekfStep(const RlekfSettings& settings, const TrainConfig& cfg, DeepPot model,
-                     std::shared_ptr<Communicator> comm)
-    : options_(settings),
+                     std::shared_ptr<Communicator> comm, const StepResources& resources)
+    : plan_(plan(settings, model, comm->size(), resources)),
+      options_(with_plan(settings, plan_)),
       numb_steps_(cfg.numb_steps),
       model_(std::move(model)),
       params_(model_->parameters()),
       comm_(std::move(comm)),
-      filter_(params_, kalman_options(settings), comm_),
-      selector_(cfg.seed, settings.nselect, settings.groupsize) {}
+      filter_(params_, kalman_options(options_), comm_),
+      selector_(cfg.seed, options_.nselect, options_.groupsize) {}
 
 std::string RlekfStep::describe() const {
-  return fmt::format(
-      "optimizer RLEKF: {} parameters in {} blocks (kf_blocksize {}), covariance {:.1f} MiB on this rank",
-      model_->parameter_count(), filter_.layout().num_blocks(), options_.blocksize,
-      static_cast<double>(filter_.covariance_bytes()) / (1 << 20));
+  return fmt::format("optimizer RLEKF: {} parameters in {} blocks; {}", model_->parameter_count(),
+                     filter_.layout().num_blocks(), plan_.describe());
 }
 
 ErrorMetrics RlekfStep::take(const StepInput& in) {

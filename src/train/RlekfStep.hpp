@@ -6,6 +6,7 @@
 
 #include "optim/AtomSelector.hpp"
 #include "optim/KalmanFilter.hpp"
+#include "src/train/MemoryPlan.hpp"
 #include "src/train/RlekfSettings.hpp"
 #include "src/train/TrainingStep.hpp"
 
@@ -14,11 +15,18 @@ namespace deepkf {
 class RlekfStep final : public TrainingStep {
  public:
   // `cfg` gives the run's length (the prefactor schedules) and seed (the atom selection).
+  // The covariance's kf_blocksize and precision, where "auto", come from the memory plan (MemoryPlan.hpp)
+  // or, when restoring, from the checkpoint; ResourceError when they do not fit.
   RlekfStep(const RlekfSettings& settings, const TrainConfig& cfg, DeepPot model,
-            std::shared_ptr<Communicator> comm);
+            std::shared_ptr<Communicator> comm, const StepResources& resources);
 
   std::string name() const override { return "RLEKF"; }
+  // The memory plan this step would make (ResourceError when nothing asked for fits), without allocating.
+  static MemoryPlan plan(const RlekfSettings& settings, const DeepPot& model, int nranks,
+                         const StepResources& resources);
+
   std::string describe() const override;
+  nlohmann::json settings() const override { return options_.to_json(); }
   ErrorMetrics take(const StepInput& in) override;
   bool batch_errors() const override { return false; }
   std::string status_name() const override { return "lambda"; }
@@ -34,7 +42,8 @@ class RlekfStep final : public TrainingStep {
   void load(torch::serialize::InputArchive& archive, const BlockSource& read_block) override;
 
  private:
-  RlekfSettings options_;
+  MemoryPlan plan_;
+  RlekfSettings options_;  // with the plan's kf_blocksize and p_precision
   std::int64_t numb_steps_;
   DeepPot model_;
   std::vector<torch::Tensor> params_;

@@ -57,7 +57,8 @@ struct Trainer::Impl {
   void setup();
   void setup_logging();
   void setup_threads_and_device();
-  void build_optimizer();
+  // `restored`: the checkpoint's optimizer settings when restoring (StepResources::restored).
+  void build_optimizer(const json& restored = json());
   void restore(const std::string& path);
 
   // This rank's share [begin, end) of a global batch of n frames.
@@ -115,8 +116,13 @@ std::vector<double> flatten_cpu(const std::vector<torch::Tensor>& tensors) {
 
 }  // namespace
 
-void Trainer::Impl::build_optimizer() {
-  optimizer = make_training_step(cfg, model, comm);
+void Trainer::Impl::build_optimizer(const json& restored) {
+  // The smallest over the ranks, so that every rank makes the same plan.
+  double available = -static_cast<double>(available_memory(device, *comm));
+  comm->allreduce_max(&available, 1);
+  StepResources res = step_resources(device, static_cast<std::int64_t>(-available), comm->size(), data, mcfg);
+  res.restored = restored;
+  optimizer = make_training_step(cfg, model, comm, res);
   log->info("{}", optimizer->describe());
 }
 
@@ -150,7 +156,12 @@ void Trainer::Impl::setup() {
     resolve_sel(mcfg, data.train, *comm, *log);
     mcfg.validate();
     model = DeepPot(mcfg);
+    // The optimizer (and its memory plan) before the statistics read the data: a run that cannot fit
+    // stops at once.
+    model->to(device);
+    build_optimizer();
     set_statistics(model, mcfg, data.train, *comm, *log);
+    return;
   }
   model->to(device);
   build_optimizer();
@@ -162,7 +173,7 @@ void Trainer::Impl::restore(const std::string& path) {
   together([&] { ckpt = read_checkpoint(path, device); });
   mcfg = ckpt.model->config();
   model = ckpt.model;
-  build_optimizer();
+  build_optimizer(ckpt.meta.value("optimizer_settings", json::object()));
   // Checkpoints of earlier versions name RLEKF by DeePMD-kit's "LKF".
   const std::string written = ckpt.meta.value("optimizer", std::string("?"));
   if (written != cfg.optimizer && !(written == "LKF" && cfg.optimizer == "RLEKF")) {
@@ -244,7 +255,7 @@ json Trainer::Impl::provenance() const {
   p["validation_data"] = cfg.validation_data.systems;
   p["input"] = cfg.file;
   p["steps"] = step;
-  p["optimizer"] = cfg.to_json()["optimizer"];
+  p["optimizer"] = optimizer->settings();
   p["ranks"] = comm->size();
   const auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
   char date[64];
@@ -260,6 +271,7 @@ void Trainer::Impl::write_checkpoint_now(const std::string& path) {
   meta["position"] = sampler->position();
   meta["valid_cursor"] = valid_cursor;
   meta["optimizer"] = cfg.optimizer;
+  meta["optimizer_settings"] = optimizer->settings();
   meta["config"] = cfg.to_json();
   meta["model"] = mcfg.to_json();
   meta["provenance"] = provenance();
@@ -327,7 +339,9 @@ TrainResult Trainer::run() {
                                           [](const FrameSubset& s) { return s.info().has_virial; });
   m.together([&] {
     if (!m.root()) return;
-    write_text_atomically(m.out("input.resolved.json"), m.cfg.to_json().dump(2) + "\n");
+    json resolved = m.cfg.to_json();
+    resolved["optimizer"] = m.optimizer->settings();  // "auto" settings as the memory plan chose them
+    write_text_atomically(m.out("input.resolved.json"), resolved.dump(2) + "\n");
     lcurve = std::make_unique<LearningCurve>(lcurve_path, !m.opt.restart.empty(), virial_columns,
                                              m.optimizer->status_name());
   });

@@ -5,14 +5,17 @@
 #include <algorithm>
 #include <thread>
 
+#include "optim/DeviceMemory.hpp"
 #include "src/core/Error.hpp"
+#include "src/core/HostMemory.hpp"
+#include "src/train/MemoryPlan.hpp"
 
 namespace deepkf {
 
 int training_threads(const TrainConfig& cfg, const Communicator& comm) {
   if (cfg.num_threads > 0) return cfg.num_threads;
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  return std::max(1, cores / std::max(1, comm.size()));
+  return std::max(1, cores / std::max(1, comm.local_size()));
 }
 
 torch::Device training_device(const TrainConfig& cfg, const Communicator& comm) {
@@ -31,6 +34,33 @@ torch::Device training_device(const TrainConfig& cfg, const Communicator& comm) 
   return cfg.device == "cuda"
              ? torch::Device(torch::kCUDA, comm.local_rank() % static_cast<int>(torch::cuda::device_count()))
              : torch::Device(cfg.device);
+}
+
+std::int64_t available_memory(const torch::Device& device, const Communicator& comm) {
+  if (device.is_cuda()) {
+#ifdef DEEPKF_WITH_CUDA
+    return cuda_free_memory(device.index() < 0 ? 0 : device.index());
+#else
+    return -1;
+#endif
+  }
+  const std::int64_t host = available_host_memory();
+  return host < 0 ? -1 : host / std::max(1, comm.local_size());
+}
+
+StepResources step_resources(const torch::Device& device, std::int64_t available, int nranks,
+                             const TrainingData& data, const ModelConfig& mcfg) {
+  StepResources res;
+  res.available = available;
+  res.where = device.is_cuda() ? device.str() : "host";
+  std::int64_t frames = 1, natoms = 1;
+  for (std::size_t i = 0; i < data.train.size(); ++i) {
+    frames = std::max<std::int64_t>(frames, (data.batch_size[i] + nranks - 1) / nranks);
+    natoms = std::max(natoms, data.train[i].info().natoms);
+  }
+  res.batch_bytes = batch_activation_bytes(frames, natoms, mcfg.nnei(), mcfg.embedding_neuron,
+                                           mcfg.precision == torch::kFloat32 ? 4 : 8);
+  return res;
 }
 
 }  // namespace deepkf

@@ -1,19 +1,31 @@
 #pragma once
-// Where a rank trains: its LibTorch threads and its device.
+// Where a rank trains: its LibTorch threads, its device, and the memory it may use there.
 #include <torch/types.h>
 
 #include "src/core/Communicator.hpp"
+#include "src/model/ModelConfig.hpp"
+#include "src/train/DataSetup.hpp"
 #include "src/train/TrainConfig.hpp"
+#include "src/train/TrainingStep.hpp"
 
 namespace deepkf {
 
-// cfg.num_threads, or (when 0) the cores shared among the ranks. LibTorch defaults to one thread in a plain
-// program, so the trainer sets this number explicitly.
+// cfg.num_threads, or (when 0) the node's cores shared among its ranks. LibTorch defaults to one thread in a
+// plain program, so the trainer sets this number explicitly.
 int training_threads(const TrainConfig& cfg, const Communicator& comm);
 
 // cfg.device: "cpu"; "cuda" (the GPU of the node-local rank); "cuda:N"; or "auto" (the node-local rank's GPU
 // when there is one, else the CPU). ConfigError naming the input file when CUDA is asked for and there is
 // none.
 torch::Device training_device(const TrainConfig& cfg, const Communicator& comm);
+
+// Bytes one rank can use on `device`: the host's available memory (src/core/HostMemory.hpp) shared by the
+// node's ranks, or the GPU's free memory; -1 when unknown.
+std::int64_t available_memory(const torch::Device& device, const Communicator& comm);
+
+// What a training step may use on one of `nranks` ranks with `available` bytes: the estimate of one batch
+// share's activations on the largest training system (MemoryPlan.hpp).
+StepResources step_resources(const torch::Device& device, std::int64_t available, int nranks,
+                             const TrainingData& data, const ModelConfig& mcfg);
 
 }  // namespace deepkf

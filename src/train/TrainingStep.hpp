@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,17 @@ struct StepInput {
   std::int64_t step;           // steps done before this one
 };
 
+// What a step may use, given to the factory: the memory one rank can use and one batch's estimated
+// activations (src/train/MemoryPlan.hpp), and when restoring, the settings the checkpoint was written with.
+struct StepResources {
+  std::int64_t available = -1;  // bytes one rank can use; -1: unknown
+  std::string where = "host";   // "host" or the device, for messages
+  std::int64_t batch_bytes = 0;
+  // The checkpoint's resolved optimizer settings when restoring (an empty object for a checkpoint that
+  // does not record them), null for a new run. Settings the input leaves to "auto" take these values.
+  nlohmann::json restored;
+};
+
 // Covariance-like state too large for an archive: blocks streamed to rank 0 one at a time (checkpoints).
 using BlockSink = std::function<void(std::int64_t, const torch::Tensor&)>;
 using BlockSource = std::function<torch::Tensor(std::int64_t)>;
@@ -42,6 +54,8 @@ class TrainingStep {
   virtual std::string name() const = 0;
   // The set-up line for the log (sizes, memory, schedule).
   virtual std::string describe() const = 0;
+  // The settings in use, every "auto" resolved, as the "optimizer" section of a resolved input.
+  virtual nlohmann::json settings() const = 0;
   // Updates the model's weights from one batch. Collective. Returns this rank's errors of the batch as the
   // step saw them when batch_errors() is true, else nothing (the loop then evaluates the batch itself).
   virtual ErrorMetrics take(const StepInput& in) = 0;

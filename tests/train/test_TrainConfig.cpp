@@ -57,7 +57,8 @@ TEST_CASE("defaults and the optimizer section", "[train][config]") {
   json doc = minimal();
   TrainConfig c = TrainConfig::from_json(doc, "in.json", "/tmp");
   CHECK(c.optimizer == "RLEKF");
-  CHECK(c.optimizer_settings.at("kf_blocksize") == 5120);
+  CHECK(c.optimizer_settings.at("kf_blocksize") == "auto");  // the memory plan chooses
+  CHECK(c.optimizer_settings.at("p_precision") == "auto");
   CHECK(c.optimizer_settings.at("kalman_lambda") == 0.98);
   CHECK(c.optimizer_settings.at("kalman_nue") == 0.9987);
   CHECK(c.optimizer_settings.at("nselect") == 24);

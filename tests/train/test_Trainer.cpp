@@ -2,10 +2,12 @@
 // clean stops on a signal, and RLEKF against Adam per epoch.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
 #include "src/core/Communicator.hpp"
+#include "src/core/Error.hpp"
 #include "src/train/StopSignal.hpp"
 #include "src/train/Trainer.hpp"
 #include "tests/support/TestData.hpp"
@@ -172,4 +174,33 @@ TEST_CASE("init_model starts from a trained model's weights and trains on", "[tr
   CHECK(rb.steps == 3);
   CHECK(max_abs_diff(b.flat_parameters(), a.flat_parameters()) > 0.0);
   CHECK(std::isfinite(rb.validation.rmse_f()));
+}
+
+TEST_CASE("a covariance that does not fit stops the run at set-up with the options that would fit",
+          "[train][memory]") {
+  // The shipped CP2K silicon data; the host's memory set to 8 MiB for this run.
+  json doc = small_input({std::string(DEEPKF_SOURCE_DIR) + "/data/si_cp2k.h5"}, {}, "RLEKF", 3);
+  doc["training"].erase("validation_data");
+  doc["optimizer"]["kf_blocksize"] = 5120;
+  doc["optimizer"]["p_precision"] = "float64";
+  auto comm = deepkf::make_serial_communicator();
+  TrainerOptions options;
+  options.output_dir = deepkf::test::make_temp_dir("memory");
+  options.progress = 0;
+  ::setenv("DEEPKF_AVAILABLE_MEMORY", "8MiB", 1);
+  CHECK_THROWS_AS(Trainer(config_of(doc), options, comm), deepkf::ResourceError);
+  CHECK_THROWS_WITH(Trainer(config_of(doc), options, comm),
+                    Catch::Matchers::StartsWith("not enough memory: kf_blocksize 5120, float64 needs") &&
+                        Catch::Matchers::Contains("8.0 MiB available (host") &&
+                        Catch::Matchers::Contains("these fit: kf_blocksize 1024, float32 ("));
+  // Left to "auto", the plan takes what fits and training runs.
+  doc["optimizer"].erase("kf_blocksize");
+  doc["optimizer"].erase("p_precision");
+  Trainer fitted(config_of(doc), options, comm);
+  ::unsetenv("DEEPKF_AVAILABLE_MEMORY");
+  CHECK(fitted.run().steps == 3);
+  std::ifstream resolved(options.output_dir + "/input.resolved.json");
+  const auto settings = json::parse(resolved)["optimizer"];
+  CHECK(settings["kf_blocksize"] == 1024);
+  CHECK(settings["p_precision"] == "float32");
 }

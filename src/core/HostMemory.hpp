@@ -1,0 +1,22 @@
+#pragma once
+// How much host memory this process can still take: the smaller of the kernel's estimate of memory
+// available without swapping (MemAvailable in /proc/meminfo) and what the process's cgroup limit leaves
+// (cgroup v2 memory.max - memory.current, or v1 memory.limit_in_bytes - memory.usage_in_bytes).
+// DEEPKF_AVAILABLE_MEMORY (bytes, or a number with KiB/MiB/GiB/TiB) overrides both, for a job that shares
+// its node or to test the memory plan.
+#include <cstdint>
+#include <string>
+
+namespace deepkf {
+
+// Bytes available now; -1 when nothing could be read (not Linux, no /proc).
+std::int64_t available_host_memory();
+
+// "12.3 GiB", "512.0 MiB", "900 B".
+std::string format_bytes(std::int64_t bytes);
+
+// Parses "17179869184", "16GiB", "16 GiB", "512MiB" (binary units; also GB/MB read as GiB/MiB). Throws
+// ConfigError naming `what` for anything else.
+std::int64_t parse_bytes(const std::string& text, const std::string& what);
+
+}  // namespace deepkf

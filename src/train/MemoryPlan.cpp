@@ -1,0 +1,124 @@
+#include "src/train/MemoryPlan.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "optim/BlockLayout.hpp"
+#include "src/core/Error.hpp"
+#include "src/core/HostMemory.hpp"
+
+namespace deepkf {
+
+namespace {
+
+constexpr double kUsable = 0.9;  // of what a rank can use: the rest for LibTorch, MPI and the data reader
+// Copies of the activations the force measurement's graph keeps (forward values, their gradients and the
+// gradients of those for dF/dw). Measured: 331 MB of peak memory per frame of 192-atom water with the
+// DeePMD-kit water reference model (slots 138, embedding 25-50-100), against 347 MB estimated with 9
+// (docs/benchmarks.md, "Memory plan").
+constexpr std::int64_t kGraphCopies = 9;
+
+struct Choice {
+  std::int64_t blocksize;
+  std::string precision;
+};
+
+std::int64_t precision_bytes(const std::string& precision) { return precision == "float32" ? 4 : 8; }
+
+std::int64_t parameters(const MemoryNeed& need) {
+  std::int64_t n = 0;
+  for (const auto& shape : need.shapes)
+    n += std::accumulate(shape.begin(), shape.end(), std::int64_t{1}, std::multiplies<>());
+  return n;
+}
+
+std::int64_t covariance_bytes(const MemoryNeed& need, const Choice& c, int nranks) {
+  const auto per_rank = covariance_elements_per_rank(BlockLayout(need.shapes, c.blocksize), nranks);
+  return *std::max_element(per_rank.begin(), per_rank.end()) * precision_bytes(c.precision);
+}
+
+// Weights and their gradient in the model's precision, h, K and the pending K in float64, one batch.
+std::int64_t other_bytes(const MemoryNeed& need) {
+  const std::int64_t n = parameters(need);
+  return 2 * n * need.value_bytes + 4 * n * 8 + need.batch_bytes;
+}
+
+bool fits(const MemoryNeed& need, std::int64_t total) {
+  return need.available < 0 || static_cast<double>(total) <= kUsable * static_cast<double>(need.available);
+}
+
+std::vector<Choice> ladder() {
+  std::vector<Choice> out;
+  for (const char* p : {"float64", "float32"})
+    for (const std::int64_t b : {5120, 4096, 3072, 2048}) out.push_back({b, p});
+  for (const std::int64_t b : {1024, 512, 256})
+    for (const char* p : {"float64", "float32"}) out.push_back({b, p});
+  return out;
+}
+
+std::string label(const Choice& c) { return fmt::format("kf_blocksize {}, {}", c.blocksize, c.precision); }
+
+}  // namespace
+
+std::string MemoryPlan::describe() const {
+  return fmt::format(
+      "memory plan: kf_blocksize {}, {} covariance: {} + {} (weights, filter vectors, one batch) "
+      "per rank, {} available ({})",
+      blocksize, p_precision, format_bytes(covariance_bytes), format_bytes(other_bytes),
+      available < 0 ? std::string("unknown") : format_bytes(available), where);
+}
+
+MemoryPlan plan_memory(const MemoryNeed& need, std::int64_t blocksize, const std::string& precision) {
+  std::vector<Choice> candidates;
+  for (const auto& c : ladder()) {
+    if (blocksize > 0 && c.blocksize != blocksize) continue;
+    if (precision != "auto" && c.precision != precision) continue;
+    candidates.push_back(c);
+  }
+  if (candidates.empty()) candidates.push_back({blocksize, precision == "auto" ? "float64" : precision});
+  const std::int64_t other = other_bytes(need);
+  for (const auto& c : candidates) {
+    const std::int64_t cov = covariance_bytes(need, c, need.nranks);
+    if (fits(need, cov + other)) return {c.blocksize, c.precision, cov, other, need.available, need.where};
+  }
+
+  // Nothing asked for fits: the need, and what would.
+  const Choice& asked = candidates.front();
+  const std::int64_t cov = covariance_bytes(need, asked, need.nranks);
+  std::vector<std::string> options;
+  for (const auto& c : ladder()) {
+    const std::int64_t total = covariance_bytes(need, c, need.nranks) + other;
+    if (fits(need, total)) {
+      options.push_back(fmt::format("{} ({})", label(c), format_bytes(total)));
+      break;
+    }
+  }
+  for (int np = need.nranks + 1; np <= 1024; np *= 2) {
+    const std::int64_t total = covariance_bytes(need, asked, np) + other;
+    if (fits(need, total)) {
+      options.push_back(fmt::format("{} with {} ranks, each with this much memory ({} per rank)",
+                                    label(asked), np, format_bytes(total)));
+      break;
+    }
+  }
+  std::string text;
+  for (std::size_t i = 0; i < options.size(); ++i)
+    text += (i == 0 ? "" : i + 1 == options.size() ? ", or " : ", ") + options[i];
+  throw ResourceError(fmt::format(
+      "not enough memory: {} needs {} of covariance + {} (weights, filter vectors, one batch) per rank, "
+      "{} available ({}, 90 % usable){}",
+      label(asked), format_bytes(cov), format_bytes(other), format_bytes(need.available), need.where,
+      options.empty() ? std::string("; no kf_blocksize or precision fits: use a smaller model")
+                      : "; these fit: " + text));
+}
+
+std::int64_t batch_activation_bytes(std::int64_t frames, std::int64_t natoms, std::int64_t slots,
+                                    const std::vector<int>& embedding_widths, std::int64_t value_bytes) {
+  const std::int64_t width =
+      std::accumulate(embedding_widths.begin(), embedding_widths.end(), std::int64_t{0}) + 7;
+  return kGraphCopies * frames * natoms * slots * width * value_bytes;
+}
+
+}  // namespace deepkf

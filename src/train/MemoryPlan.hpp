@@ -1,0 +1,49 @@
+#pragma once
+// The memory one rank of an RLEKF run needs, worked out before anything large is allocated, and the
+// covariance settings that fit (docs/input.md, "Memory plan"):
+//   covariance  sum over the rank's blocks of n_i (n_i + 1) / 2 values (optim/BlockLayout.hpp ownership)
+//   vectors     the weights, their gradient and the filter's float64 vectors h, K and the pending K: 6 N
+//   values batch       one batch's activations with the graph kept for the force measurement (estimate below)
+// Where kf_blocksize or p_precision is "auto", the first of 5120, 4096, 3072, 2048 in float64, then the
+// same in float32, then 1024, 512, 256 in float64 and float32, whose total fits in 90 % of what the rank
+// can use. An explicit choice is kept; when it does not fit, or nothing does, ResourceError states the need
+// and the options that would fit, each with its figure.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace deepkf {
+
+struct MemoryNeed {
+  std::vector<std::vector<std::int64_t>> shapes;  // the model's parameter shapes, in registration order
+  std::int64_t value_bytes = 8;                   // bytes per weight (model precision)
+  std::int64_t batch_bytes = 0;  // estimate for one batch on one rank (batch_activation_bytes)
+  int nranks = 1;
+  // Bytes one rank can use, -1 when unknown (then nothing is checked and "auto" means 5120, float64).
+  std::int64_t available = -1;
+  std::string where = "host";  // "host" or the device, for messages
+};
+
+struct MemoryPlan {
+  std::int64_t blocksize = 5120;
+  std::string p_precision = "float64";
+  std::int64_t covariance_bytes = 0;  // on the rank holding most
+  std::int64_t other_bytes = 0;       // vectors and batch
+  std::int64_t available = -1;
+  std::string where = "host";
+
+  // "memory plan: kf_blocksize 5120, float64 covariance: 1.2 GiB + 35.0 MiB (...) per rank, 20.1 GiB
+  // available (host)"
+  std::string describe() const;
+};
+
+// blocksize 0 and precision "auto" ask for a choice (see above).
+MemoryPlan plan_memory(const MemoryNeed& need, std::int64_t blocksize, const std::string& precision);
+
+// Estimate of one batch's activations on a rank for RLEKF's force measurement (the graph of the forces
+// kept for their gradient): 9 copies of the embedding nets' outputs and the environment
+// matrix per neighbour slot, frames x atoms x slots x (sum of embedding widths + 4 + 3) values.
+std::int64_t batch_activation_bytes(std::int64_t frames, std::int64_t natoms, std::int64_t slots,
+                                    const std::vector<int>& embedding_widths, std::int64_t value_bytes);
+
+}  // namespace deepkf
