@@ -203,4 +203,13 @@ TEST_CASE("a covariance that does not fit stops the run at set-up with the optio
   const auto settings = json::parse(resolved)["optimizer"];
   CHECK(settings["kf_blocksize"] == 1024);
   CHECK(settings["p_precision"] == "float32");
+
+  // A restart with room for more keeps the checkpoint's choice (its covariance blocks are those).
+  doc["training"]["numb_steps"] = 5;
+  TrainerOptions again = options;
+  again.restart = options.output_dir + "/model.ckpt";
+  Trainer restarted(config_of(doc), again, comm);
+  CHECK(restarted.run().steps == 5);
+  std::ifstream resolved_again(options.output_dir + "/input.resolved.json");
+  CHECK(json::parse(resolved_again)["optimizer"]["kf_blocksize"] == 1024);
 }
