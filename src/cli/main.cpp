@@ -1,12 +1,25 @@
 // deepkf: fit Deep Potentials with a Kalman-filter optimizer.
+#include <c10/util/Exception.h>
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
+#include <new>
+#include <string>
 
 #include "src/cli/Commands.hpp"
 #include "src/core/Error.hpp"
+
+namespace {
+
+constexpr const char* kOutOfMemory =
+    "out of memory: the run needs more than this machine has free; `deepkf plan INPUT` shows what a "
+    "training run needs per rank and the settings that fit";
+
+std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"deepkf: train Deep Potentials (DeepPot-SE) with a layer-wise Kalman filter"};
@@ -26,8 +39,20 @@ int main(int argc, char** argv) {
   } catch (const deepkf::Error& e) {
     std::fprintf(stderr, "deepkf: error: %s\n", e.what());
     return 1;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "deepkf: error: %s\n", kOutOfMemory);
+    return 1;
+  } catch (const c10::Error& e) {
+    // LibTorch's messages carry its C++ stack; the user sees the first line only.
+    const std::string what = first_line(e.what_without_backtrace());
+    if (what.find("alloc") != std::string::npos && what.find("memory") != std::string::npos) {
+      std::fprintf(stderr, "deepkf: error: %s (%s)\n", kOutOfMemory, what.c_str());
+      return 1;
+    }
+    std::fprintf(stderr, "deepkf: internal error: %s\n", what.c_str());
+    return 2;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "deepkf: internal error: %s\n", e.what());
+    std::fprintf(stderr, "deepkf: internal error: %s\n", first_line(e.what()).c_str());
     return 2;
   }
   return 0;
