@@ -24,14 +24,33 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::vector<std::string> resolve_paths(const std::vector<std::string>& paths, const std::string& base) {
+// A relative system path is looked up next to the input file first, then in the current directory (where
+// DeePMD-kit looks); ConfigError naming both when neither has it.
+std::vector<std::string> resolve_paths(const std::vector<std::string>& paths, const std::string& base,
+                                       const std::string& key, const std::string& file) {
   std::vector<std::string> out;
   for (const auto& p : paths) {
     // "file.h5#group" keeps its group suffix; only the file part is resolved.
     const auto hash = p.find('#');
-    const std::string file = p.substr(0, hash);
-    const fs::path resolved = fs::path(file).is_absolute() ? fs::path(file) : fs::path(base) / file;
-    out.push_back(resolved.lexically_normal().string() + (hash == std::string::npos ? "" : p.substr(hash)));
+    const std::string part = p.substr(0, hash);
+    const std::string group = hash == std::string::npos ? "" : p.substr(hash);
+    fs::path resolved = fs::path(part);
+    if (!resolved.is_absolute()) {
+      const fs::path by_input = (fs::path(base) / part).lexically_normal();
+      const fs::path by_cwd = fs::absolute(part).lexically_normal();
+      std::error_code ec;
+      if (fs::exists(by_input, ec) || !fs::exists(by_cwd, ec)) {
+        resolved = by_input;
+        if (!fs::exists(by_input, ec) && by_input != by_cwd) {
+          throw ConfigError("'" + key + "' in " + file + " names \"" + p + "\", which is neither " +
+                            by_input.string() + " (next to the input file) nor " + by_cwd.string() +
+                            " (in the current directory)");
+        }
+      } else {
+        resolved = by_cwd;
+      }
+    }
+    out.push_back(resolved.lexically_normal().string() + group);
   }
   return out;
 }
@@ -73,13 +92,15 @@ struct Setup {
 std::vector<std::pair<std::vector<FrameSubset>, std::string>> Setup::load_data() {
   std::vector<std::pair<std::vector<FrameSubset>, std::string>> loads;
   const auto type_map = cfg.model.value("type_map", std::vector<std::string>{});
-  const auto train_paths = resolve_paths(cfg.training_data.systems, cfg.base_dir);
+  const auto train_paths =
+      resolve_paths(cfg.training_data.systems, cfg.base_dir, "training.training_data.systems", cfg.file);
   OpenedData training = open_dataset(train_paths, type_map);
   data.sources = training.systems;
   data.train = whole(training.systems);
   loads.emplace_back(data.train, describe_paths(train_paths));
   if (!cfg.validation_data.systems.empty()) {
-    const auto valid_paths = resolve_paths(cfg.validation_data.systems, cfg.base_dir);
+    const auto valid_paths = resolve_paths(cfg.validation_data.systems, cfg.base_dir,
+                                           "training.validation_data.systems", cfg.file);
     OpenedData validation = open_dataset(valid_paths, type_map);
     data.sources.insert(data.sources.end(), validation.systems.begin(), validation.systems.end());
     data.valid = whole(validation.systems);

@@ -1,0 +1,65 @@
+// Where a training input's relative system paths are found: next to the input file first, then in the
+// current directory (DeePMD-kit's convention); a path found in neither is one error naming both.
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+
+#include "src/core/Communicator.hpp"
+#include "src/core/Error.hpp"
+#include "src/train/DataSetup.hpp"
+#include "tests/support/TestData.hpp"
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+deepkf::TrainConfig config_in(const std::string& input_dir, const std::string& system) {
+  json doc = json::parse(R"({"model": {"type_map": ["Si"]}, "training": {"numb_steps": 1}})");
+  doc["training"]["training_data"] = {{"systems", {system}}};
+  return deepkf::TrainConfig::from_json(doc, input_dir + "/input.json", input_dir);
+}
+
+// Runs f with the current directory set to `dir`, restoring it afterwards.
+template <typename F>
+void in_directory(const std::string& dir, F&& f) {
+  const auto before = fs::current_path();
+  fs::current_path(dir);
+  try {
+    f();
+  } catch (...) {
+    fs::current_path(before);
+    throw;
+  }
+  fs::current_path(before);
+}
+
+}  // namespace
+
+TEST_CASE("relative system paths: the input's folder first, then the current directory", "[train][data]") {
+  const std::string root = deepkf::test::make_temp_dir("paths");
+  fs::create_directories(root + "/inputs");
+  fs::create_directories(root + "/work/data");
+  fs::copy_file(std::string(DEEPKF_SOURCE_DIR) + "/data/si_cp2k.h5", root + "/work/data/si.h5");
+  auto comm = deepkf::make_serial_communicator();
+  spdlog::logger quiet("test");
+
+  in_directory(root + "/work", [&] {
+    // Not next to the input: found in the current directory.
+    const auto data = deepkf::open_training_data(config_in(root + "/inputs", "data/si.h5"), *comm, quiet);
+    REQUIRE(data.train.size() == 3);
+    CHECK_THAT(data.train[0].info().source, Catch::Matchers::StartsWith(root + "/work/data/si.h5#"));
+    // Next to the input as well: that one wins.
+    fs::create_directories(root + "/inputs/data");
+    fs::copy_file(root + "/work/data/si.h5", root + "/inputs/data/si.h5");
+    const auto near = deepkf::open_training_data(config_in(root + "/inputs", "data/si.h5"), *comm, quiet);
+    CHECK_THAT(near.train[0].info().source, Catch::Matchers::StartsWith(root + "/inputs/data/si.h5#"));
+    // Neither: one message with both places.
+    CHECK_THROWS_WITH(deepkf::open_training_data(config_in(root + "/inputs", "data/none.h5"), *comm, quiet),
+                      "'training.training_data.systems' in " + root +
+                          "/inputs/input.json names \"data/none.h5\", which is neither " + root +
+                          "/inputs/data/none.h5 (next to the input file) nor " + root +
+                          "/work/data/none.h5 (in the current directory)");
+  });
+}
