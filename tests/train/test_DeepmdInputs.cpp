@@ -1,0 +1,94 @@
+// DeePMD-kit's own training inputs (tests/train/deepmd-kit-inputs, copied unchanged from its repository)
+// train here as they are, on the water data laid out where those inputs expect it: the PyTorch water
+// example (its numb_steps cut to 2) and its LKF test input (1 step, as written).
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "src/core/Communicator.hpp"
+#include "src/train/Trainer.hpp"
+#include "tests/support/TestData.hpp"
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+const std::string kInputs = std::string(DEEPKF_SOURCE_DIR) + "/tests/train/deepmd-kit-inputs";
+
+deepkf::TrainResult train(const std::string& input, const std::string& output_dir) {
+  const auto cfg = deepkf::TrainConfig::from_file(input);
+  deepkf::TrainerOptions options;
+  options.output_dir = output_dir;
+  options.progress = 0;
+  deepkf::Trainer trainer(cfg, options, deepkf::make_serial_communicator());
+  return trainer.run();
+}
+
+json read_json(const std::string& path) {
+  std::ifstream in(path);
+  return json::parse(in, nullptr, true, true);
+}
+
+// Runs f in directory `dir`, then returns to where it was.
+template <typename F>
+void in_directory(const std::string& dir, F&& f) {
+  const auto before = fs::current_path();
+  fs::current_path(dir);
+  try {
+    f();
+  } catch (...) {
+    fs::current_path(before);
+    throw;
+  }
+  fs::current_path(before);
+}
+
+}  // namespace
+
+TEST_CASE("DeePMD-kit's LKF test input trains unchanged", "[train][deepmd]") {
+  const std::string water = deepkf::test::require_shared_dataset("water");
+  // Its systems are "pt/water/data/data_0" under the directory the run starts in.
+  const std::string root = deepkf::test::make_temp_dir("lkf-input");
+  fs::create_directories(root + "/pt/water");
+  fs::create_directory_symlink(water, root + "/pt/water/data");
+  in_directory(root, [&] {
+    const auto result = train(kInputs + "/lkf.json", root + "/out");
+    CHECK(result.steps == 1);
+    CHECK(std::isfinite(result.validation.rmse_f()));
+    const json resolved = read_json(root + "/out/input.resolved.json");
+    CHECK(resolved["optimizer"]["type"] == "RLEKF");
+    CHECK(resolved["optimizer"]["kf_blocksize"] == 1024);
+    CHECK(resolved["training"]["training_data"]["systems"][0] == "pt/water/data/data_0");
+  });
+}
+
+TEST_CASE("DeePMD-kit's PyTorch water example trains unchanged but for its length", "[train][deepmd]") {
+  const std::string water = deepkf::test::require_shared_dataset("water");
+  // examples/water/se_e2_a/input_torch.json with the data in examples/water/data.
+  const std::string root = deepkf::test::make_temp_dir("torch-input");
+  const std::string example = root + "/examples/water/se_e2_a";
+  fs::create_directories(example);
+  fs::create_directory_symlink(water, root + "/examples/water/data");
+  json doc = read_json(kInputs + "/input_torch.json");
+  doc["training"]["numb_steps"] = 2;
+  std::ofstream(example + "/input_torch.json") << doc.dump(2);
+  // 1,014,182 weights: the memory plan picks the covariance's block size and precision for 3 GiB.
+  ::setenv("DEEPKF_AVAILABLE_MEMORY", "3GiB", 1);
+  const auto result = train(example + "/input_torch.json", root + "/out");
+  ::unsetenv("DEEPKF_AVAILABLE_MEMORY");
+  CHECK(result.steps == 2);
+  CHECK(std::isfinite(result.validation.rmse_e()));
+  CHECK(std::isfinite(result.validation.rmse_f()));
+  const json optimizer = read_json(root + "/out/input.resolved.json")["optimizer"];
+  CHECK(optimizer["type"] == "RLEKF");
+  CHECK(optimizer["kf_blocksize"].is_number_integer());
+  std::ifstream log(root + "/out/train.log");
+  const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  CHECK_THAT(text, Catch::Matchers::Contains("input key training.stat_file has no effect in deepkf"));
+  CHECK_THAT(text, Catch::Matchers::Contains("input keys of another optimizer, unused with RLEKF:") &&
+                       Catch::Matchers::Contains("loss.start_pref_f"));
+  CHECK_THAT(text, Catch::Matchers::Contains("memory plan: kf_blocksize"));
+}
