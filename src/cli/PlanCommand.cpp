@@ -29,7 +29,7 @@ void run_plan(const PlanArgs& args) {
   // The set-up's own messages (data, sel) are not part of the plan.
   spdlog::logger quiet("plan");
   const TrainingData data = open_training_data(cfg, *comm, quiet);
-  ModelConfig mcfg = ModelConfig::from_json(cfg.model);
+  ModelConfig mcfg = ModelConfig::from_json(cfg.model, cfg.file);
   resolve_sel(mcfg, data.train, *comm, quiet);
   mcfg.validate();
   const DeepPot model(mcfg);

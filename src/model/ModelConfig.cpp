@@ -3,6 +3,7 @@
 #include <numeric>
 
 #include "src/core/Error.hpp"
+#include "src/core/JsonKeys.hpp"
 
 namespace deepkf {
 
@@ -110,8 +111,33 @@ void ModelConfig::validate() const {
   }
 }
 
-ModelConfig ModelConfig::from_json(const nlohmann::json& model) {
+ModelConfig ModelConfig::from_json(const nlohmann::json& model, const std::string& file) {
   if (!model.is_object()) throw ConfigError("model section must be an object, got " + dump(model));
+  // Every key of DeePMD-kit's se_e2_a energy model; those for options not built here are refused below
+  // unless they hold their defaults, and data_stat_* (statistics sampling), trainable, rcond, env_protection
+  // take no effect.
+  check_keys(model, "model",
+             {"type", "type_map", "descriptor", "fitting_net", "data_stat_nbatch", "data_stat_protect"},
+             file);
+  if (const auto* t = find(model, "type"); t != nullptr && *t != "standard") {
+    throw ConfigError("model key 'model.type' must be \"standard\", got " + dump(*t));
+  }
+  if (const auto* d = find(model, "descriptor"); d != nullptr && d->is_object()) {
+    check_keys(
+        *d, "model.descriptor",
+        {"type", "sel", "rcut", "rcut_smth", "neuron", "axis_neuron", "type_one_side", "resnet_dt", "seed",
+         "precision", "activation_function", "set_davg_zero", "exclude_types", "trainable", "env_protection"},
+        file);
+  }
+  if (const auto* f = find(model, "fitting_net"); f != nullptr && f->is_object()) {
+    check_keys(*f, "model.fitting_net",
+               {"type", "neuron", "resnet_dt", "seed", "precision", "activation_function", "numb_fparam",
+                "numb_aparam", "trainable", "rcond", "atom_ener", "use_aparam_as_mask"},
+               file);
+    if (const auto* a = find(*f, "atom_ener"); a != nullptr && !(a->is_array() && a->empty())) {
+      throw ConfigError("model key 'model.fitting_net.atom_ener' is not supported, got " + dump(*a));
+    }
+  }
   ModelConfig c;
   const nlohmann::json* tm = find(model, "type_map");
   if (tm == nullptr || !tm->is_array() || tm->empty()) {

@@ -44,7 +44,9 @@ struct ModelConfig {
 
   // model_section: the "model" object of a DeePMD-kit input (type_map, descriptor, fitting_net).
   // Throws ConfigError for a missing or bad key; "sel": "auto" sets sel_auto and leaves sel empty.
-  static ModelConfig from_json(const nlohmann::json& model_section);
+  // `file` names the input in messages; unknown keys in model, model.descriptor and model.fitting_net are
+  // errors with the nearest known key (DeePMD-kit keys without effect here are accepted).
+  static ModelConfig from_json(const nlohmann::json& model_section, const std::string& file = "the input");
   // The same "model" object, with every value written out (sel resolved when it is).
   nlohmann::json to_json() const;
 };

@@ -152,7 +152,7 @@ void Trainer::Impl::setup() {
     });
     log->info("starting from model {} ({} parameters)", opt.init_model, model->parameter_count());
   } else {
-    mcfg = ModelConfig::from_json(cfg.model);
+    mcfg = ModelConfig::from_json(cfg.model, cfg.file);
     resolve_sel(mcfg, data.train, *comm, *log);
     mcfg.validate();
     model = DeepPot(mcfg);

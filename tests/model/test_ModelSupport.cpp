@@ -152,6 +152,26 @@ TEST_CASE("ModelConfig reads DeePMD-kit's keys and defaults and rejects bad valu
     model["descriptor"]["exclude_types"] = nlohmann::json::array();
     CHECK_NOTHROW(ModelConfig::from_json(model));
   }
+  SECTION("misspelt keys are errors with the nearest key; DeePMD-kit's other keys are accepted") {
+    auto model = water_reference_model();
+    model["fitting_net"]["neurons"] = {10};
+    CHECK_THROWS_WITH(ModelConfig::from_json(model, "in.json"),
+                      "unknown key 'neurons' in model.fitting_net of in.json; did you mean 'neuron'?");
+    model = water_reference_model();
+    model["descriptor"]["rcutt"] = 5.0;
+    CHECK_THROWS_WITH(ModelConfig::from_json(model, "in.json"),
+                      "unknown key 'rcutt' in model.descriptor of in.json; did you mean 'rcut'?");
+    model = water_reference_model();
+    model["type_embedding"] = {{"neuron", {8}}};
+    CHECK_THROWS_WITH(ModelConfig::from_json(model, "in.json"),
+                      Catch::Contains("unknown key 'type_embedding'"));
+    model = water_reference_model();
+    model["data_stat_nbatch"] = 20;
+    model["descriptor"]["trainable"] = true;
+    model["fitting_net"]["rcond"] = 1e-3;
+    model["_comment"] = "that's all";
+    CHECK_NOTHROW(ModelConfig::from_json(model, "in.json"));
+  }
 }
 
 TEST_CASE("parameter counts of the water reference settings match a count by hand", "[model]") {
