@@ -4,12 +4,14 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 
 #include "src/cli/Commands.hpp"
 #include "src/core/Error.hpp"
 #include "src/core/MpiCommunicator.hpp"
+#include "src/train/StopSignal.hpp"
 #include "src/train/Trainer.hpp"
 
 namespace deepkf::cli {
@@ -63,6 +65,9 @@ void run_train(const TrainArgs& args) {
     }
     comm.reset();
     MPI_Finalize();
+    // A run stopped by SIGTERM/SIGINT is not finished: exit as the signal would (128 + its number), so that
+    // a batch scheduler sees the preemption; the checkpoint is written.
+    if (r.interrupted) std::exit(128 + StopSignal::signal_number());
   } catch (const std::exception& e) {
     if (size > 1) {
       std::fprintf(stderr, "deepkf: error on rank %d: %s\n", rank, e.what());
