@@ -86,7 +86,12 @@ void Trainer::Impl::setup_logging() {
   std::vector<spdlog::sink_ptr> sinks;
   together([&] {
     if (!root()) return;
-    fs::create_directories(opt.output_dir);
+    std::error_code ec;
+    fs::create_directories(opt.output_dir, ec);
+    if (ec || !fs::is_directory(opt.output_dir)) {
+      throw Error("cannot create the output directory " + opt.output_dir + ": " +
+                  (ec ? ec.message() : std::string("a file of that name is in the way")));
+    }
     sinks.push_back(std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
     sinks.push_back(std::make_shared<spdlog::sinks::basic_file_sink_mt>(out("train.log"),
                                                                         !opt.restart.empty() ? false : true));
@@ -94,6 +99,8 @@ void Trainer::Impl::setup_logging() {
   log = std::make_shared<spdlog::logger>("deepkf", sinks.begin(), sinks.end());
   log->set_pattern("[%Y-%m-%d %H:%M:%S] %v");
   log->set_level(spdlog::level::info);
+  // Line by line, so that train.log holds everything up to a kill -9 or an out-of-memory kill.
+  log->flush_on(spdlog::level::info);
 }
 
 void Trainer::Impl::setup_threads_and_device() {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `deepkf train` stopped by SIGTERM: it writes its checkpoint, exits with 128 + 15 (so that a batch scheduler
+# `deepkf train` stopped by SIGTERM: its train.log is current while it runs; it writes its checkpoint, exits with 128 + 15 (so that a batch scheduler
 # sees a preempted job, not a finished one), and --restart continues to the end with status 0.
 # Usage: cli_signal.sh DEEPKF SOURCE_DIR
 set -u
@@ -32,6 +32,8 @@ for _ in $(seq 1 600); do
   sleep 0.1
 done
 grep -q "step       1 " "$work/out" || fail "training did not start: $(cat "$work/out")"
+# The log is written line by line, not at exit.
+grep -q "step       1 " "$work/run/train.log" || fail "train.log does not yet hold the first display line"
 kill -TERM $pid
 wait $pid
 rc=$?
@@ -43,4 +45,11 @@ sed -i "s/\"numb_steps\": 100000/\"numb_steps\": $((stopped + 2))/" "$work/input
 "$deepkf" train "$work/input.json" -o "$work/run" --restart "$work/run/model.ckpt" --no-progress >"$work/out2" 2>&1 ||
   fail "--restart exited with $?: $(tail -3 "$work/out2")"
 grep -q "finished after $((stopped + 2)) steps" "$work/out2" || fail "--restart did not finish: $(tail -3 "$work/out2")"
+# An output path under a file is one clear error.
+touch "$work/afile"
+"$deepkf" train "$work/input.json" -o "$work/afile/out" --no-progress >"$work/out3" 2>&1
+rc=$?
+[ $rc -eq 1 ] || fail "-o under a file: exit status $rc, expected 1: $(cat "$work/out3")"
+grep -q "^deepkf: error: cannot create the output directory $work/afile/out" "$work/out3" ||
+  fail "-o under a file: $(cat "$work/out3")"
 echo "SIGTERM: checkpoint written, exit status 143; --restart finished from step $stopped"
