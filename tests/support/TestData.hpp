@@ -1,6 +1,7 @@
 #pragma once
 // Access to the real DFT datasets in ../shared/datasets (next to the checkout, never copied into it).
 // A test that needs them and cannot find them is reported by ctest as skipped, with a message.
+#include <filesystem>
 #include <string>
 
 namespace deepkf::test {
@@ -14,5 +15,19 @@ std::string require_shared_dataset(const std::string& relative);
 
 // A fresh empty directory under the system temp dir for one test's files.
 std::string make_temp_dir(const std::string& tag);
+
+// Runs f with the current directory set to `dir`, and returns to where it was (also when f throws).
+template <typename F>
+void in_directory(const std::string& dir, F&& f) {
+  const auto before = std::filesystem::current_path();
+  std::filesystem::current_path(dir);
+  try {
+    f();
+  } catch (...) {
+    std::filesystem::current_path(before);
+    throw;
+  }
+  std::filesystem::current_path(before);
+}
 
 }  // namespace deepkf::test

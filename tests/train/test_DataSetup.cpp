@@ -21,20 +21,6 @@ deepkf::TrainConfig config_in(const std::string& input_dir, const std::string& s
   return deepkf::TrainConfig::from_json(doc, input_dir + "/input.json", input_dir);
 }
 
-// Runs f with the current directory set to `dir`, restoring it afterwards.
-template <typename F>
-void in_directory(const std::string& dir, F&& f) {
-  const auto before = fs::current_path();
-  fs::current_path(dir);
-  try {
-    f();
-  } catch (...) {
-    fs::current_path(before);
-    throw;
-  }
-  fs::current_path(before);
-}
-
 }  // namespace
 
 TEST_CASE("relative system paths: the input's folder first, then the current directory", "[train][data]") {
@@ -45,7 +31,7 @@ TEST_CASE("relative system paths: the input's folder first, then the current dir
   auto comm = deepkf::make_serial_communicator();
   spdlog::logger quiet("test");
 
-  in_directory(root + "/work", [&] {
+  deepkf::test::in_directory(root + "/work", [&] {
     // Not next to the input: found in the current directory.
     const auto data = deepkf::open_training_data(config_in(root + "/inputs", "data/si.h5"), *comm, quiet);
     REQUIRE(data.train.size() == 3);

@@ -32,20 +32,6 @@ json read_json(const std::string& path) {
   return json::parse(in, nullptr, true, true);
 }
 
-// Runs f in directory `dir`, then returns to where it was.
-template <typename F>
-void in_directory(const std::string& dir, F&& f) {
-  const auto before = fs::current_path();
-  fs::current_path(dir);
-  try {
-    f();
-  } catch (...) {
-    fs::current_path(before);
-    throw;
-  }
-  fs::current_path(before);
-}
-
 }  // namespace
 
 TEST_CASE("DeePMD-kit's LKF test input trains unchanged", "[train][deepmd]") {
@@ -54,7 +40,7 @@ TEST_CASE("DeePMD-kit's LKF test input trains unchanged", "[train][deepmd]") {
   const std::string root = deepkf::test::make_temp_dir("lkf-input");
   fs::create_directories(root + "/pt/water");
   fs::create_directory_symlink(water, root + "/pt/water/data");
-  in_directory(root, [&] {
+  deepkf::test::in_directory(root, [&] {
     const auto result = train(kInputs + "/lkf.json", root + "/out");
     CHECK(result.steps == 1);
     CHECK(std::isfinite(result.validation.rmse_f()));
