@@ -1,7 +1,5 @@
 #include "src/train/Trainer.hpp"
 
-#include <spdlog/sinks/basic_file_sink.h>
-#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
@@ -27,6 +25,7 @@
 #include "src/train/ProgressBar.hpp"
 #include "src/train/StopSignal.hpp"
 #include "src/train/TrainingDevice.hpp"
+#include "src/train/TrainingLog.hpp"
 
 namespace deepkf {
 namespace fs = std::filesystem;
@@ -55,7 +54,6 @@ struct Trainer::Impl {
   std::string out(const std::string& name) const { return (fs::path(opt.output_dir) / name).string(); }
 
   void setup();
-  void setup_logging();
   void setup_threads_and_device();
   // `restored`: the checkpoint's optimizer settings when restoring (StepResources::restored).
   void build_optimizer(const json& restored = json());
@@ -81,28 +79,6 @@ struct Trainer::Impl {
 
 // ----------------------------------------------------------------------------------------------- set-up
 
-void Trainer::Impl::setup_logging() {
-  // Only the root writes files: the output directory and train.log are its own.
-  std::vector<spdlog::sink_ptr> sinks;
-  together([&] {
-    if (!root()) return;
-    std::error_code ec;
-    fs::create_directories(opt.output_dir, ec);
-    if (ec || !fs::is_directory(opt.output_dir)) {
-      throw Error("cannot create the output directory " + opt.output_dir + ": " +
-                  (ec ? ec.message() : std::string("a file of that name is in the way")));
-    }
-    sinks.push_back(std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
-    sinks.push_back(std::make_shared<spdlog::sinks::basic_file_sink_mt>(out("train.log"),
-                                                                        !opt.restart.empty() ? false : true));
-  });
-  log = std::make_shared<spdlog::logger>("deepkf", sinks.begin(), sinks.end());
-  log->set_pattern("[%Y-%m-%d %H:%M:%S] %v");
-  log->set_level(spdlog::level::info);
-  // Line by line, so that train.log holds everything up to a kill -9 or an out-of-memory kill.
-  log->flush_on(spdlog::level::info);
-}
-
 void Trainer::Impl::setup_threads_and_device() {
   const int threads = training_threads(cfg, *comm);
   torch::set_num_threads(threads);
@@ -124,17 +100,14 @@ std::vector<double> flatten_cpu(const std::vector<torch::Tensor>& tensors) {
 }  // namespace
 
 void Trainer::Impl::build_optimizer(const json& restored) {
-  // The smallest over the ranks, so that every rank makes the same plan.
-  double available = -static_cast<double>(available_memory(device, *comm));
-  comm->allreduce_max(&available, 1);
-  StepResources res = step_resources(device, static_cast<std::int64_t>(-available), comm->size(), data, mcfg);
+  StepResources res = step_resources(device, *comm, data, mcfg);
   res.restored = restored;
   optimizer = make_training_step(cfg, model, comm, res);
   log->info("{}", optimizer->describe());
 }
 
 void Trainer::Impl::setup() {
-  setup_logging();
+  log = open_training_log(*comm, opt.output_dir, /*append=*/!opt.restart.empty());
   setup_threads_and_device();
   for (const auto& key : cfg.ignored_keys) log->info("input key {} has no effect in deepkf", key);
   if (!cfg.unused_keys.empty()) {

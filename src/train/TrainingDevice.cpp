@@ -63,4 +63,11 @@ StepResources step_resources(const torch::Device& device, std::int64_t available
   return res;
 }
 
+StepResources step_resources(const torch::Device& device, Communicator& comm, const TrainingData& data,
+                             const ModelConfig& mcfg) {
+  double available = -static_cast<double>(available_memory(device, comm));
+  comm.allreduce_max(&available, 1);  // the minimum
+  return step_resources(device, static_cast<std::int64_t>(-available), comm.size(), data, mcfg);
+}
+
 }  // namespace deepkf

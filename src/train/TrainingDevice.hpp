@@ -27,5 +27,9 @@ std::int64_t available_memory(const torch::Device& device, const Communicator& c
 // share's activations on the largest training system (MemoryPlan.hpp).
 StepResources step_resources(const torch::Device& device, std::int64_t available, int nranks,
                              const TrainingData& data, const ModelConfig& mcfg);
+// The same for this run's ranks, with the smallest available_memory() over them, so that every rank makes
+// the same plan. Collective.
+StepResources step_resources(const torch::Device& device, Communicator& comm, const TrainingData& data,
+                             const ModelConfig& mcfg);
 
 }  // namespace deepkf

@@ -1,0 +1,40 @@
+#include "src/train/TrainingLog.hpp"
+
+#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+
+#include <filesystem>
+#include <vector>
+
+#include "src/core/Error.hpp"
+#include "src/core/Together.hpp"
+
+namespace deepkf {
+
+std::shared_ptr<spdlog::logger> open_training_log(Communicator& comm, const std::string& output_dir,
+                                                  bool append) {
+  namespace fs = std::filesystem;
+  // Only the root writes files: the output directory and train.log are its own.
+  std::vector<spdlog::sink_ptr> sinks;
+  together(comm, [&] {
+    if (comm.rank() != 0) return;
+    std::error_code ec;
+    fs::create_directories(output_dir, ec);
+    if (ec || !fs::is_directory(output_dir)) {
+      throw Error("cannot create the output directory " + output_dir + ": " +
+                  (ec ? ec.message() : std::string("a file of that name is in the way")));
+    }
+    sinks.push_back(std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
+    sinks.push_back(
+        std::make_shared<spdlog::sinks::basic_file_sink_mt>((fs::path(output_dir) / "train.log").string(),
+                                                            /*truncate=*/!append));
+  });
+  auto log = std::make_shared<spdlog::logger>("deepkf", sinks.begin(), sinks.end());
+  log->set_pattern("[%Y-%m-%d %H:%M:%S] %v");
+  log->set_level(spdlog::level::info);
+  // Line by line, so that train.log holds everything up to a kill -9 or an out-of-memory kill.
+  log->flush_on(spdlog::level::info);
+  return log;
+}
+
+}  // namespace deepkf
