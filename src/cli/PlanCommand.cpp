@@ -35,9 +35,7 @@ void run_plan(const PlanArgs& args) {
   const DeepPot model(mcfg);
   const torch::Device device = training_device(cfg, *comm);
   const int per_node = args.ranks_per_node > 0 ? args.ranks_per_node : args.np;
-  std::int64_t available = available_memory(device, *comm);
-  if (!device.is_cuda() && available >= 0) available /= per_node;  // the node's memory, shared
-  const StepResources res = step_resources(device, available, args.np, data, mcfg);
+  const StepResources res = step_resources(device, available_memory(device, per_node), args.np, data, mcfg);
   fmt::print("{}: {} parameters, {} on {} rank{} ({} per node)\n{}\n", args.input, model->parameter_count(),
              cfg.optimizer, args.np, args.np > 1 ? "s" : "", per_node,
              plan_training_step(cfg, model, args.np, res));

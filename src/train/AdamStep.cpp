@@ -7,6 +7,7 @@
 #include "src/core/Error.hpp"
 #include "src/core/HostMemory.hpp"
 #include "src/train/GradientSum.hpp"
+#include "src/train/MemoryPlan.hpp"
 
 namespace deepkf {
 
@@ -39,8 +40,7 @@ std::string AdamStep::plan(const DeepPot& model, const StepResources& resources)
   const std::int64_t state =
       4 * model->parameter_count() * static_cast<std::int64_t>(params.front().element_size());
   const std::int64_t need = state + resources.batch_bytes;
-  if (resources.available >= 0 &&
-      static_cast<double>(need) > 0.9 * static_cast<double>(resources.available)) {
+  if (!fits_in_memory(need, resources.available)) {
     throw ResourceError(
         fmt::format("not enough memory: Adam needs {} (weights, moments, one batch) per rank, {} "
                     "available ({}, 90 % usable): use a smaller batch_size or model",

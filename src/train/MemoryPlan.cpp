@@ -13,7 +13,6 @@ namespace deepkf {
 
 namespace {
 
-constexpr double kUsable = 0.9;  // of what a rank can use: the rest for LibTorch, MPI and the data reader
 // Copies of the activations the force measurement's graph keeps (forward values, their gradients and the
 // gradients of those for dF/dw). Measured: 331 MB of peak memory per frame of 192-atom water with the
 // DeePMD-kit water reference model (slots 138, embedding 25-50-100), against 347 MB estimated with 9
@@ -45,10 +44,6 @@ std::int64_t other_bytes(const MemoryNeed& need) {
   return 2 * n * need.value_bytes + 4 * n * 8 + need.batch_bytes;
 }
 
-bool fits(const MemoryNeed& need, std::int64_t total) {
-  return need.available < 0 || static_cast<double>(total) <= kUsable * static_cast<double>(need.available);
-}
-
 std::vector<Choice> ladder() {
   std::vector<Choice> out;
   for (const char* p : {"float64", "float32"})
@@ -61,6 +56,10 @@ std::vector<Choice> ladder() {
 std::string label(const Choice& c) { return fmt::format("kf_blocksize {}, {}", c.blocksize, c.precision); }
 
 }  // namespace
+
+bool fits_in_memory(std::int64_t bytes, std::int64_t available) {
+  return available < 0 || static_cast<double>(bytes) <= 0.9 * static_cast<double>(available);
+}
 
 std::string MemoryPlan::describe() const {
   return fmt::format(
@@ -81,7 +80,8 @@ MemoryPlan plan_memory(const MemoryNeed& need, std::int64_t blocksize, const std
   const std::int64_t other = other_bytes(need);
   for (const auto& c : candidates) {
     const std::int64_t cov = covariance_bytes(need, c, need.nranks);
-    if (fits(need, cov + other)) return {c.blocksize, c.precision, cov, other, need.available, need.where};
+    if (fits_in_memory(cov + other, need.available))
+      return {c.blocksize, c.precision, cov, other, need.available, need.where};
   }
 
   // Nothing asked for fits: the need, and what would.
@@ -90,14 +90,14 @@ MemoryPlan plan_memory(const MemoryNeed& need, std::int64_t blocksize, const std
   std::vector<std::string> options;
   for (const auto& c : ladder()) {
     const std::int64_t total = covariance_bytes(need, c, need.nranks) + other;
-    if (fits(need, total)) {
+    if (fits_in_memory(total, need.available)) {
       options.push_back(fmt::format("{} ({})", label(c), format_bytes(total)));
       break;
     }
   }
   for (int np = need.nranks + 1; np <= 1024; np *= 2) {
     const std::int64_t total = covariance_bytes(need, asked, np) + other;
-    if (fits(need, total)) {
+    if (fits_in_memory(total, need.available)) {
       options.push_back(fmt::format("{} with {} ranks, each with this much memory ({} per rank)",
                                     label(asked), np, format_bytes(total)));
       break;

@@ -37,6 +37,10 @@ struct MemoryPlan {
   std::string describe() const;
 };
 
+// Whether `bytes` fit in what a rank can use: 90 % of `available` (the rest for LibTorch, MPI and the data
+// reader); always when `available` is unknown (-1).
+bool fits_in_memory(std::int64_t bytes, std::int64_t available);
+
 // blocksize 0 and precision "auto" ask for a choice (see above).
 MemoryPlan plan_memory(const MemoryNeed& need, std::int64_t blocksize, const std::string& precision);
 

@@ -36,7 +36,7 @@ torch::Device training_device(const TrainConfig& cfg, const Communicator& comm) 
              : torch::Device(cfg.device);
 }
 
-std::int64_t available_memory(const torch::Device& device, const Communicator& comm) {
+std::int64_t available_memory(const torch::Device& device, int ranks_on_node) {
   if (device.is_cuda()) {
 #ifdef DEEPKF_WITH_CUDA
     return cuda_free_memory(device.index() < 0 ? 0 : device.index());
@@ -45,7 +45,7 @@ std::int64_t available_memory(const torch::Device& device, const Communicator& c
 #endif
   }
   const std::int64_t host = available_host_memory();
-  return host < 0 ? -1 : host / std::max(1, comm.local_size());
+  return host < 0 ? -1 : host / std::max(1, ranks_on_node);
 }
 
 StepResources step_resources(const torch::Device& device, std::int64_t available, int nranks,
@@ -65,7 +65,7 @@ StepResources step_resources(const torch::Device& device, std::int64_t available
 
 StepResources step_resources(const torch::Device& device, Communicator& comm, const TrainingData& data,
                              const ModelConfig& mcfg) {
-  double available = -static_cast<double>(available_memory(device, comm));
+  double available = -static_cast<double>(available_memory(device, comm.local_size()));
   comm.allreduce_max(&available, 1);  // the minimum
   return step_resources(device, static_cast<std::int64_t>(-available), comm.size(), data, mcfg);
 }

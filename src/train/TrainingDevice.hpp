@@ -20,14 +20,15 @@ int training_threads(const TrainConfig& cfg, const Communicator& comm);
 torch::Device training_device(const TrainConfig& cfg, const Communicator& comm);
 
 // Bytes one rank can use on `device`: the host's available memory (src/core/HostMemory.hpp) shared by the
-// node's ranks, or the GPU's free memory; -1 when unknown.
-std::int64_t available_memory(const torch::Device& device, const Communicator& comm);
+// `ranks_on_node` ranks of the node, or the GPU's free memory; -1 when unknown.
+std::int64_t available_memory(const torch::Device& device, int ranks_on_node);
 
 // What a training step may use on one of `nranks` ranks with `available` bytes: the estimate of one batch
 // share's activations on the largest training system (MemoryPlan.hpp).
 StepResources step_resources(const torch::Device& device, std::int64_t available, int nranks,
                              const TrainingData& data, const ModelConfig& mcfg);
-// The same for this run's ranks, with the smallest available_memory() over them, so that every rank makes
+// The same for this run's ranks, with the smallest available_memory() over them (each rank sharing its
+// node with comm.local_size() ranks), so that every rank makes
 // the same plan. Collective.
 StepResources step_resources(const torch::Device& device, Communicator& comm, const TrainingData& data,
                              const ModelConfig& mcfg);
