@@ -12,18 +12,43 @@ namespace deepkf {
 
 namespace {
 
+// The resolved settings (an "optimizer" section), read back through the optimizer's own reader.
+template <typename Settings>
+Settings settings_of(const TrainConfig& cfg) {
+  const nlohmann::json doc = {{"optimizer", cfg.optimizer_settings}};
+  return Settings::read(OptimizerInput(doc, cfg.file));
+}
+
 struct Entry {
   std::string name;
   const std::vector<OptionKey>& (*keys)();
   nlohmann::json (*resolve)(const OptimizerInput&);
+  std::string (*plan)(const TrainConfig&, const DeepPot&, int, const StepResources&);
+  std::unique_ptr<TrainingStep> (*make)(const TrainConfig&, DeepPot, std::shared_ptr<Communicator>,
+                                        const StepResources&);
 };
 
 const std::vector<Entry>& registry() {
   static const std::vector<Entry> all = {
       {"RLEKF", &RlekfSettings::keys,
-       [](const OptimizerInput& in) { return RlekfSettings::read(in).to_json(); }},
-      {"Adam", &AdamSettings::keys,
-       [](const OptimizerInput& in) { return AdamSettings::read(in).to_json(); }}};
+       [](const OptimizerInput& in) { return RlekfSettings::read(in).to_json(); },
+       [](const TrainConfig& cfg, const DeepPot& model, int nranks, const StepResources& res) {
+         return RlekfStep::plan(settings_of<RlekfSettings>(cfg), model, nranks, res).describe();
+       },
+       [](const TrainConfig& cfg, DeepPot model, std::shared_ptr<Communicator> comm,
+          const StepResources& res) -> std::unique_ptr<TrainingStep> {
+         return std::make_unique<RlekfStep>(settings_of<RlekfSettings>(cfg), cfg, std::move(model),
+                                            std::move(comm), res);
+       }},
+      {"Adam", &AdamSettings::keys, [](const OptimizerInput& in) { return AdamSettings::read(in).to_json(); },
+       [](const TrainConfig&, const DeepPot& model, int, const StepResources& res) {
+         return AdamStep::plan(model, res);
+       },
+       [](const TrainConfig& cfg, DeepPot model, std::shared_ptr<Communicator> comm,
+          const StepResources& res) -> std::unique_ptr<TrainingStep> {
+         return std::make_unique<AdamStep>(settings_of<AdamSettings>(cfg), cfg, std::move(model),
+                                           std::move(comm), res);
+       }}};
   return all;
 }
 
@@ -78,26 +103,13 @@ nlohmann::json resolve_optimizer_settings(const std::string& name, const Optimiz
 
 std::string plan_training_step(const TrainConfig& cfg, const DeepPot& model, int nranks,
                                const StepResources& resources) {
-  const nlohmann::json doc = {{"optimizer", cfg.optimizer_settings}};
-  const OptimizerInput in(doc, cfg.file);
-  if (cfg.optimizer == "RLEKF")
-    return RlekfStep::plan(RlekfSettings::read(in), model, nranks, resources).describe();
-  return AdamStep::plan(model, resources);
+  return entry(cfg.optimizer).plan(cfg, model, nranks, resources);
 }
 
 std::unique_ptr<TrainingStep> make_training_step(const TrainConfig& cfg, DeepPot model,
                                                  std::shared_ptr<Communicator> comm,
                                                  const StepResources& resources) {
-  // The resolved settings are an "optimizer" section; read them back through the optimizer's own parser.
-  const nlohmann::json doc = {{"optimizer", cfg.optimizer_settings}};
-  const OptimizerInput in(doc, cfg.file);
-  if (cfg.optimizer == "RLEKF")
-    return std::make_unique<RlekfStep>(RlekfSettings::read(in), cfg, std::move(model), std::move(comm),
-                                       resources);
-  if (cfg.optimizer == "Adam")
-    return std::make_unique<AdamStep>(AdamSettings::read(in), cfg, std::move(model), std::move(comm),
-                                      resources);
-  throw ConfigError("optimizer '" + cfg.optimizer + "' in " + cfg.file + " is not \"RLEKF\" or \"Adam\"");
+  return entry(cfg.optimizer).make(cfg, std::move(model), std::move(comm), resources);
 }
 
 }  // namespace deepkf
