@@ -39,15 +39,14 @@ std::vector<std::string> resolve_paths(const std::vector<std::string>& paths, co
       const fs::path by_input = (fs::path(base) / part).lexically_normal();
       const fs::path by_cwd = fs::absolute(part).lexically_normal();
       std::error_code ec;
-      if (fs::exists(by_input, ec) || !fs::exists(by_cwd, ec)) {
-        resolved = by_input;
-        if (!fs::exists(by_input, ec) && by_input != by_cwd) {
-          throw ConfigError("'" + key + "' in " + file + " names \"" + p + "\", which is neither " +
-                            by_input.string() + " (next to the input file) nor " + by_cwd.string() +
-                            " (in the current directory)");
-        }
-      } else {
+      if (fs::exists(by_input, ec) || by_input == by_cwd) {
+        resolved = by_input;  // when missing, the reader names the one place
+      } else if (fs::exists(by_cwd, ec)) {
         resolved = by_cwd;
+      } else {
+        throw ConfigError("'" + key + "' in " + file + " names \"" + p + "\", which is neither " +
+                          by_input.string() + " (next to the input file) nor " + by_cwd.string() +
+                          " (in the current directory)");
       }
     }
     out.push_back(resolved.lexically_normal().string() + group);

@@ -1,5 +1,6 @@
 #include "src/train/Trainer.hpp"
 
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
@@ -111,9 +112,8 @@ void Trainer::Impl::setup() {
   setup_threads_and_device();
   for (const auto& key : cfg.ignored_keys) log->info("input key {} has no effect in deepkf", key);
   if (!cfg.unused_keys.empty()) {
-    std::string keys;
-    for (const auto& key : cfg.unused_keys) keys += (keys.empty() ? "" : ", ") + key;
-    log->info("input keys of another optimizer, unused with {}: {}", cfg.optimizer, keys);
+    log->info("input keys of another optimizer, unused with {}: {}", cfg.optimizer,
+              fmt::join(cfg.unused_keys, ", "));
   }
   data = open_training_data(cfg, *comm, *log);
   std::vector<std::int64_t> nframes;
@@ -136,15 +136,12 @@ void Trainer::Impl::setup() {
     resolve_sel(mcfg, data.train, *comm, *log);
     mcfg.validate();
     model = DeepPot(mcfg);
-    // The optimizer (and its memory plan) before the statistics read the data: a run that cannot fit
-    // stops at once.
-    model->to(device);
-    build_optimizer();
-    set_statistics(model, mcfg, data.train, *comm, *log);
-    return;
   }
   model->to(device);
+  // The optimizer (and its memory plan) before the statistics read the data: a run that cannot fit stops
+  // at once.
   build_optimizer();
+  if (opt.init_model.empty()) set_statistics(model, mcfg, data.train, *comm, *log);
 }
 
 void Trainer::Impl::restore(const std::string& path) {
@@ -154,9 +151,10 @@ void Trainer::Impl::restore(const std::string& path) {
   mcfg = ckpt.model->config();
   model = ckpt.model;
   build_optimizer(ckpt.meta.value("optimizer_settings", json::object()));
-  // Checkpoints of earlier versions name RLEKF by DeePMD-kit's "LKF".
-  const std::string written = ckpt.meta.value("optimizer", std::string("?"));
-  if (written != cfg.optimizer && !(written == "LKF" && cfg.optimizer == "RLEKF")) {
+  // Checkpoints of earlier versions name RLEKF by DeePMD-kit's "LKF": the input's names apply.
+  const std::string written =
+      optimizer_name(ckpt.meta.value("optimizer", std::string("?")), "optimizer", path);
+  if (written != cfg.optimizer) {
     throw ConfigError("checkpoint '" + path + "' was written by the " + written + " optimizer, but " +
                       cfg.file + " asks for " + cfg.optimizer);
   }
