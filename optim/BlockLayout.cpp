@@ -6,6 +6,7 @@
 #include <cmath>
 #include <string>
 
+#include "optim/PackedSweep.hpp"
 #include "src/core/Error.hpp"
 
 namespace deepkf {
@@ -90,7 +91,7 @@ BlockLayout BlockLayout::from_tensors(const std::vector<torch::Tensor>& params, 
 
 std::int64_t BlockLayout::covariance_elements() const {
   std::int64_t total = 0;
-  for (const auto& b : blocks_) total += b.size() * (b.size() + 1) / 2;
+  for (const auto& b : blocks_) total += packed::triangle_size(b.size());
   return total;
 }
 
@@ -186,8 +187,7 @@ std::vector<std::int64_t> covariance_elements_per_rank(const BlockLayout& layout
   std::vector<std::int64_t> elements(static_cast<std::size_t>(nranks), 0);
   const auto owners = block_owners(layout, nranks);
   for (std::size_t i = 0; i < owners.size(); ++i) {
-    const auto n = layout.blocks()[i].size();
-    elements[static_cast<std::size_t>(owners[i])] += n * (n + 1) / 2;
+    elements[static_cast<std::size_t>(owners[i])] += packed::triangle_size(layout.blocks()[i].size());
   }
   return elements;
 }

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <functional>
 
+#include "optim/PackedSweep.hpp"
 #include "src/core/Error.hpp"
 
 namespace deepkf {
@@ -293,7 +294,7 @@ void KalmanFilter::load(torch::serialize::InputArchive& archive,
     }
     // Format 2 holds packed triangles, format 1 (and format 2 checkpoint files) dense blocks.
     const auto n = blocks[static_cast<std::size_t>(i)].size();
-    const bool packed = block.dim() == 1 && block.size(0) == n * (n + 1) / 2;
+    const bool packed = block.dim() == 1 && block.size(0) == packed::triangle_size(n);
     const bool dense = block.dim() == 2 && block.size(0) == n && block.size(1) == n;
     if (!packed && !dense) {
       throw OptimError("kalman optimizer state: " + key + " has " + std::to_string(block.numel()) +

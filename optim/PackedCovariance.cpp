@@ -212,20 +212,22 @@ void PackedCovariance::flush_cuda() {
 #endif
 
 double PackedCovariance::diagonal_sum() const {
-  double total = 0.0;
+  auto total = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(device_));
   for (std::size_t j = 0; j < sizes_.size(); ++j) {
     const auto n = sizes_[j];
-    // p_rr sits at row_offset(n, r) = r n - r (r - 1) / 2
-    const auto r = torch::arange(n, torch::TensorOptions().dtype(torch::kInt64).device(device_));
-    auto diag = blocks_[j].index_select(0, r * n - (r * (r - 1)).div(2, "floor")).to(torch::kFloat64);
+    std::vector<std::int64_t> rows(static_cast<std::size_t>(n));
+    for (std::int64_t r = 0; r < n; ++r)
+      rows[static_cast<std::size_t>(r)] = packed::row_offset(n, r);  // p_rr
+    const auto at = torch::tensor(rows, torch::kInt64).to(device_);
+    auto diag = blocks_[j].index_select(0, at).to(torch::kFloat64);
     if (has_pending()) {
       // (p_rr - K_r^2 / a) / lambda
       const auto K = pending_K_.narrow(0, offsets_[j], n);
       diag = (diag - K * K * pending_inv_a_) * pending_inv_lambda_;
     }
-    total += diag.sum().item<double>();
+    total += diag.sum();
   }
-  return total;
+  return total.item<double>();  // one wait for the device, not one per block
 }
 
 const torch::Tensor& PackedCovariance::packed(std::int64_t j) {

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "optim/PackedSweep.hpp"
 #include "src/core/Error.hpp"
 
 namespace deepkf {
@@ -110,7 +111,7 @@ CheckpointWriter::CheckpointWriter(const std::string& path, const DeepPot& model
   std::int64_t offset = 0;  // from the start of the covariance section
   for (auto n : block_sizes_) {
     blocks.push_back({n, offset});
-    offset += n * (n + 1) / 2 * static_cast<std::int64_t>(c10::elementSize(dtype_));
+    offset += packed::triangle_size(n) * static_cast<std::int64_t>(c10::elementSize(dtype_));
   }
   header["covariance"]["blocks"] = blocks;
   const std::string text = header.dump();
