@@ -52,4 +52,9 @@ void check_keys(const nlohmann::json& section, const std::string& path, const st
   }
 }
 
+void reject_value(const std::string& path, const nlohmann::json& value, const std::string& rule,
+                  const std::string& file) {
+  throw ConfigError("'" + path + "' in " + file + " is " + value.dump() + ": " + rule);
+}
+
 }  // namespace deepkf

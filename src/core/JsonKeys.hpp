@@ -19,6 +19,11 @@ std::string nearest_key(const std::string& key, const std::vector<std::string>& 
 void check_keys(const nlohmann::json& section, const std::string& path, const std::vector<std::string>& known,
                 const std::string& file);
 
+// Throws ConfigError "'<path>' in <file> is <value>: <rule>", e.g.
+//   "'training.numb_steps' in input.json is 0: must be at least 1".
+[[noreturn]] void reject_value(const std::string& path, const nlohmann::json& value, const std::string& rule,
+                               const std::string& file);
+
 // Typed access with a clear error naming the key path, the expected type and the value found.
 template <typename T>
 T get_or(const nlohmann::json& section, const std::string& key, const T& fallback, const std::string& path,

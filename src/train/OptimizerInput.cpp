@@ -1,5 +1,7 @@
 #include "src/train/OptimizerInput.hpp"
 
+#include <algorithm>
+
 #include "src/core/Error.hpp"
 
 namespace deepkf {
@@ -7,13 +9,11 @@ namespace deepkf {
 const nlohmann::json& OptimizerInput::section(const std::string& path) const {
   static const nlohmann::json none;
   const nlohmann::json* s = &doc_;
-  std::size_t begin = 0;
-  while (begin <= path.size() && !path.empty()) {
-    const auto dot = path.find('.', begin);
-    const std::string name = path.substr(begin, dot == std::string::npos ? std::string::npos : dot - begin);
+  for (std::size_t begin = 0; begin < path.size();) {
+    const auto dot = std::min(path.find('.', begin), path.size());
+    const std::string name = path.substr(begin, dot - begin);
     if (!s->is_object() || !s->contains(name)) return none;
     s = &s->at(name);
-    if (dot == std::string::npos) break;
     begin = dot + 1;
   }
   return *s;
@@ -32,11 +32,6 @@ std::string OptimizerInput::find(const std::string& key, const std::vector<std::
     found = path;
   }
   return found;
-}
-
-void OptimizerInput::fail(const std::string& path, const nlohmann::json& value,
-                          const std::string& rule) const {
-  throw ConfigError("'" + path + "' in " + file_ + " is " + value.dump() + ": " + rule);
 }
 
 }  // namespace deepkf

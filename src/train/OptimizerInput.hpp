@@ -41,12 +41,10 @@ class OptimizerInput {
     const auto dot = path.rfind('.');
     const std::string where = dot == std::string::npos ? "" : path.substr(0, dot);
     const T value = get_or<T>(section(where), key.key, fallback, where, file_);
-    if (ok && !ok(value)) fail(path, nlohmann::json(value), rule);
+    if (ok && !ok(value)) reject_value(path, nlohmann::json(value), rule, file_);
     return value;
   }
 
-  // ConfigError "'<path>' in <file> is <value>: <rule>".
-  [[noreturn]] void fail(const std::string& path, const nlohmann::json& value, const std::string& rule) const;
   const std::string& file() const { return file_; }
   // Every key get() was asked for, in order: an optimizer's settings reader run on an empty document
   // lists its keys this way (keys_read_by), so each key is named in one place, where it is read.

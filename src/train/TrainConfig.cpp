@@ -41,7 +41,7 @@ void note_ignored(const json& section, const std::string& path, const std::vecto
 
 void require(bool ok, const std::string& file, const std::string& key, const json& value,
              const std::string& rule) {
-  if (!ok) throw ConfigError("'" + key + "' in " + file + " is " + value.dump() + ": " + rule);
+  if (!ok) reject_value(key, value, rule, file);
 }
 
 DataSection read_data(const json& s, const std::string& path, const std::string& file, bool validation,
