@@ -82,6 +82,18 @@ KalmanFilter::KalmanFilter(std::vector<torch::Tensor> params, const KalmanOption
   cov_ = PackedCovariance(std::move(sizes), options_.p0, options_.p_dtype, device_);
 }
 
+void KalmanFilter::set_p0(double p0) {
+  if (steps_ > 0) {
+    throw OptimError("kalman optimizer: p0 can only be set before the first step (" + std::to_string(steps_) +
+                     " done)");
+  }
+  if (!(p0 > 0.0) || !std::isfinite(p0)) {
+    throw OptimError("kalman optimizer: initial covariance p0 is " + num(p0) + ", must be positive");
+  }
+  cov_.scale(p0 / options_.p0);  // P is p0_old I until the first step
+  options_.p0 = p0;
+}
+
 std::int64_t KalmanFilter::covariance_bytes() const { return cov_.bytes(); }
 
 std::int64_t KalmanFilter::total_covariance_bytes() const {

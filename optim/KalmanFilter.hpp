@@ -60,6 +60,9 @@ class KalmanFilter final : public Optimizer {
   void update(double e, const std::vector<torch::Tensor>& grads);
 
   double lambda() const { return lambda_; }
+  // Sets P = p0 I before the first step (an automatic p0 is chosen from the first measurements' gradients,
+  // src/train/AutoP0.hpp). OptimError after a step, or for p0 not positive and finite.
+  void set_p0(double p0);
   // The diagnostics since the last call (or the start), and resets the interval. Collective.
   KalmanDiagnostics take_diagnostics();
   std::int64_t steps() const { return steps_; }

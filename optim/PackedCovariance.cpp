@@ -158,6 +158,11 @@ void PackedCovariance::defer_update(torch::Tensor K, double a, double lambda) {
   pending_inv_lambda_ = 1.0 / lambda;
 }
 
+void PackedCovariance::scale(double factor) {
+  if (has_pending()) flush();
+  for (auto& P : blocks_) P.mul_(factor);
+}
+
 void PackedCovariance::flush() {
   if (!has_pending()) return;
   if (device_.is_cpu()) {

@@ -33,6 +33,8 @@ class PackedCovariance {
   void defer_update(torch::Tensor K, double a, double lambda);
   // Applies the pending update now.
   void flush();
+  // P_j <- factor P_j for every block (the pending update applied first).
+  void scale(double factor);
   // sum_j tr(P_j), the pending update included, without applying it (n_j reads per block).
   double diagonal_sum() const;
   bool has_pending() const { return pending_K_.defined(); }

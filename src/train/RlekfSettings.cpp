@@ -30,7 +30,11 @@ RlekfSettings RlekfSettings::read(const OptimizerInput& in) {
   s.blocksize = blocksize.is_string() ? 0 : blocksize.get<std::int64_t>();
   s.lambda0 = in.get<double>(filter_key("kalman_lambda"), s.lambda0, unit_interval, "must be in (0, 1]");
   s.nu = in.get<double>(filter_key("kalman_nue"), s.nu, unit_interval, "must be in (0, 1]");
-  s.p0 = in.get<double>(filter_key("p0"), s.p0, is_positive, "must be positive");
+  const auto p0 = in.get<nlohmann::json>(
+      filter_key("p0"), nlohmann::json("auto"),
+      [](const nlohmann::json& v) { return v == "auto" || (v.is_number() && v.get<double>() > 0.0); },
+      "must be a positive number or \"auto\"");
+  s.p0 = p0.is_string() ? 0.0 : p0.get<double>();
   s.nselect = in.get<int>(
       filter_key("nselect"), s.nselect, [](const int& v) { return v >= 1; }, "must be at least 1");
   const int nselect = s.nselect;
@@ -57,7 +61,7 @@ nlohmann::json RlekfSettings::to_json() const {
           {"kf_blocksize", blocksize > 0 ? nlohmann::json(blocksize) : nlohmann::json("auto")},
           {"kalman_lambda", lambda0},
           {"kalman_nue", nu},
-          {"p0", p0},
+          {"p0", p0 > 0.0 ? nlohmann::json(p0) : nlohmann::json("auto")},
           {"nselect", nselect},
           {"groupsize", groupsize},
           {"kf_start_pref_e", start_pref_e},

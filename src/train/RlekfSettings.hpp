@@ -14,7 +14,7 @@ struct RlekfSettings {
   std::int64_t blocksize = 0;  // kf_blocksize; 0: "auto", chosen by the memory plan (MemoryPlan.hpp)
   double lambda0 = 0.98;       // kalman_lambda
   double nu = 0.9987;          // kalman_nue
-  double p0 = 1.0;             // initial covariance P_i = p0 I
+  double p0 = 0.0;             // initial covariance P_i = p0 I; 0: "auto", chosen at the start (AutoP0.hpp)
   int nselect = 24;            // atoms drawn per frame for the force steps
   int groupsize = 6;           // atoms per force Kalman step
   double start_pref_e = 1.0, limit_pref_e = 1.0;

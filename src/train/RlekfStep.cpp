@@ -17,14 +17,20 @@ KalmanOptions kalman_options(const RlekfSettings& k) {
   o.blocksize = k.blocksize;
   o.lambda0 = k.lambda0;
   o.nu = k.nu;
-  o.p0 = k.p0;
+  o.p0 = k.p0 > 0.0 ? k.p0 : 1.0;  // "auto": set by prepare() before the first step
   o.p_dtype = k.p_precision == "float32" ? torch::kFloat32 : torch::kFloat64;
   return o;
 }
 
-RlekfSettings with_plan(RlekfSettings s, const MemoryPlan& plan) {
+// The settings with the memory plan's choices, and when restoring an automatic p0, the checkpoint's value
+// (P itself comes from the checkpoint; the value is what the resolved input reports).
+RlekfSettings resolved(RlekfSettings s, const MemoryPlan& plan, const StepResources& resources) {
   s.blocksize = plan.blocksize;
   s.p_precision = plan.p_precision;
+  if (s.p0 <= 0.0 && !resources.restored.is_null()) {
+    const auto p0 = resources.restored.value("p0", nlohmann::json(1.0));
+    s.p0 = p0.is_number() ? p0.get<double>() : 1.0;
+  }
   return s;
 }
 
@@ -54,36 +60,62 @@ MemoryPlan RlekfStep::plan(const RlekfSettings& settings, const DeepPot& model, 
 RlekfStep::RlekfStep(const RlekfSettings& settings, const TrainConfig& cfg, DeepPot model,
                      std::shared_ptr<Communicator> comm, const StepResources& resources)
     : plan_(plan(settings, model, comm->size(), resources)),
-      options_(with_plan(settings, plan_)),
+      options_(resolved(settings, plan_, resources)),
       numb_steps_(cfg.numb_steps),
       model_(std::move(model)),
       params_(model_->parameters()),
       comm_(std::move(comm)),
       filter_(params_, kalman_options(options_), comm_),
-      selector_(cfg.seed, options_.nselect, options_.groupsize) {}
+      selector_(cfg.seed, options_.nselect, options_.groupsize),
+      auto_p0_(options_.p0 <= 0.0) {}
 
 std::string RlekfStep::describe() const {
   return fmt::format("optimizer RLEKF: {} parameters in {} blocks; {}", model_->parameter_count(),
                      filter_.layout().num_blocks(), plan_.describe());
 }
 
+RlekfStep::Prefactors RlekfStep::prefactors(std::int64_t step) const {
+  const double t = static_cast<double>(step) / static_cast<double>(numb_steps_);
+  const auto& k = options_;
+  return {kalman_prefactor(k.start_pref_e, k.limit_pref_e, t),
+          kalman_prefactor(k.start_pref_f, k.limit_pref_f, t),
+          kalman_prefactor(k.start_pref_v, k.limit_pref_v, t)};
+}
+
+torch::Tensor RlekfStep::natoms(const StepInput& in) const {
+  return torch::full(
+      {in.local.coord.size(0)}, static_cast<double>(in.info.natoms),
+      torch::TensorOptions().dtype(model_->config().precision).device(params_.front().device()));
+}
+
+Measurement RlekfStep::energy_of(const StepInput& in, double pe) {
+  const Batch& b = in.local;
+  if (b.coord.size(0) == 0) return {};
+  const auto energy = model_->atomic_energy(b.coord, b.atype, b.nlist, b.shift).sum(1);
+  return energy_measurement(energy, b.energy, natoms(in), pe);
+}
+
+Measurement RlekfStep::force_of(const StepInput& in, const torch::Tensor& atoms, double pf) {
+  const Batch& b = in.local;
+  if (b.coord.size(0) == 0) return {};
+  const auto out = model_->evaluate(b.coord, b.atype, b.nlist, b.shift, /*create_graph=*/true);
+  const auto idx = atoms.unsqueeze(-1).expand({-1, -1, 3});
+  return force_measurement(out.force.gather(1, idx), b.force.gather(1, idx), natoms(in), pf);
+}
+
+std::vector<torch::Tensor> RlekfStep::gradients(const Measurement& m) const {
+  std::vector<torch::Tensor> grads(params_.size());
+  if (m.y.defined()) grads = torch::autograd::grad({m.y}, params_, {}, false, false, /*allow_unused=*/true);
+  return sum_gradients(std::move(grads), params_, *comm_);
+}
+
 ErrorMetrics RlekfStep::take(const StepInput& in) {
   const Batch& b = in.local;
   const SystemInfo& info = in.info;
-  const bool have_frames = b.coord.size(0) > 0;
-  const double t = static_cast<double>(in.step) / static_cast<double>(numb_steps_);
-  const auto& k = options_;
-  const double pe = kalman_prefactor(k.start_pref_e, k.limit_pref_e, t);
-  const double pf = kalman_prefactor(k.start_pref_f, k.limit_pref_f, t);
-  const double pv = kalman_prefactor(k.start_pref_v, k.limit_pref_v, t);
-  const auto device = params_.front().device();
-  const auto natoms = torch::full({b.coord.size(0)}, static_cast<double>(info.natoms),
-                                  torch::TensorOptions().dtype(model_->config().precision).device(device));
+  const Prefactors pref = prefactors(in.step);
 
   auto update = [&](const Measurement& m) {
-    std::vector<torch::Tensor> grads(params_.size());
-    if (have_frames) grads = torch::autograd::grad({m.y}, params_, {}, false, false, /*allow_unused=*/true);
-    grads = sum_gradients(std::move(grads), params_, *comm_);
+    const auto grads = gradients(m);
     std::vector<double> sums = {m.abs_sum, static_cast<double>(m.count)};
     if (comm_->size() > 1) comm_->allreduce_sum(sums.data(), sums.size());
     // e = sqrt(B) * mean |d| over the global batch
@@ -93,39 +125,51 @@ ErrorMetrics RlekfStep::take(const StepInput& in) {
   };
 
   // Energy measurement on the current weights.
-  {
-    Measurement m;
-    if (have_frames) {
-      const auto energy = model_->atomic_energy(b.coord, b.atype, b.nlist, b.shift).sum(1);
-      m = energy_measurement(energy, b.energy, natoms, pe);
-    }
-    update(m);
-  }
+  update(energy_of(in, pref.energy));
   // Force measurements: groups of selected atoms, each on the weights updated by the step before.
-  if (info.has_force && pf > 0.0) {
+  if (info.has_force && pref.force > 0.0) {
     // Every rank draws for the whole global batch and keeps its own frames' rows.
-    const auto groups =
-        selector_.select(in.first_frame, b.coord.size(0), in.global_frames, info.natoms, device);
-    for (const auto& atoms : groups) {
-      Measurement m;
-      if (have_frames) {
-        const auto out = model_->evaluate(b.coord, b.atype, b.nlist, b.shift, /*create_graph=*/true);
-        const auto idx = atoms.unsqueeze(-1).expand({-1, -1, 3});
-        m = force_measurement(out.force.gather(1, idx), b.force.gather(1, idx), natoms, pf);
-      }
-      update(m);
-    }
+    const auto groups = selector_.select(in.first_frame, b.coord.size(0), in.global_frames, info.natoms,
+                                         params_.front().device());
+    for (const auto& atoms : groups) update(force_of(in, atoms, pref.force));
   }
   // Virial measurement when asked for and present.
-  if (info.has_virial && pv > 0.0) {
+  if (info.has_virial && pref.virial > 0.0) {
     Measurement m;
-    if (have_frames) {
+    if (b.coord.size(0) > 0) {
       const auto out = model_->evaluate(b.coord, b.atype, b.nlist, b.shift, /*create_graph=*/true);
-      m = virial_measurement(out.virial, b.virial, natoms, pv);
+      m = virial_measurement(out.virial, b.virial, natoms(in), pref.virial);
     }
     update(m);
   }
   return {};
+}
+
+std::string RlekfStep::prepare(const std::vector<StepInput>& first) {
+  // The first batches' measurements as the first steps will take them, without advancing the atom draws.
+  AtomSelector draws = selector_;
+  GradientScales g;
+  const auto squared_norm = [](const std::vector<torch::Tensor>& grads) {
+    double s = 0.0;
+    for (const auto& t : grads) s += t.to(torch::kFloat64).pow(2).sum().item<double>();
+    return s;
+  };
+  for (const auto& in : first) {
+    const Prefactors pref = prefactors(in.step);
+    g.energy.push_back(squared_norm(gradients(energy_of(in, pref.energy))));
+    if (!in.info.has_force || pref.force <= 0.0) continue;
+    const auto groups = draws.select(in.first_frame, in.local.coord.size(0), in.global_frames, in.info.natoms,
+                                     params_.front().device());
+    for (const auto& atoms : groups)
+      g.force.push_back(squared_norm(gradients(force_of(in, atoms, pref.force))));
+  }
+  const auto blocks = filter_.layout().num_blocks();
+  if (!auto_p0_) return evaluate_p0(options_.p0, g, blocks, options_.lambda0).describe(false);
+  const P0Choice choice = choose_p0(g, blocks, options_.lambda0);
+  options_.p0 = choice.p0;
+  filter_.set_p0(options_.p0);
+  auto_p0_ = false;
+  return choice.describe(true);
 }
 
 std::string RlekfStep::status_line(std::int64_t) {

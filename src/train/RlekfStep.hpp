@@ -6,6 +6,8 @@
 
 #include "optim/AtomSelector.hpp"
 #include "optim/KalmanFilter.hpp"
+#include "optim/KalmanMeasurement.hpp"
+#include "src/train/AutoP0.hpp"
 #include "src/train/MemoryPlan.hpp"
 #include "src/train/RlekfSettings.hpp"
 #include "src/train/TrainingStep.hpp"
@@ -28,6 +30,8 @@ class RlekfStep final : public TrainingStep {
   std::string describe() const override;
   nlohmann::json settings() const override { return options_.to_json(); }
   ErrorMetrics take(const StepInput& in) override;
+  // p0 "auto": chooses p0 from the gradients of the first batches' measurements (AutoP0.hpp).
+  std::string prepare(const std::vector<StepInput>& first) override;
   bool batch_errors() const override { return false; }
   std::string status_name() const override { return "lambda"; }
   double status_value(std::int64_t) const override { return filter_.lambda(); }
@@ -42,6 +46,17 @@ class RlekfStep final : public TrainingStep {
   void load(torch::serialize::InputArchive& archive, const BlockSource& read_block) override;
 
  private:
+  struct Prefactors {
+    double energy, force, virial;
+  };
+  Prefactors prefactors(std::int64_t step) const;
+  torch::Tensor natoms(const StepInput& in) const;  // [B] atoms per frame of this rank's frames
+  // The measurements on the current weights (undefined y when this rank has no frames of the batch).
+  Measurement energy_of(const StepInput& in, double pe);
+  Measurement force_of(const StepInput& in, const torch::Tensor& atoms, double pf);
+  // dy/dw summed over ranks. Collective.
+  std::vector<torch::Tensor> gradients(const Measurement& m) const;
+
   MemoryPlan plan_;
   RlekfSettings options_;  // with the plan's kf_blocksize and p_precision
   std::int64_t numb_steps_;
@@ -50,6 +65,7 @@ class RlekfStep final : public TrainingStep {
   std::shared_ptr<Communicator> comm_;
   KalmanFilter filter_;
   AtomSelector selector_;
+  bool auto_p0_ = false;  // p0 "auto" in a new run: prepare() chooses it
 };
 
 }  // namespace deepkf

@@ -59,6 +59,8 @@ struct Trainer::Impl {
   // `restored`: the checkpoint's optimizer settings when restoring (StepResources::restored).
   void build_optimizer(const json& restored = json());
   void restore(const std::string& path);
+  // Lets the optimizer look at the run's first batches before the first step (RLEKF's automatic p0).
+  void prepare_optimizer();
 
   // This rank's share [begin, end) of a global batch of n frames.
   std::pair<std::size_t, std::size_t> my_share(std::size_t n) const { return rank_share(n, *comm); }
@@ -142,6 +144,29 @@ void Trainer::Impl::setup() {
   // at once.
   build_optimizer();
   if (opt.init_model.empty()) set_statistics(model, mcfg, data.train, *comm, *log);
+  prepare_optimizer();
+}
+
+void Trainer::Impl::prepare_optimizer() {
+  // The first batches the run will take: a copy of the sampler draws them, the sampler itself stays.
+  constexpr std::int64_t kBatches = 8;
+  BatchSampler ahead = *sampler;
+  const auto n = std::min(kBatches, ahead.batches_per_epoch());
+  std::vector<BatchRef> refs;
+  std::vector<Batch> batches;
+  for (std::int64_t i = 0; i < n; ++i) {
+    refs.push_back(ahead.next());
+    batches.push_back(local_batch(data.train, refs.back()));
+  }
+  std::vector<StepInput> first;
+  for (std::size_t i = 0; i < refs.size(); ++i) {
+    first.push_back({batches[i], data.train[static_cast<std::size_t>(refs[i].system)].info(),
+                     static_cast<std::int64_t>(refs[i].frames.size()),
+                     static_cast<std::int64_t>(my_share(refs[i].frames.size()).first),
+                     static_cast<std::int64_t>(i)});
+  }
+  const std::string line = optimizer->prepare(first);
+  if (!line.empty()) log->info("{}", line);
 }
 
 void Trainer::Impl::restore(const std::string& path) {

@@ -59,6 +59,10 @@ class TrainingStep {
   // Updates the model's weights from one batch. Collective. Returns this rank's errors of the batch as the
   // step saw them when batch_errors() is true, else nothing (the loop then evaluates the batch itself).
   virtual ErrorMetrics take(const StepInput& in) = 0;
+  // Called once before the first step of a new run (not on restart) with the first batches the run will
+  // take, this rank's share of each: settings derived from the data are chosen here (RLEKF's automatic
+  // p0). Returns a line for the log, or nothing. Collective.
+  virtual std::string prepare(const std::vector<StepInput>& /*first*/) { return {}; }
   virtual bool batch_errors() const = 0;
   // The schedule value of the learning curve's last column, with its name ("lambda", "lr").
   virtual std::string status_name() const = 0;

@@ -59,6 +59,7 @@ TEST_CASE("defaults and the optimizer section", "[train][config]") {
   CHECK(c.optimizer == "RLEKF");
   CHECK(c.optimizer_settings.at("kf_blocksize") == "auto");  // the memory plan chooses
   CHECK(c.optimizer_settings.at("p_precision") == "auto");
+  CHECK(c.optimizer_settings.at("p0") == "auto");  // chosen from the first batches (AutoP0.hpp)
   CHECK(c.optimizer_settings.at("kalman_lambda") == 0.98);
   CHECK(c.optimizer_settings.at("kalman_nue") == 0.9987);
   CHECK(c.optimizer_settings.at("nselect") == 24);
@@ -137,6 +138,12 @@ TEST_CASE("misspelt and bad keys name the key, the file and a suggestion", "[tra
   doc = minimal();
   doc["optimizer"] = {{"type", "RLEKF"}, {"nselect", 4}, {"groupsize", 5}};
   CHECK(error_of(doc) == "'optimizer.groupsize' in in.json is 5: must be between 1 and nselect (4)");
+
+  doc = minimal();
+  doc["optimizer"] = {{"type", "RLEKF"}, {"p0", "large"}};
+  CHECK(error_of(doc) == "'optimizer.p0' in in.json is \"large\": must be a positive number or \"auto\"");
+  doc["optimizer"]["p0"] = 0;
+  CHECK(error_of(doc) == "'optimizer.p0' in in.json is 0: must be a positive number or \"auto\"");
 
   doc = minimal();
   doc["training"]["training_data"]["batch_size"] = 0;

@@ -40,9 +40,7 @@ json small_input(const std::vector<std::string>& train, const std::vector<std::s
     doc["optimizer"] = {{"type", "Adam"},
                         {"learning_rate", {{"start_lr", 1e-3}, {"stop_lr", 1e-4}, {"decay_steps", 20}}}};
   } else {
-    // p0 = 100: with the force measurement scaled by 1/(N groupsize 3) the gradients are small, and
-    // P0 = I (the default) makes the first epoch slow on this small model (validation force RMSE 0.85 eV/A
-    // against 0.44 with p0 = 100).
+    // A fixed p0 (100) pins these runs' trajectories; the automatic p0 has its own tests.
     doc["optimizer"] = {
         {"type", "LKF"}, {"kf_blocksize", 512}, {"nselect", 12}, {"groupsize", 6}, {"p0", 100.0}};
   }
@@ -103,6 +101,44 @@ TEST_CASE("a run stopped by a signal restarts from its checkpoint to bit-identic
       CHECK(max_abs_diff(resumed.flat_parameters(), uninterrupted.flat_parameters()) == 0.0);
     }
   }
+}
+
+TEST_CASE("the automatic p0 is chosen once, recorded, and kept by a restart", "[train][restart][p0]") {
+  const std::string si = deepkf::test::require_shared_dataset("si_mlearn");
+  const std::vector<std::string> train = {si + "/train/sys_Si12", si + "/train/sys_Si24"};
+  json doc = small_input(train, {si + "/test"}, "LKF", 4);
+  doc["optimizer"].erase("p0");
+  const TrainConfig config = config_of(doc);
+  auto comm = deepkf::make_serial_communicator();
+  const auto resolved_p0 = [](const std::string& dir) {
+    std::ifstream in(dir + "/input.resolved.json");
+    return json::parse(in)["optimizer"]["p0"];
+  };
+
+  TrainerOptions straight;
+  straight.output_dir = deepkf::test::make_temp_dir("p0-straight");
+  straight.progress = 0;
+  Trainer uninterrupted(config, straight, comm);
+  uninterrupted.run();
+  const json p0 = resolved_p0(straight.output_dir);
+  REQUIRE(p0.is_number());
+  CHECK(p0.get<double>() > 0.0);
+
+  TrainerOptions first;
+  first.output_dir = deepkf::test::make_temp_dir("p0-stopped");
+  first.progress = 0;
+  first.pause_at = 2;
+  Trainer stopped(config, first, comm);
+  const auto part = stopped.run();
+  REQUIRE(part.steps == 2);
+  TrainerOptions again = first;
+  again.pause_at = 0;
+  again.restart = part.checkpoint;
+  Trainer resumed(config, again, comm);
+  resumed.run();
+  INFO("p0 of the uninterrupted run " << p0 << ", of the restarted run " << resolved_p0(first.output_dir));
+  CHECK(resolved_p0(first.output_dir) == p0);
+  CHECK(max_abs_diff(resumed.flat_parameters(), uninterrupted.flat_parameters()) == 0.0);
 }
 
 TEST_CASE("RLEKF lowers the validation force error faster per epoch than Adam on silicon", "[train][rlekf]") {

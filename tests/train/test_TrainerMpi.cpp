@@ -204,6 +204,32 @@ TEST_CASE(
   }
 }
 
+TEST_CASE("the automatic p0 is the same on 2 ranks as on 1, and so are the weights", "[train][mpi][p0]") {
+  auto comm = world();
+  REQUIRE(comm->size() == 2);
+  json doc = input_doc(train_systems(), 3);
+  doc["optimizer"].erase("p0");
+  const auto p0_of = [](const std::string& dir) {
+    std::ifstream in(dir + "/input.resolved.json");
+    return json::parse(in)["optimizer"]["p0"];
+  };
+  const std::string serial_dir = deepkf::test::make_temp_dir("p0-serial-rank" + std::to_string(comm->rank()));
+  Trainer serial(config_of(doc), options_in(serial_dir), deepkf::make_serial_communicator());
+  serial.run();
+  const std::string dir = shared_temp_dir(*comm, "p0-mpi");
+  Trainer parallel(config_of(doc), options_in(dir), comm);
+  parallel.run();
+  const json p0_serial = p0_of(serial_dir);
+  REQUIRE(p0_serial.is_number());
+  CHECK(p0_serial.get<double>() > 0.0);
+  if (comm->is_root()) {
+    INFO("p0 chosen on 1 rank " << p0_serial << ", on 2 ranks " << p0_of(dir));
+    CHECK(p0_of(dir).get<double>() == Approx(p0_serial.get<double>()).epsilon(1e-12));
+  }
+  INFO("relative weight difference between 2 ranks and 1 rank with the automatic p0");
+  CHECK(relative_difference(parallel.flat_parameters(), serial.flat_parameters()) < 1e-10);
+}
+
 TEST_CASE("Adam on 2 ranks equals 1 rank when the batches split unevenly", "[train][mpi][adam]") {
   auto comm = world();
   REQUIRE(comm->size() == 2);
