@@ -8,6 +8,7 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <limits>
@@ -307,6 +308,17 @@ double PairDeepkf::init_one(int i, int j) {
   return cutoff_;
 }
 
+void PairDeepkf::fail_on_this_rank(const std::string& msg) {
+  try {
+    error->one(FLERR, msg);
+  } catch (...) {
+    if (screen) std::fflush(screen);
+    if (logfile) std::fflush(logfile);
+    throw;
+  }
+  std::abort();  // error->one does not return
+}
+
 void PairDeepkf::compute(int eflag, int vflag) {
   ev_init(eflag, vflag);
   auto& im = *impl_;
@@ -362,7 +374,26 @@ void PairDeepkf::compute(int eflag, int vflag) {
     Impl::Output out;
     const auto message = guarded([&] { out = im.evaluate(m, type, m == 0 && need_atom_virial); });
     if (!message.empty())
-      error->one(FLERR, "pair_style deepkf: evaluating model " + im.models[m].path + " failed: " + message);
+      fail_on_this_rank("pair_style deepkf: evaluating model " + im.models[m].path + " failed: " + message);
+    // A non-finite energy or force would run on as nan coordinates: stop at the step that made it.
+    {
+      std::string bad;
+      if (!std::isfinite(out.energy))
+        bad = std::string("energy (") +
+              (std::isnan(out.energy) ? "nan"
+               : out.energy > 0       ? "inf"
+                                      : "-inf") +
+              ")";
+      for (std::size_t k = 0; bad.empty() && k < npacked; ++k) {
+        if (!(std::isfinite(out.force[3 * k]) && std::isfinite(out.force[3 * k + 1]) &&
+              std::isfinite(out.force[3 * k + 2])))
+          bad = "force on atom ID " + std::to_string(atom->tag[im.lammps_of[k]]);
+      }
+      if (!bad.empty())
+        fail_on_this_rank("pair_style deepkf: model " + im.models[m].path + " predicts a non-finite " + bad +
+                          " at timestep " + std::to_string(update->ntimestep) +
+                          "; atoms may overlap or have left the range the model was trained on");
+    }
     std::copy(out.virial.begin(), out.virial.end(), model_virials.begin() + 9 * m);
     if (deviation) {
       for (std::size_t k = 0; k < npacked; ++k) {

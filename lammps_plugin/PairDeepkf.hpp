@@ -37,6 +37,10 @@ class PairDeepkf : public Pair {
  private:
   struct Impl;
   void allocate();
+  // error->one(msg) for a failure seen on this rank only, with the screen and log flushed on the way out:
+  // LAMMPS built with exceptions aborts from main() without flushing them, which loses the message when
+  // the output goes to a file.
+  [[noreturn]] void fail_on_this_rank(const std::string& msg);
 
   std::unique_ptr<Impl> impl_;
   std::vector<std::string> model_paths_;

@@ -125,6 +125,11 @@ void print_summary(const SummaryOptions& o) {
                  : " (all frames)");
   fmt::print("auto sel ({}): {}\n", fmt::join(d.type_map, " "), fmt::join(auto_sel(total_count), " "));
   for (const auto& w : d.warnings) fmt::print("warning: {}\n", w);
+  // Last: every frame in the files was read (a plain count of the stored frames, independent of the readers).
+  std::int64_t found = 0;
+  for (const auto& p : o.paths) found += count_frames_found(p);
+  fmt::print("frames read: {} of {} found in the files{}\n", frames, found,
+             frames == found ? "" : fmt::format(" ({} not read)", found - frames));
 }
 
 }  // namespace

@@ -24,7 +24,12 @@ void check_keys(const nlohmann::json& section, const std::string& path, const st
 [[noreturn]] void reject_value(const std::string& path, const nlohmann::json& value, const std::string& rule,
                                const std::string& file);
 
-// Typed access with a clear error naming the key path, the expected type and the value found.
+// Typed access with a clear error naming the key path, the expected type and the value found. An integer
+// type T takes JSON integers and numbers without a fractional part (1e5) inside T's range, checked before
+// converting: "'training.numb_steps' in in.json is 1e+30: must be an integer from ... to ...", and 0.5 is
+// "must be an integer", never 0.
+template <typename T>
+T json_value(const nlohmann::json& value, const std::string& where, const std::string& file);
 template <typename T>
 T get_or(const nlohmann::json& section, const std::string& key, const T& fallback, const std::string& path,
          const std::string& file);

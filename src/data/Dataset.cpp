@@ -4,11 +4,14 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "src/core/Error.hpp"
 #include "src/data/DeepmdHdf5.hpp"
 #include "src/data/DeepmdNpy.hpp"
 #include "src/data/ExtXyz.hpp"
+#include "src/data/NpyFile.hpp"
 #include "src/data/SystemStatistics.hpp"
 
 namespace fs = std::filesystem;
@@ -20,6 +23,28 @@ namespace {
 bool is_extxyz_path(const std::string& path) {
   const std::string ext = fs::path(path).extension().string();
   return ext == ".xyz" || ext == ".extxyz";
+}
+
+// The first set.* folder in `dir`, or "" when it has none.
+std::string first_set_folder(const fs::path& dir) {
+  std::error_code ec;
+  std::string first;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("set.", 0) == 0 && e.is_directory(ec) && (first.empty() || name < first)) first = name;
+  }
+  return first;
+}
+
+// A folder with frames (set.*) but no type.raw cannot be read as a system; skipping it would drop its
+// frames without a word. A folder without set.* is simply not a system.
+void reject_untyped_frames(const fs::path& dir) {
+  const std::string set = first_set_folder(dir);
+  if (!set.empty())
+    throw DataError(
+        fmt::format("{} holds frames ({}) but no type.raw, so its atoms have no types; add "
+                    "type.raw (and type_map.raw) or move the folder out of the data path",
+                    dir.string(), set));
 }
 
 }  // namespace
@@ -39,6 +64,7 @@ std::vector<std::shared_ptr<FrameSource>> open_systems(const std::string& path) 
         fmt::format("{} is neither a system folder, a folder of systems, an .h5/.hdf5 file nor an "
                     ".xyz/.extxyz file",
                     path));
+  reject_untyped_frames(path);
   std::vector<std::string> dirs;
   for (auto it = fs::recursive_directory_iterator(path, fs::directory_options::follow_directory_symlink);
        it != fs::recursive_directory_iterator(); ++it) {
@@ -46,6 +72,8 @@ std::vector<std::shared_ptr<FrameSource>> open_systems(const std::string& path) 
     if (is_npy_system(it->path().string())) {
       dirs.push_back(it->path().string());
       it.disable_recursion_pending();  // a system's set.* folders are not systems
+    } else {
+      reject_untyped_frames(it->path());
     }
   }
   if (dirs.empty()) throw DataError(fmt::format("no system (folder with type.raw) found under {}", path));
@@ -54,6 +82,38 @@ std::vector<std::shared_ptr<FrameSource>> open_systems(const std::string& path) 
   out.reserve(dirs.size());
   for (const auto& d : dirs) out.push_back(open_npy_system(d));
   return out;
+}
+
+std::int64_t count_frames_found(const std::string& path) {
+  if (is_hdf5_path(path)) return count_hdf5_frames(path);
+  std::error_code ec;
+  std::int64_t total = 0;
+  if (is_extxyz_path(path) && fs::is_regular_file(path, ec)) {
+    // Frames as the count lines delimit them: a line holding one integer n, then n + 1 lines.
+    std::ifstream in(path);
+    std::string line;
+    while (std::getline(in, line)) {
+      std::istringstream words(line);
+      long long n = 0;
+      std::string rest;
+      if (!(words >> n) || (words >> rest) || n <= 0) continue;
+      ++total;
+      for (long long skip = 0; skip <= n && std::getline(in, line); ++skip) {
+      }
+    }
+    return total;
+  }
+  // Folders: the rows of every set.*/coord.npy below the path.
+  auto add = [&](const fs::path& dir) {
+    const fs::path coord = dir / "coord.npy";
+    if (dir.filename().string().rfind("set.", 0) == 0 && fs::is_regular_file(coord, ec))
+      total += read_npy_header(coord.string()).rows();
+  };
+  if (!fs::is_directory(path, ec)) return 0;
+  for (auto it = fs::recursive_directory_iterator(path, fs::directory_options::follow_directory_symlink);
+       it != fs::recursive_directory_iterator(); ++it)
+    if (it->is_directory(ec)) add(it->path());
+  return total;
 }
 
 std::vector<System> read_systems(const std::string& path) {
@@ -69,6 +129,10 @@ void remap_types(System& system, const std::vector<std::string>& type_map) {
 
 OpenedData open_dataset(const std::vector<std::string>& paths, const std::vector<std::string>& type_map) {
   if (paths.empty()) throw DataError("no data paths given");
+  for (auto it = type_map.begin(); it != type_map.end(); ++it)
+    if (std::find(type_map.begin(), it, *it) != it)
+      throw ConfigError(fmt::format("the type map ({}) names '{}' twice: each element once",
+                                    fmt::join(type_map, " "), *it));
   OpenedData d;
   for (const auto& p : paths) {
     auto systems = open_systems(p);

@@ -52,6 +52,12 @@ OpenedData open_dataset(const std::vector<std::string>& paths, const std::vector
 std::vector<std::shared_ptr<FrameSource>> open_systems(const std::string& path);
 std::vector<System> read_systems(const std::string& path);
 
+// The frames stored under one path, counted by a plain scan that does not depend on how systems are found:
+// the rows of every set.*/coord.npy array below a folder or in an hdf5 file (or group), the frames of an
+// extended XYZ file as its count lines delimit them. `deepkf data summary` compares it with the frames
+// read, so that no frame can be skipped unnoticed. Throws DataError for an unreadable file.
+std::int64_t count_frames_found(const std::string& path);
+
 // "first path" or "first path (and K more)", for messages about a load.
 std::string describe_paths(const std::vector<std::string>& paths);
 

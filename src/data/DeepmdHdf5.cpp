@@ -156,7 +156,17 @@ struct Reader {
       out.push_back(open_system(g, gpath));
       return;
     }
-    for (const std::string& name : children(g, gpath)) {
+    const std::vector<std::string> names = children(g, gpath);
+    // Frames without atom types cannot be read: say so rather than skip them (a group without set.* is
+    // simply not a system).
+    for (const std::string& name : names) {
+      if (name.rfind("set.", 0) == 0 && is_group(g, name))
+        throw DataError(
+            fmt::format("{}#{} holds frames ({}) but no type.raw, so its atoms have no types; "
+                        "add type.raw (and type_map.raw) to the group or remove the group",
+                        file, gpath.empty() ? "/" : gpath, name));
+    }
+    for (const std::string& name : names) {
       if (!is_group(g, name)) continue;
       Handle child(H5Gopen2(g, name.c_str(), H5P_DEFAULT), H5Gclose);
       if (!child.ok()) fail(gpath + "/" + name, "cannot open the group");
@@ -329,6 +339,43 @@ std::vector<std::shared_ptr<FrameSource>> open_hdf5_systems(const std::string& p
     throw DataError(fmt::format("{} holds no system (no group with type.raw{})", file,
                                 group.empty() ? "" : " under " + group));
   return out;
+}
+
+namespace {
+
+// H5Ovisit callback: adds the rows of every dataset named coord.npy whose group is a set.*.
+herr_t add_coord_rows(hid_t root, const char* name, const H5O_info_t* info, void* total) {
+  if (info->type != H5O_TYPE_DATASET) return 0;
+  const fs::path object(name);
+  if (object.filename() != "coord.npy" || object.parent_path().filename().string().rfind("set.", 0) != 0)
+    return 0;
+  Handle ds(H5Dopen2(root, name, H5P_DEFAULT), H5Dclose);
+  if (!ds.ok()) return -1;
+  Handle space(H5Dget_space(ds.get()), H5Sclose);
+  const int ndims = H5Sget_simple_extent_ndims(space.get());
+  if (ndims < 0) return -1;
+  std::vector<hsize_t> dims(static_cast<std::size_t>(ndims));
+  if (ndims > 0) H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
+  *static_cast<std::int64_t*>(total) += ndims == 0 ? 1 : static_cast<std::int64_t>(dims[0]);
+  return 0;
+}
+
+}  // namespace
+
+std::int64_t count_hdf5_frames(const std::string& path) {
+  silence_hdf5();
+  const std::size_t hash = path.find('#');
+  const std::string file = path.substr(0, hash);
+  const std::string group = hash == std::string::npos ? "/" : "/" + path.substr(hash + 1);
+  Handle f(H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+  if (!f.ok()) throw DataError(fmt::format("cannot open {}: the hdf5 file is truncated or corrupt", file));
+  Handle g(H5Oopen(f.get(), group.c_str(), H5P_DEFAULT), H5Oclose);
+  if (!g.ok()) throw DataError(fmt::format("{} has no group {}", file, group));
+  std::int64_t total = 0;
+  if (H5Ovisit2(g.get(), H5_INDEX_NAME, H5_ITER_INC, add_coord_rows, &total, H5O_INFO_BASIC) < 0)
+    throw DataError(
+        fmt::format("{}: cannot list the objects under {}; the file may be corrupt", file, group));
+  return total;
 }
 
 void write_hdf5_systems(const std::string& path, const std::vector<System>& systems,

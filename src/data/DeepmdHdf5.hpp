@@ -23,6 +23,11 @@ bool is_hdf5_path(const std::string& path);
 // truncated or corrupt file, a missing group, and any layout error (see open_layout_system).
 std::vector<std::shared_ptr<FrameSource>> open_hdf5_systems(const std::string& path);
 
+// The frames stored in "file.h5" or "file.h5#group": the rows of every coord.npy dataset in a set.* group
+// below it, counted by walking every object of the file, independently of how open_hdf5_systems finds
+// systems (a check that no frames were skipped). Throws DataError naming the file when it cannot be read.
+std::int64_t count_hdf5_frames(const std::string& path);
+
 // Writes a new file (replacing `path`) with systems[i] in the group named group_names[i] ('/' nests
 // groups), float64 arrays in sets of at most set_size frames. Not atomic: callers wanting that write to a
 // temporary name and rename. Throws DataError naming the file when HDF5 fails.

@@ -17,6 +17,9 @@ namespace deepkf {
 
 namespace {
 
+// The shortest atom line: a one-letter species, three one-digit coordinates, blanks and a newline.
+constexpr std::int64_t kMinAtomLineBytes = 8;
+
 std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
   return s;
@@ -252,6 +255,9 @@ std::string formula(const std::vector<std::string>& species) {
 std::vector<System> read_extxyz(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw DataError(fmt::format("cannot open {}", path));
+  in.seekg(0, std::ios::end);
+  const std::int64_t file_size = static_cast<std::int64_t>(in.tellg());
+  in.seekg(0, std::ios::beg);
   std::vector<Group> groups;
   std::string line;
   std::int64_t lineno = 0;
@@ -264,6 +270,14 @@ std::vector<System> read_extxyz(const std::string& path) {
     if (words.size() != 1 || *end != '\0' || natoms <= 0)
       throw DataError(
           fmt::format("{} line {}: expected the atom count of a frame, found '{}'", path, lineno, line));
+    // An atom line is at least "X 0 0 0" and a newline: a count the rest of the file cannot hold is a
+    // corrupt count line, found before anything is allocated for it.
+    const std::int64_t left = file_size - static_cast<std::int64_t>(in.tellg());
+    if (natoms > (left + 1) / kMinAtomLineBytes)
+      throw DataError(
+          fmt::format("{} line {}: atom count {} is impossible: an atom line takes at least {} "
+                      "bytes, and only {} bytes follow in the file",
+                      path, lineno, words[0], kMinAtomLineBytes, left));
     Frame fr = parse_frame(in, path, lineno, natoms);
     auto it = std::find_if(groups.begin(), groups.end(), [&](const Group& g) {
       return g.periodic == fr.periodic && g.species == fr.species;

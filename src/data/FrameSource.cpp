@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "src/core/Error.hpp"
+#include "src/geometry/NeighborList.hpp"
 
 namespace deepkf {
 
@@ -46,11 +47,36 @@ System empty_frames(const SystemInfo& info, const std::vector<std::int64_t>& fra
   return s;
 }
 
+// Throws DataError naming the system, the frame and the two atoms when a frame of `s` has atoms closer than
+// kMinAtomDistance (periodic images included); `frames` are the frames' indices in the source.
+void check_atom_distances(const System& s, const std::vector<std::int64_t>& frames) {
+  for (std::size_t k = 0; k < frames.size(); ++k) {
+    const auto f = static_cast<std::int64_t>(k);
+    CloseContact c;
+    try {
+      c = find_close_contact(s.coord.data() + f * 3 * s.natoms, s.natoms,
+                             s.periodic ? s.box.data() + 9 * f : nullptr, kMinAtomDistance);
+    } catch (const DataError& e) {
+      throw DataError(fmt::format("{} frame {}: {}", s.source, frames[k], e.what()));
+    }
+    if (!c.found) continue;
+    const bool image = c.shift[0] != 0.0 || c.shift[1] != 0.0 || c.shift[2] != 0.0;
+    const std::string pair = c.j == c.i ? fmt::format("atom {} and its own periodic image", c.i)
+                             : image ? fmt::format("atoms {} and {} (a periodic image of {})", c.i, c.j, c.j)
+                                     : fmt::format("atoms {} and {}", c.i, c.j);
+    throw DataError(
+        fmt::format("{} frame {}: {} are {:.4g} A apart, closer than {} A; the frame's "
+                    "coordinates (or its cell) are wrong",
+                    s.source, frames[k], pair, c.distance, kMinAtomDistance));
+  }
+}
+
 }  // namespace
 
 System FrameSource::read(const std::vector<std::int64_t>& frames) const {
   System s = empty_frames(info_, frames);
   if (!frames.empty()) fill(frames, s);
+  check_atom_distances(s, frames);
   frames_read_ += s.nframes;
   return s;
 }

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <regex>
 
@@ -34,6 +35,35 @@ void convert(const std::vector<char>& raw, double* out, std::int64_t n) {
     std::memcpy(&v, raw.data() + i * sizeof(T), sizeof(T));
     out[i] = static_cast<double>(v);
   }
+}
+
+// The dimensions of a shape tuple as numpy writes it: "(3, 4)", "(3,)", "()"; each one plain decimal digits.
+std::vector<std::int64_t> parse_shape(const std::string& shape, const std::string& path) {
+  const auto bad = [&](const std::string& why) {
+    return DataError(fmt::format("{}: bad shape {} in npy header ({})", path, shape, why));
+  };
+  if (shape.size() < 2 || shape.front() != '(' || shape.back() != ')') throw bad("not a tuple");
+  std::vector<std::int64_t> dims;
+  std::size_t i = 1;
+  const std::size_t end = shape.size() - 1;
+  while (i < end) {
+    while (i < end && (shape[i] == ' ' || shape[i] == ',')) ++i;
+    if (i >= end) break;
+    std::int64_t d = 0;
+    const std::size_t start = i;
+    for (; i < end && shape[i] >= '0' && shape[i] <= '9'; ++i) {
+      const int digit = shape[i] - '0';
+      if (d > (std::numeric_limits<std::int64_t>::max() - digit) / 10) throw bad("a dimension overflows");
+      d = 10 * d + digit;
+    }
+    // numpy may write Python 2 longs as 3L
+    if (i < end && shape[i] == 'L') ++i;
+    if (i == start || (i < end && shape[i] != ',' && shape[i] != ' '))
+      throw bad(fmt::format("'{}' is not a dimension",
+                            shape.substr(start, shape.find_first_of(",)", start) - start)));
+    dims.push_back(d);
+  }
+  return dims;
 }
 
 }  // namespace
@@ -72,6 +102,13 @@ NpyHeader read_npy_header(const std::string& path) {
   } else {
     throw DataError(fmt::format("{}: unsupported npy format version {}", path, major));
   }
+  // The file's size bounds everything the header may claim.
+  if (std::fseek(f.get(), 0, SEEK_END) != 0) throw DataError(fmt::format("cannot seek in {}", path));
+  const long file_size = std::ftell(f.get());
+  if (file_size < 0 || prefix + static_cast<std::int64_t>(header_len) > file_size)
+    throw DataError(fmt::format("{}: truncated npy header ({} bytes announced, the file has {})", path,
+                                header_len, file_size));
+  std::fseek(f.get(), static_cast<long>(prefix), SEEK_SET);
   std::string header(header_len, '\0');
   if (std::fread(header.data(), 1, header_len, f.get()) != header_len)
     throw DataError(fmt::format("{}: truncated npy header", path));
@@ -85,16 +122,7 @@ NpyHeader read_npy_header(const std::string& path) {
   if (header_value(header, "fortran_order", path) == "True")
     throw DataError(
         fmt::format("{} is stored in fortran order; rewrite it in c order (numpy.ascontiguousarray)", path));
-  std::string shape = header_value(header, "shape", path);
-  for (std::size_t i = 1; i + 1 < shape.size();) {
-    while (i + 1 < shape.size() && (shape[i] == ' ' || shape[i] == ',')) ++i;
-    if (i + 1 >= shape.size()) break;
-    std::size_t used = 0;
-    const long long d = std::stoll(shape.substr(i), &used);
-    if (used == 0 || d < 0) throw DataError(fmt::format("{}: bad shape {} in npy header", path, shape));
-    h.shape.push_back(d);
-    i += used;
-  }
+  h.shape = parse_shape(header_value(header, "shape", path), path);
 
   if (descr.size() < 3) throw DataError(fmt::format("{}: unsupported dtype '{}'", path, descr));
   const char order = descr[0];
@@ -111,12 +139,25 @@ NpyHeader read_npy_header(const std::string& path) {
   if (!known)
     throw DataError(fmt::format("{}: unsupported dtype '{}' (expected float32, float64 or an integer type)",
                                 path, descr));
-  // The whole array must be there, so that a short file fails when opened, not in the middle of a run.
-  if (std::fseek(f.get(), 0, SEEK_END) != 0) throw DataError(fmt::format("cannot seek in {}", path));
-  const long file_size = std::ftell(f.get());
-  const std::int64_t n = h.rows() * h.cols();
-  if (file_size < 0 || file_size < h.data_offset + n * size)
-    throw DataError(fmt::format("{} is truncated: expected {} values of dtype '{}'", path, n, descr));
+  // The whole array must be there, so that a short file fails when opened, not in the middle of a run. The
+  // product of the dimensions is formed without overflow: any product beyond the file's size is too large.
+  const std::int64_t room = (file_size - h.data_offset) / size;
+  std::int64_t n = 1;
+  bool fits = true;
+  for (const std::int64_t d : h.shape) {
+    if (d == 0) {
+      n = 0;
+      fits = true;
+      break;
+    }
+    if (fits && n > room / d) fits = false;
+    if (fits) n *= d;
+  }
+  if (!fits || n > room)
+    throw DataError(
+        fmt::format("{} is truncated: its shape {} needs more data than the file's {} bytes "
+                    "(dtype '{}')",
+                    path, header_value(header, "shape", path), file_size, descr));
   return h;
 }
 

@@ -6,10 +6,35 @@
 #include <algorithm>
 #include <cmath>
 
+#include "src/core/Error.hpp"
 #include "src/eval/SvgPlot.hpp"
 #include "src/model/Batch.hpp"
 
 namespace deepkf {
+
+namespace {
+
+// Throws ModelError naming the frame and the quantity when a prediction of `out` is not finite; `frames`
+// are the frames' indices in `source`.
+void check_finite_prediction(const ModelOutput& out, const std::vector<std::int64_t>& frames,
+                             const std::string& source) {
+  const std::pair<const char*, const torch::Tensor*> parts[] = {
+      {"energy", &out.energy}, {"forces", &out.force}, {"virial", &out.virial}};
+  for (const auto& [name, tensor] : parts) {
+    if (!tensor->defined() || tensor->numel() == 0) continue;
+    // Per frame: all values finite?
+    const auto ok = torch::isfinite(tensor->detach()).reshape({tensor->size(0), -1}).all(1).to(torch::kCPU);
+    for (std::size_t k = 0; k < frames.size(); ++k) {
+      if (ok[static_cast<std::int64_t>(k)].item<bool>()) continue;
+      throw ModelError(
+          fmt::format("the model predicts non-finite {} for frame {} of {}; the model file holds "
+                      "non-finite weights or the frame is far outside what it was trained on",
+                      name, frames[k], source));
+    }
+  }
+}
+
+}  // namespace
 
 ModelTestResult test_model(const LoadedModel& loaded, const Dataset& data, int batch) {
   const ModelConfig& config = loaded.config;
@@ -22,6 +47,7 @@ ModelTestResult test_model(const LoadedModel& loaded, const Dataset& data, int b
       for (std::int64_t f = begin; f < std::min(sys.nframes, begin + batch); ++f) frames.push_back(f);
       const Batch b = make_batch(sys, frames, config, torch::kCPU, config.precision);
       const ModelOutput out = model->evaluate(b.coord, b.atype, b.nlist, b.shift, false);
+      check_finite_prediction(out, frames, sys.source);
       m.add(out, b);
       const auto pe = out.energy.to(torch::kFloat64).contiguous();
       const auto re = b.energy.to(torch::kFloat64).contiguous();

@@ -35,7 +35,8 @@ struct ModelTestResult {
   std::vector<double> e_ref, e_pred, f_ref, f_pred;
 };
 
-// Evaluates `model` on every frame of `data`, `batch` frames at a time, on the CPU.
+// Evaluates `model` on every frame of `data`, `batch` frames at a time, on the CPU. Throws ModelError naming
+// the frame and system when a predicted energy, force or virial is not finite.
 ModelTestResult test_model(const LoadedModel& model, const Dataset& data, int batch);
 
 // The per-frame table, tab-separated with a commented header.

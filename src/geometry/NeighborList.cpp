@@ -391,6 +391,29 @@ std::vector<std::int64_t> max_neighbor_counts(const double* coord, std::int64_t 
   return nl.max_count;
 }
 
+CloseContact find_close_contact(const double* coord, std::int64_t natoms, const double* box, double rmin) {
+  // One slot per centre: the nearest atom within rmin, whatever its type.
+  const std::vector<int> types(static_cast<std::size_t>(std::max<std::int64_t>(natoms, 0)), 0);
+  const NeighborList nl = build_neighbor_list(coord, natoms, types.data(), box, rmin, {1});
+  CloseContact c;
+  for (std::int64_t i = 0; i < nl.nloc; ++i) {
+    const std::int64_t j = nl.index[static_cast<std::size_t>(i)];
+    if (j < 0) continue;
+    c.found = true;
+    c.i = i;
+    c.j = j;
+    double r2 = 0.0;
+    for (int d = 0; d < 3; ++d) {
+      c.shift[d] = nl.shift[static_cast<std::size_t>(3 * i + d)];
+      const double r = coord[3 * j + d] + c.shift[d] - coord[3 * i + d];
+      r2 += r * r;
+    }
+    c.distance = std::sqrt(r2);
+    break;
+  }
+  return c;
+}
+
 std::vector<int> auto_sel(const std::vector<std::int64_t>& max_counts, double factor) {
   if (!(factor > 0.0)) throw ConfigError("auto sel: factor " + std::to_string(factor) + " must be positive");
   std::vector<int> sel(max_counts.size());

@@ -52,6 +52,24 @@ NeighborList sort_neighbors(const double* x, const int* types, std::int64_t nloc
 std::vector<std::int64_t> max_neighbor_counts(const double* coord, std::int64_t natoms, const int* types,
                                               int ntypes, const double* box, double rcut);
 
+// Two atoms closer than this (A), periodic images included, make a frame corrupt: no structure has them,
+// and the model's environment matrix divides by the distance. Readers reject such frames.
+constexpr double kMinAtomDistance = 0.1;
+
+// The closest approach below a threshold: atom i and atom j (j == i: i's own periodic image), with j's
+// image at x_j + shift, |r_ij| = distance.
+struct CloseContact {
+  bool found = false;
+  std::int64_t i = -1, j = -1;
+  double distance = 0.0;
+  double shift[3] = {0.0, 0.0, 0.0};
+};
+
+// The first atom i (lowest index) with another atom, or a periodic image of any atom including its own,
+// closer than `rmin` (A), and its nearest such neighbour; found == false when there is none. O(N) with
+// the cell list of build_neighbor_list (arguments as there).
+CloseContact find_close_contact(const double* coord, std::int64_t natoms, const double* box, double rmin);
+
 // DeePMD's "auto" sel: per type ceil(factor * max_count) rounded up to a multiple of 4 (0 stays 0); factor
 // 1.1 for "auto", f for "auto:f". The one place this is computed (training and `deepkf data summary`).
 std::vector<int> auto_sel(const std::vector<std::int64_t>& max_counts, double factor = 1.1);

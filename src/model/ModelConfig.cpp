@@ -1,5 +1,6 @@
 #include "src/model/ModelConfig.hpp"
 
+#include <algorithm>
 #include <numeric>
 
 #include "src/core/Error.hpp"
@@ -37,7 +38,8 @@ bool read_bool(const nlohmann::json& section, const std::string& key, bool fallb
 }
 
 std::vector<int> read_int_list(const nlohmann::json& section, const std::string& key,
-                               const std::vector<int>& fallback, const std::string& path) {
+                               const std::vector<int>& fallback, const std::string& path,
+                               const std::string& file) {
   const nlohmann::json* v = find(section, key);
   if (v == nullptr) return fallback;
   if (!v->is_array()) {
@@ -45,12 +47,22 @@ std::vector<int> read_int_list(const nlohmann::json& section, const std::string&
   }
   std::vector<int> out;
   for (const auto& x : *v) {
-    if (!x.is_number_integer()) {
+    if (!x.is_number()) {
       throw ConfigError("model key '" + path + "." + key + "' must be a list of integers, got " + dump(*v));
     }
-    out.push_back(x.get<int>());
+    out.push_back(json_value<int>(x, path + "." + key + "[" + std::to_string(out.size()) + "]", file));
   }
   return out;
+}
+
+// An integer key: a whole number inside int's range (0.5 is an error, not 0).
+int read_int(const nlohmann::json& section, const std::string& key, int fallback, const std::string& path,
+             const std::string& file) {
+  const nlohmann::json* v = find(section, key);
+  if (v == nullptr) return fallback;
+  if (!v->is_number())
+    throw ConfigError("model key '" + path + "." + key + "' must be an integer, got " + dump(*v));
+  return json_value<int>(*v, path + "." + key, file);
 }
 
 c10::ScalarType read_precision(const nlohmann::json& section, const std::string& path) {
@@ -111,6 +123,28 @@ void ModelConfig::validate() const {
   }
 }
 
+std::vector<std::string> ModelConfig::read_type_map(const nlohmann::json& model, const std::string& file) {
+  const nlohmann::json* tm = model.is_object() ? find(model, "type_map") : nullptr;
+  if (tm == nullptr || !tm->is_array() || tm->empty()) {
+    throw ConfigError("model key 'model.type_map' in " + file +
+                      " must be a non-empty list of element names, got " +
+                      (tm ? dump(*tm) : std::string("nothing")));
+  }
+  std::vector<std::string> names;
+  for (const auto& name : *tm) {
+    if (!name.is_string())
+      throw ConfigError("model key 'model.type_map' in " + file + " has a non-string entry " + dump(name));
+    const auto same = std::find(names.begin(), names.end(), name.get<std::string>());
+    if (same != names.end()) {
+      throw ConfigError("model key 'model.type_map' in " + file + " names '" + *same + "' twice (entries " +
+                        std::to_string(same - names.begin()) + " and " + std::to_string(names.size()) +
+                        "): each element once");
+    }
+    names.push_back(name.get<std::string>());
+  }
+  return names;
+}
+
 ModelConfig ModelConfig::from_json(const nlohmann::json& model, const std::string& file) {
   if (!model.is_object()) throw ConfigError("model section must be an object, got " + dump(model));
   // Every key of DeePMD-kit's se_e2_a energy model; those for options not built here are refused below
@@ -139,16 +173,7 @@ ModelConfig ModelConfig::from_json(const nlohmann::json& model, const std::strin
     }
   }
   ModelConfig c;
-  const nlohmann::json* tm = find(model, "type_map");
-  if (tm == nullptr || !tm->is_array() || tm->empty()) {
-    throw ConfigError("model key 'model.type_map' must be a non-empty list of element names, got " +
-                      (tm ? dump(*tm) : std::string("nothing")));
-  }
-  for (const auto& name : *tm) {
-    if (!name.is_string())
-      throw ConfigError("model key 'model.type_map' has a non-string entry " + dump(name));
-    c.type_map.push_back(name.get<std::string>());
-  }
+  c.type_map = read_type_map(model, file);
 
   const nlohmann::json* desc = find(model, "descriptor");
   if (desc == nullptr || !desc->is_object()) throw ConfigError("model key 'model.descriptor' is missing");
@@ -189,10 +214,10 @@ ModelConfig ModelConfig::from_json(const nlohmann::json& model, const std::strin
                         dump(*sel));
     }
   } else {
-    c.sel = read_int_list(*desc, "sel", {}, dp);
+    c.sel = read_int_list(*desc, "sel", {}, dp, file);
   }
-  c.embedding_neuron = read_int_list(*desc, "neuron", c.embedding_neuron, dp);
-  c.axis_neuron = static_cast<int>(read_number(*desc, "axis_neuron", c.axis_neuron, dp));
+  c.embedding_neuron = read_int_list(*desc, "neuron", c.embedding_neuron, dp, file);
+  c.axis_neuron = read_int(*desc, "axis_neuron", c.axis_neuron, dp, file);
   c.type_one_side = read_bool(*desc, "type_one_side", c.type_one_side, dp);
   c.embedding_resnet_dt = read_bool(*desc, "resnet_dt", c.embedding_resnet_dt, dp);
   if (const auto* s = find(*desc, "seed"); s != nullptr && !s->is_null()) {
@@ -221,7 +246,7 @@ ModelConfig ModelConfig::from_json(const nlohmann::json& model, const std::strin
                           dump(*n));
       }
     }
-    c.fitting_neuron = read_int_list(*fit, "neuron", c.fitting_neuron, fp);
+    c.fitting_neuron = read_int_list(*fit, "neuron", c.fitting_neuron, fp, file);
     c.fitting_resnet_dt = read_bool(*fit, "resnet_dt", c.fitting_resnet_dt, fp);
     if (find(*fit, "precision") != nullptr && read_precision(*fit, fp) != c.precision) {
       throw ConfigError("model keys 'model.descriptor.precision' and 'model.fitting_net.precision' differ (" +

@@ -42,6 +42,10 @@ struct ModelConfig {
   // length, rcut_smth >= rcut, a width < 1, axis_neuron > M, ...).
   void validate() const;
 
+  // The element names of a model section's type_map: a non-empty list of distinct strings, else
+  // ConfigError naming `file` and the entry.
+  static std::vector<std::string> read_type_map(const nlohmann::json& model_section, const std::string& file);
+
   // model_section: the "model" object of a DeePMD-kit input (type_map, descriptor, fitting_net).
   // Throws ConfigError for a missing or bad key; "sel": "auto" sets sel_auto and leaves sel empty.
   // `file` names the input in messages; unknown keys in model, model.descriptor and model.fitting_net are

@@ -210,10 +210,14 @@ TrainingData open_training_data(const TrainConfig& cfg, Communicator& comm, spdl
 
 void resolve_sel(ModelConfig& mcfg, const std::vector<FrameSubset>& train, Communicator& comm,
                  spdlog::logger& log) {
-  if (!mcfg.sel_auto) return;
-  // DeePMD's "auto": the largest per-type neighbour count in the training data, times the factor, rounded up
-  // to a multiple of 4. Every frame is scanned (the neighbour search is O(N)).
+  if (mcfg.rcut <= 0.0 || (!mcfg.sel_auto && mcfg.sel.size() != mcfg.type_map.size())) return;  // validate()
+  // One scan of every training frame (the neighbour search is O(N)): the largest per-type neighbour count
+  // within rcut, and, for a given sel, the neighbours it leaves out. With "auto" the slots are 0 and every
+  // neighbour counts as cut.
+  const std::vector<int> slots = mcfg.sel_auto ? std::vector<int>(mcfg.type_map.size(), 0) : mcfg.sel;
   std::vector<std::int64_t> counts(static_cast<std::size_t>(mcfg.ntypes()), 0);
+  // neighbours within rcut, those beyond sel, frames with any beyond sel, frames
+  std::vector<double> cut = {0.0, 0.0, 0.0, 0.0};
   together(comm, [&] {
     for (const auto& part : train) {
       const SystemInfo& s = part.info();
@@ -223,22 +227,42 @@ void resolve_sel(ModelConfig& mcfg, const std::vector<FrameSubset>& train, Commu
         types[i] = static_cast<int>(std::find(mcfg.type_map.begin(), mcfg.type_map.end(), name) -
                                     mcfg.type_map.begin());
       }
-      // Each rank scans its share of the frames; the maximum over ranks follows.
+      // Each rank scans its share of the frames; the maximum and the sums over ranks follow.
       for_rank_frames(part, 64, comm, [&](const System& chunk, std::int64_t) {
         for (std::int64_t f = 0; f < chunk.nframes; ++f) {
-          const auto c =
-              max_neighbor_counts(chunk.coord.data() + f * s.natoms * 3, s.natoms, types.data(),
-                                  mcfg.ntypes(), s.periodic ? chunk.box.data() + f * 9 : nullptr, mcfg.rcut);
-          for (std::size_t t = 0; t < c.size(); ++t) counts[t] = std::max(counts[t], c[t]);
+          const NeighborList nl =
+              build_neighbor_list(chunk.coord.data() + f * s.natoms * 3, s.natoms, types.data(),
+                                  s.periodic ? chunk.box.data() + f * 9 : nullptr, mcfg.rcut, slots);
+          for (std::size_t t = 0; t < counts.size(); ++t) counts[t] = std::max(counts[t], nl.max_count[t]);
+          const auto kept =
+              std::count_if(nl.index.begin(), nl.index.end(), [](std::int64_t j) { return j >= 0; });
+          cut[0] += static_cast<double>(kept + nl.ndropped);
+          cut[1] += static_cast<double>(nl.ndropped);
+          cut[2] += nl.ndropped > 0 ? 1.0 : 0.0;
+          cut[3] += 1.0;
         }
       });
     }
   });
   std::vector<double> reduced(counts.begin(), counts.end());
-  if (comm.size() > 1) comm.allreduce_max(reduced.data(), reduced.size());
-  mcfg.sel = auto_sel(std::vector<std::int64_t>(reduced.begin(), reduced.end()), mcfg.sel_auto_factor);
-  mcfg.sel_auto = false;
-  log.info("sel \"auto\": max neighbours {} -> sel {}", fmt::join(reduced, " "), fmt::join(mcfg.sel, " "));
+  if (comm.size() > 1) {
+    comm.allreduce_max(reduced.data(), reduced.size());
+    comm.allreduce_sum(cut.data(), cut.size());
+  }
+  const auto most = std::vector<std::int64_t>(reduced.begin(), reduced.end());
+  if (mcfg.sel_auto) {
+    mcfg.sel = auto_sel(most, mcfg.sel_auto_factor);
+    mcfg.sel_auto = false;
+    log.info("sel \"auto\": max neighbours {} -> sel {}", fmt::join(reduced, " "), fmt::join(mcfg.sel, " "));
+  } else if (cut[1] > 0.0) {
+    // DeePMD-kit keeps the nearest sel[t] neighbours of each type: the rest are invisible to the model.
+    log.warn(
+        "sel [{}] is smaller than the training data's neighbour counts within rcut {} A (at most [{}] "
+        "per atom, types {}): {} of {} neighbours ({:.2f} %) in {} of {} frames are cut and not seen by "
+        "the model; sel \"auto\" would give [{}]",
+        fmt::join(mcfg.sel, ", "), mcfg.rcut, fmt::join(most, ", "), fmt::join(mcfg.type_map, " "), cut[1],
+        cut[0], 100.0 * cut[1] / cut[0], cut[2], cut[3], fmt::join(auto_sel(most), ", "));
+  }
 }
 
 void set_statistics(DeepPot& model, const ModelConfig& mcfg, const std::vector<FrameSubset>& train,

@@ -33,7 +33,8 @@ TrainingData open_training_data(const TrainConfig& cfg, Communicator& comm, spdl
 std::pair<std::size_t, std::size_t> rank_share(std::size_t n, const Communicator& comm);
 
 // DeePMD's sel "auto" from the training frames (each rank scans its share; the maximum over ranks): sets
-// mcfg.sel and clears mcfg.sel_auto. Does nothing when sel is given.
+// mcfg.sel and clears mcfg.sel_auto. When sel is given, the same scan counts the neighbours within rcut that
+// sel leaves out, and a warning says how many (and in how many frames) when there are any.
 void resolve_sel(ModelConfig& mcfg, const std::vector<FrameSubset>& train, Communicator& comm,
                  spdlog::logger& log);
 

@@ -3,15 +3,41 @@
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <sstream>
 
+#include "src/core/AtomicFile.hpp"
 #include "src/core/Error.hpp"
 
 namespace deepkf {
 
-LearningCurve::LearningCurve(const std::string& path, bool append, bool virial,
+namespace {
+
+// The lines of an existing learning curve up to and including step `last` (comments kept, rows after
+// `last` and torn last lines dropped).
+std::string rows_up_to(const std::string& path, std::int64_t last) {
+  std::ifstream in(path);
+  if (!in) throw Error("cannot read learning curve " + path);
+  std::string kept, line;
+  while (std::getline(in, line)) {
+    if (in.eof()) break;  // a last line without its newline was cut short
+    if (!line.empty() && line[0] == '#') {
+      kept += line + "\n";
+      continue;
+    }
+    std::istringstream words(line);
+    std::int64_t step = 0;
+    if (words >> step && step <= last) kept += line + "\n";
+  }
+  return kept;
+}
+
+}  // namespace
+
+LearningCurve::LearningCurve(const std::string& path, std::int64_t restart_step, bool virial,
                              const std::string& status_name)
     : virial_(virial) {
-  const bool resume = append && std::filesystem::exists(path);
+  const bool resume = restart_step >= 0 && std::filesystem::exists(path);
+  if (resume) write_text_atomically(path, rows_up_to(path, restart_step));
   out_.open(path, resume ? std::ios::app : std::ios::trunc);
   if (!out_) throw Error("cannot write learning curve " + path);
   if (resume) return;

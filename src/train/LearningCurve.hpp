@@ -11,9 +11,13 @@ namespace deepkf {
 
 class LearningCurve {
  public:
-  // Opens `path`: appends when `append` and the file exists (a restart), else starts it with the header.
-  // Virial columns when `virial`; `status_name` heads the status column. Throws Error when it cannot write.
-  LearningCurve(const std::string& path, bool append, bool virial, const std::string& status_name);
+  // A new file at `path` with the header (restart_step < 0), or, on a restart from a checkpoint at step
+  // restart_step, the existing file without its rows after that step (written by a run that went on past
+  // its last checkpoint: the restart redoes those steps), so that every step appears once and in order.
+  // The cut is atomic (the file is rewritten under a temporary name and renamed). Virial columns when
+  // `virial`; `status_name` heads the status column. Throws Error when it cannot read or write.
+  LearningCurve(const std::string& path, std::int64_t restart_step, bool virial,
+                const std::string& status_name);
   // One line, flushed: energies and virials per atom (eV/atom), forces in eV/A.
   void add(std::int64_t step, const ErrorMetrics& validation, const ErrorMetrics& training, double status,
            double wall_seconds);

@@ -6,6 +6,7 @@
 
 #include "src/core/Error.hpp"
 #include "src/core/JsonKeys.hpp"
+#include "src/model/ModelConfig.hpp"
 #include "src/train/Optimizers.hpp"
 
 namespace deepkf {
@@ -70,9 +71,9 @@ DataSection read_data(const json& s, const std::string& path, const std::string&
               "must be a positive integer or \"auto\"");
       d.batch_auto = true;
     } else {
-      require(b.is_number_integer() && b.get<int>() >= 1, file, path + ".batch_size", b,
-              "must be a positive integer or \"auto\"");
-      d.batch_size = b.get<int>();
+      require(b.is_number(), file, path + ".batch_size", b, "must be a positive integer or \"auto\"");
+      d.batch_size = json_value<int>(b, path + ".batch_size", file);
+      require(d.batch_size >= 1, file, path + ".batch_size", b, "must be a positive integer or \"auto\"");
     }
   }
   if (validation) {
@@ -104,6 +105,10 @@ TrainConfig TrainConfig::from_json(const json& doc, const std::string& file, con
   check_keys(doc, "", {"model", "learning_rate", "loss", "training", "optimizer", "device"}, file);
   if (!doc.contains("model")) throw ConfigError("missing required section 'model' in " + file);
   c.model = doc.at("model");
+  require(c.model.is_object(), file, "model", c.model,
+          "must be an object (type_map, descriptor, fitting_net)");
+  // The data is opened under the model's type map before the model is built: check it now.
+  if (c.model.contains("type_map")) (void)ModelConfig::read_type_map(c.model, file);
   if (!doc.contains("training")) throw ConfigError("missing required section 'training' in " + file);
   const json& t = doc.at("training");
 

@@ -91,6 +91,27 @@ void Trainer::Impl::setup_threads_and_device() {
 
 namespace {
 
+// "frames 3, 7 of file.h5#/Si8": the frames of a batch as the data files number them.
+std::string batch_text(const std::vector<FrameSubset>& parts, const BatchRef& ref) {
+  const FrameSubset& part = parts[static_cast<std::size_t>(ref.system)];
+  std::vector<std::int64_t> frames;
+  for (const auto p : ref.frames) frames.push_back(part.frames[static_cast<std::size_t>(p)]);
+  return fmt::format("frame{} {} of {}", frames.size() == 1 ? "" : "s", fmt::join(frames, ", "),
+                     part.info().source);
+}
+
+bool all_finite(const ErrorMetrics& m) {
+  return std::isfinite(m.e_sq) && std::isfinite(m.f_sq) && std::isfinite(m.v_sq);
+}
+
+// The first parameter of `model` with a non-finite value, or -1.
+std::int64_t first_nonfinite_parameter(const DeepPot& model) {
+  const auto params = model->parameters();
+  for (std::size_t i = 0; i < params.size(); ++i)
+    if (!torch::isfinite(params[i].detach()).all().item<bool>()) return static_cast<std::int64_t>(i);
+  return -1;
+}
+
 std::vector<double> flatten_cpu(const std::vector<torch::Tensor>& tensors) {
   std::vector<double> out;
   for (const auto& t : tensors) {
@@ -335,6 +356,12 @@ TrainResult Trainer::run() {
   const auto elapsed = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   };
+  if (!m.opt.restart.empty() && m.step >= m.cfg.numb_steps) {
+    throw ConfigError(fmt::format(
+        "checkpoint {} is at step {} and 'training.numb_steps' in {} is {}: nothing is left to train; set "
+        "numb_steps above {} to continue the run (or use --init-model to start a new one from its weights)",
+        m.opt.restart, m.step, m.cfg.file, m.cfg.numb_steps, m.step));
+  }
   const std::string lcurve_path = m.out(m.cfg.disp_file);
   const std::string ckpt_path = m.out(m.cfg.save_ckpt);
   std::unique_ptr<LearningCurve> lcurve;  // root only
@@ -345,14 +372,23 @@ TrainResult Trainer::run() {
     json resolved = m.cfg.to_json();
     resolved["optimizer"] = m.optimizer->settings();  // "auto" settings as the memory plan chose them
     write_text_atomically(m.out("input.resolved.json"), resolved.dump(2) + "\n");
-    lcurve = std::make_unique<LearningCurve>(lcurve_path, !m.opt.restart.empty(), virial_columns,
+    lcurve = std::make_unique<LearningCurve>(lcurve_path, m.opt.restart.empty() ? -1 : m.step, virial_columns,
                                              m.optimizer->status_name());
   });
   ProgressBar progress(m.step, m.cfg.numb_steps, m.root() ? m.opt.progress : 0);
   m.log->info("training from step {} to {}", m.step, m.cfg.numb_steps);
 
+  // A non-finite innovation, loss or prediction ends the run here, naming the step and the batch, before a
+  // checkpoint or model could hold non-finite weights; the last checkpoint stays as it was.
+  std::string last_checkpoint = m.opt.restart.empty() ? std::string("none written") : m.opt.restart;
+  const auto diverged = [&](std::int64_t step, const std::string& what) {
+    return OptimError(
+        fmt::format("training stopped at step {}: {}; last checkpoint: {}", step, what, last_checkpoint));
+  };
   auto display = [&](const ErrorMetrics& trn) {
     const ErrorMetrics val = m.validate(false);
+    if (!all_finite(val))
+      throw diverged(m.step, "the model predicts non-finite values for validation frames");
     result.validation = val;
     result.training = trn;
     const std::string status = m.optimizer->status_line(m.step);
@@ -369,7 +405,16 @@ TrainResult Trainer::run() {
   const std::int64_t end = m.opt.pause_at > 0 ? std::min(m.opt.pause_at, m.cfg.numb_steps) : m.cfg.numb_steps;
   while (m.step < end) {
     const BatchRef ref = m.sampler->next();
-    ErrorMetrics trn = m.train_step(ref);
+    ErrorMetrics trn;
+    try {
+      trn = m.train_step(ref);
+    } catch (const OptimError& e) {
+      throw diverged(m.step + 1, fmt::format("{} ({})", e.what(), batch_text(m.data.train, ref)));
+    }
+    if (m.optimizer->batch_errors() && !all_finite(trn))
+      throw diverged(m.step + 1,
+                     fmt::format("the loss is not finite: the model predicts non-finite values for {}",
+                                 batch_text(m.data.train, ref)));
     ++m.step;
     const bool last = m.step == end;
     if (m.step % m.cfg.disp_freq == 0 || last || m.step == 1) {
@@ -382,13 +427,19 @@ TrainResult Trainer::run() {
       auto packed = trn.pack();
       m.reduce(packed);
       trn.unpack(packed);
+      if (!all_finite(trn))
+        throw diverged(m.step, "after the update the model predicts non-finite values for " +
+                                   batch_text(m.data.train, ref));
       display(trn);
     }
     progress.update(m.step, fmt::format("rmse_f {:.3e}", result.training.rmse_f()));
     const bool stop = m.comm->any(StopSignal::requested());
     if (m.step % m.cfg.save_freq == 0 || last || stop) {
+      if (const auto p = first_nonfinite_parameter(m.model); p >= 0)
+        throw diverged(m.step, fmt::format("parameter tensor {} of the model holds non-finite values", p));
       m.write_checkpoint_now(ckpt_path);
       result.checkpoint = ckpt_path;
+      last_checkpoint = fmt::format("{} (step {})", ckpt_path, m.step);
     }
     if (stop) {
       progress.clear();

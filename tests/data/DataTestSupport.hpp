@@ -2,12 +2,14 @@
 // Small synthetic DeePMD systems written into a test's temp dir, to be broken one array at a time.
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
 
 #include "src/data/NpyFile.hpp"
+#include "src/data/System.hpp"
 
 namespace deepkf::test {
 
@@ -36,6 +38,38 @@ struct SyntheticArrays {
     }
   }
 };
+
+// The same arrays (with virials) as a periodic System named "synthetic".
+inline System synthetic_system(std::int64_t nframes) {
+  const SyntheticArrays a(nframes);
+  System s;
+  s.source = "synthetic";
+  s.type_map = {"O", "H"};
+  s.atom_types = {0, 1, 1, 0};
+  s.nframes = nframes;
+  s.natoms = 4;
+  s.coord = a.coord;
+  s.box = a.box;
+  s.energy = a.energy;
+  s.force = a.force;
+  s.virial = a.virial;
+  return s;
+}
+
+// A .npy file with a hand-written header dict (padded as numpy pads it) and `data` as float64, for headers
+// our writer never produces.
+inline void write_raw_npy(const std::string& path, const std::string& dict, const std::vector<double>& data) {
+  std::string header = dict;
+  header.append((64 - (10 + header.size() + 1) % 64) % 64, ' ');
+  header.push_back('\n');
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  const unsigned char prefix[10] = {
+      0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, static_cast<unsigned char>(header.size()), 0};
+  std::fwrite(prefix, 1, 10, f);
+  std::fwrite(header.data(), 1, header.size(), f);
+  std::fwrite(data.data(), sizeof(double), data.size(), f);
+  std::fclose(f);
+}
 
 // Writes `a` as an npy system folder: dir/type.raw, type_map.raw, set.000/*.npy (float64).
 inline void write_synthetic_system(const std::string& dir, const SyntheticArrays& a,

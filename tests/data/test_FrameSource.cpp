@@ -21,26 +21,9 @@ using Catch::Matchers::Contains;
 using deepkf::FrameSource;
 using deepkf::System;
 using deepkf::test::make_temp_dir;
-using deepkf::test::SyntheticArrays;
+using deepkf::test::synthetic_system;
 
 namespace {
-
-// A periodic 4-atom system of nframes frames with forces and virials, as a System.
-System synthetic(std::int64_t nframes) {
-  const SyntheticArrays a(nframes);
-  System s;
-  s.source = "synthetic";
-  s.type_map = {"O", "H"};
-  s.atom_types = {0, 1, 1, 0};
-  s.nframes = nframes;
-  s.natoms = 4;
-  s.coord = a.coord;
-  s.box = a.box;
-  s.energy = a.energy;
-  s.force = a.force;
-  s.virial = a.virial;
-  return s;
-}
 
 void require_same_frames(const System& a, const System& b) {
   CHECK(a.nframes == b.nframes);
@@ -56,7 +39,7 @@ void require_same_frames(const System& a, const System& b) {
 
 TEST_CASE("frames read on demand equal the same frames of a whole read, across sets", "[data][frames]") {
   const std::string dir = make_temp_dir("frame-source");
-  const System s = synthetic(7);
+  const System s = synthetic_system(7);
   // Sets of 3 frames: set.000 = 0-2, set.001 = 3-5, set.002 = 6.
   deepkf::write_npy_system(dir + "/npy", s, 3);
   deepkf::write_hdf5_systems(dir + "/data.h5", {s}, {"sys"}, 3);
@@ -92,7 +75,7 @@ TEST_CASE("frames read on demand equal the same frames of a whole read, across s
 
 TEST_CASE("a bad value is found when its frame is read, named by set and frame", "[data][frames][errors]") {
   const std::string dir = make_temp_dir("frame-source-errors");
-  System s = synthetic(6);
+  System s = synthetic_system(6);
   s.force[12 * 4 + 3 * 1 + 2] = std::numeric_limits<double>::quiet_NaN();  // frame 4 = set.001 frame 1
   s.box[9 * 2 + 8] = -10.0;                                                // frame 2 = set.000 frame 2
   deepkf::write_npy_system(dir + "/npy", s, 3);
@@ -113,7 +96,7 @@ TEST_CASE("a bad value is found when its frame is read, named by set and frame",
 
 TEST_CASE("a truncated npy file fails when its system is opened", "[data][frames][errors]") {
   const std::string dir = make_temp_dir("frame-source-short");
-  deepkf::write_npy_system(dir + "/sys", synthetic(4));
+  deepkf::write_npy_system(dir + "/sys", synthetic_system(4));
   const std::string force = dir + "/sys/set.000/force.npy";
   fs::resize_file(force, fs::file_size(force) - 8);
   CHECK_THROWS_WITH(deepkf::open_npy_system(dir + "/sys"), Contains(force) && Contains("truncated"));
@@ -121,7 +104,7 @@ TEST_CASE("a truncated npy file fails when its system is opened", "[data][frames
 }
 
 TEST_CASE("statistics of parts of a system merge to the statistics of the whole", "[data][frames]") {
-  System s = synthetic(9);
+  System s = synthetic_system(9);
   for (std::int64_t f = 0; f < s.nframes; ++f) s.energy[static_cast<std::size_t>(f)] += 0.37 * f * f;
   const auto whole = deepkf::compute_statistics(s);
   deepkf::SystemStatistics merged;

@@ -23,6 +23,7 @@ using deepkf::DataError;
 using deepkf::System;
 using deepkf::test::make_temp_dir;
 using deepkf::test::SyntheticArrays;
+using deepkf::test::write_raw_npy;
 using deepkf::test::write_synthetic_system;
 using deepkf::test::write_text;
 
@@ -34,20 +35,6 @@ std::vector<System> read_hdf5_systems(const std::string& path) {
   std::vector<System> out;
   for (const auto& source : deepkf::open_hdf5_systems(path)) out.push_back(source->read_all());
   return out;
-}
-
-// A .npy file with a hand-written header, for headers our writer never produces.
-void write_raw_npy(const std::string& path, const std::string& dict, const std::vector<double>& data) {
-  std::string header = dict;
-  header.append((64 - (10 + header.size() + 1) % 64) % 64, ' ');
-  header.push_back('\n');
-  std::FILE* f = std::fopen(path.c_str(), "wb");
-  const unsigned char prefix[10] = {
-      0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, static_cast<unsigned char>(header.size()), 0};
-  std::fwrite(prefix, 1, 10, f);
-  std::fwrite(header.data(), 1, header.size(), f);
-  std::fwrite(data.data(), sizeof(double), data.size(), f);
-  std::fclose(f);
 }
 
 void require_same_system(const System& a, const System& b) {

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <string>
 
+#include "src/core/Error.hpp"
 #include "src/eval/ModelTest.hpp"
 #include "tests/support/SmallModel.hpp"
 
@@ -65,4 +66,19 @@ TEST_CASE("model test rows, metrics and parity points agree", "[eval]") {
   const auto svg = deepkf::parity_svg(r);
   CHECK(svg.find("energy per atom") != std::string::npos);
   CHECK(svg.find("force components") != std::string::npos);
+}
+
+TEST_CASE("a non-finite prediction stops the model test, naming the frame and the system", "[eval][errors]") {
+  auto model = small_model();
+  {
+    torch::NoGradGuard no_grad;
+    model.model->parameters().front().view({-1})[0] = std::nan("");
+  }
+  const std::string file = std::string(DEEPKF_SOURCE_DIR) + "/data/si_cp2k.h5";
+  const auto data = deepkf::Dataset::load({file}, {"Si"});
+  // Formerly: every error printed as -nan, exit status 0.
+  CHECK_THROWS_AS(deepkf::test_model(model, data, 4), deepkf::ModelError);
+  CHECK_THROWS_WITH(deepkf::test_model(model, data, 4),
+                    Catch::Matchers::StartsWith("the model predicts non-finite energy for frame 0 of " +
+                                                data.systems.front().source));
 }

@@ -307,6 +307,13 @@ TEST_CASE("input errors give clear LAMMPS errors", "[lammps]") {
     std::ofstream corrupt(dir + "/corrupt.pt");
     corrupt << "not a model";
   }
+  {
+    // A model whose first weight is nan: it loads, and predicts nan.
+    auto loaded = load_model(dir + "/model.pt");
+    torch::NoGradGuard no_grad;
+    loaded.model->parameters().front().view({-1})[0] = std::nan("");
+    save_model(dir + "/nan.pt", loaded.model, loaded.provenance);
+  }
   struct Case {
     std::string name, input, expected;
   };
@@ -323,6 +330,8 @@ TEST_CASE("input errors give clear LAMMPS errors", "[lammps]") {
       {"wrong units",
        "units real\nboundary p p p\natom_style atomic\nread_data data.lmp\n" + pair_lines("model.pt") + run,
        "ERROR: pair_style deepkf requires units metal (eV, Angstrom); this input uses units real"},
+      {"non-finite prediction", std::string(kSetup) + pair_lines("nan.pt") + run,
+       "pair_style deepkf: model nan.pt predicts a non-finite energy (nan) at timestep 0"},
   };
   for (const auto& c : cases) {
     SECTION(c.name) {

@@ -2,6 +2,7 @@
 #include <fstream>
 
 #include "src/core/Error.hpp"
+#include "src/model/ModelConfig.hpp"
 #include "src/train/TrainConfig.hpp"
 #include "tests/support/TestData.hpp"
 
@@ -189,4 +190,94 @@ TEST_CASE("an unreadable or invalid input file is reported", "[train][config]") 
   std::ofstream(dir + "/bad.json") << "{\"model\": {";
   CHECK_THROWS_WITH(TrainConfig::from_file(dir + "/bad.json"),
                     Catch::Matchers::StartsWith("input file " + dir + "/bad.json is not valid JSON"));
+}
+
+TEST_CASE("numbers are range-checked before conversion and integers must be integers", "[train][config]") {
+  // Formerly: 1e30 wrapped to -9223372036854775808 in the message, 2^63 likewise, 0.5 was read as 0.
+  json doc = minimal();
+  doc["training"]["numb_steps"] = 1e30;
+  CHECK(error_of(doc) ==
+        "'training.numb_steps' in in.json is 1e+30: must be an integer from -9223372036854775808 to "
+        "9223372036854775807");
+  doc["training"]["numb_steps"] = 9223372036854775808ULL;
+  CHECK(error_of(doc) ==
+        "'training.numb_steps' in in.json is 9223372036854775808: must be an integer from "
+        "-9223372036854775808 to 9223372036854775807");
+  doc["training"]["numb_steps"] = 10.5;
+  CHECK(error_of(doc) == "'training.numb_steps' in in.json is 10.5: must be an integer");
+  doc["training"]["numb_steps"] = 1e5;  // a whole number written as a float is that integer
+  CHECK(TrainConfig::from_json(doc, "in.json", "/tmp").numb_steps == 100000);
+  doc["training"]["numb_steps"] = "10";
+  CHECK(error_of(doc) == "'training.numb_steps' in in.json has the wrong type: \"10\" (string)");
+
+  doc = minimal();
+  doc["training"]["disp_freq"] = 3000000000LL;
+  CHECK(error_of(doc) ==
+        "'training.disp_freq' in in.json is 3000000000: must be an integer from -2147483648 to "
+        "2147483647");
+  doc = minimal();
+  doc["training"]["seed"] = -1;
+  CHECK(error_of(doc) ==
+        "'training.seed' in in.json is -1: must be an integer from 0 to 18446744073709551615");
+  doc = minimal();
+  doc["training"]["training_data"]["batch_size"] = 4294967297LL;
+  CHECK(error_of(doc) ==
+        "'training.training_data.batch_size' in in.json is 4294967297: must be an integer from "
+        "-2147483648 to 2147483647");
+  doc = minimal();
+  doc["training"]["training_data"]["batch_size"] = 2.5;
+  CHECK(error_of(doc) == "'training.training_data.batch_size' in in.json is 2.5: must be an integer");
+  doc = minimal();
+  doc["optimizer"] = {{"type", "RLEKF"}, {"nselect", 0.5}};
+  CHECK(error_of(doc) == "'optimizer.nselect' in in.json is 0.5: must be an integer");
+}
+
+TEST_CASE("the model section must be an object with distinct type_map elements", "[train][config]") {
+  // Formerly: json's type_error escaped as an internal error once the data was opened.
+  json doc = minimal();
+  doc["model"] = nullptr;
+  CHECK(error_of(doc) == "'model' in in.json is null: must be an object (type_map, descriptor, fitting_net)");
+  doc["model"] = 3;
+  CHECK(error_of(doc) == "'model' in in.json is 3: must be an object (type_map, descriptor, fitting_net)");
+  doc["model"] = {{"type_map", 3}};
+  CHECK(error_of(doc) ==
+        "model key 'model.type_map' in in.json must be a non-empty list of element names, got 3");
+  // Formerly accepted: the second Si was a type no data could have.
+  doc["model"] = {{"type_map", {"Si", "O", "Si"}}};
+  CHECK(error_of(doc) ==
+        "model key 'model.type_map' in in.json names 'Si' twice (entries 0 and 2): each element once");
+}
+
+TEST_CASE("model integers: axis_neuron, neuron and sel must be whole numbers in range", "[train][config]") {
+  const json model = json::parse(R"({
+    "type_map": ["Si"],
+    "descriptor": {"type": "se_e2_a", "rcut": 4.0, "rcut_smth": 1.0, "sel": [24], "neuron": [8, 16],
+                   "axis_neuron": 4},
+    "fitting_net": {"neuron": [32, 32]}
+  })");
+  auto error_of_model = [](const json& m) {
+    try {
+      deepkf::ModelConfig::from_json(m, "in.json");
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  CHECK(error_of_model(model) == "no error");
+  json m = model;
+  // Formerly read as 0 (and then reported as "must lie in [1, 16], got 0").
+  m["descriptor"]["axis_neuron"] = 0.5;
+  CHECK(error_of_model(m) == "'model.descriptor.axis_neuron' in in.json is 0.5: must be an integer");
+  m["descriptor"]["axis_neuron"] = 4.0;
+  CHECK(deepkf::ModelConfig::from_json(m, "in.json").axis_neuron == 4);
+  m = model;
+  m["descriptor"]["sel"] = {1e10};
+  CHECK(error_of_model(m) ==
+        "'model.descriptor.sel[0]' in in.json is 10000000000.0: must be an integer from "
+        "-2147483648 to 2147483647");
+  m = model;
+  m["fitting_net"]["neuron"] = {32, 4294967328LL};
+  CHECK(error_of_model(m) ==
+        "'model.fitting_net.neuron[1]' in in.json is 4294967328: must be an integer from "
+        "-2147483648 to 2147483647");
 }
