@@ -281,4 +281,25 @@ nlohmann::json ModelConfig::to_json() const {
   return {{"type_map", type_map}, {"descriptor", desc}, {"fitting_net", fit}};
 }
 
+std::vector<std::string> ModelConfig::differences(const ModelConfig& other) const {
+  // Leaves of both documents as JSON pointers ("/descriptor/neuron/2"), compared one by one.
+  const nlohmann::json mine = to_json().flatten(), theirs = other.to_json().flatten();
+  const auto compared = [this](const std::string& key) {
+    return key.find("/seed") == std::string::npos && !(sel_auto && key.rfind("/descriptor/sel", 0) == 0);
+  };
+  const auto entry = [](std::string key, const nlohmann::json* a, const nlohmann::json* b) {
+    for (auto& c : key) c = c == '/' ? '.' : c;
+    return key.substr(1) + ": " + (a ? a->dump() : "none") + " vs " + (b ? b->dump() : "none");
+  };
+  std::vector<std::string> found;
+  for (const auto& [key, value] : mine.items()) {
+    const auto it = theirs.find(key);
+    if (compared(key) && (it == theirs.end() || *it != value))
+      found.push_back(entry(key, &value, it == theirs.end() ? nullptr : &*it));
+  }
+  for (const auto& [key, value] : theirs.items())
+    if (compared(key) && !mine.contains(key)) found.push_back(entry(key, nullptr, &value));
+  return found;
+}
+
 }  // namespace deepkf

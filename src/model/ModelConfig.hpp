@@ -53,6 +53,9 @@ struct ModelConfig {
   static ModelConfig from_json(const nlohmann::json& model_section, const std::string& file = "the input");
   // The same "model" object, with every value written out (sel resolved when it is).
   nlohmann::json to_json() const;
+  // Where this configuration's architecture differs from `other`'s, one "key: this vs other" entry per
+  // setting (seeds are not compared; nor is sel when this one says "auto").
+  std::vector<std::string> differences(const ModelConfig& other) const;
 };
 
 }  // namespace deepkf

@@ -196,6 +196,14 @@ void Trainer::Impl::restore(const std::string& path) {
   together([&] { ckpt = read_checkpoint(path, device); });
   mcfg = ckpt.model->config();
   model = ckpt.model;
+  // The run continues the checkpoint's model; an input that describes another one is a mistake.
+  const auto changed = ModelConfig::from_json(cfg.model, cfg.file).differences(mcfg);
+  if (!changed.empty()) {
+    throw ConfigError("the model of " + cfg.file + " differs from that of checkpoint '" + path +
+                      "' (input vs checkpoint: " + fmt::format("{}", fmt::join(changed, "; ")) +
+                      "); --restart continues the checkpoint's model: give its model section, or start a new "
+                      "run from its weights with --init-model");
+  }
   build_optimizer(ckpt.meta.value("optimizer_settings", json::object()));
   // Checkpoints of earlier versions name RLEKF by DeePMD-kit's "LKF": the input's names apply.
   const std::string written =

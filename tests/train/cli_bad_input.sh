@@ -156,5 +156,16 @@ expect_error "restart with nothing left" \
   "checkpoint $work/run_done/model.ckpt is at step 2 and 'training.numb_steps' in $work/input.json is 2: nothing is left to train; set numb_steps above 2" \
   "$deepkf" train "$work/input.json" -o "$work/run_done" --restart "$work/run_done/model.ckpt" --no-progress
 
+# 9. --restart with an input that describes another model (formerly: the checkpoint's model, silently).
+make_input "d['model']['descriptor']['rcut'] = 4.5; d['model']['fitting_net']['neuron'] = [8, 8, 8]; d['training']['numb_steps'] = 4"
+expect_error "restart with another model" \
+  "differs from that of checkpoint '$work/run_done/model.ckpt' (input vs checkpoint: descriptor.rcut: 4.5 vs 4.0; fitting_net.neuron.2: 8 vs none)" \
+  "$deepkf" train "$work/input.json" -o "$work/run_done" --restart "$work/run_done/model.ckpt" --no-progress
+
+# 10. Data with an element the type map lacks.
+make_input "d['model']['type_map'] = ['O', 'H']"
+expect_error "data with an element not in type_map" "Si" \
+  "$deepkf" train "$work/input.json" -o "$work/run_types" --no-progress
+
 [ $failures -eq 0 ] || exit 1
 echo "every bad input gave one error line and status 1"
