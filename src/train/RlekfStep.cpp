@@ -160,8 +160,8 @@ std::string RlekfStep::prepare(const std::vector<StepInput>& first) {
     if (!in.info.has_force || pref.force <= 0.0) continue;
     const auto groups = draws.select(in.first_frame, in.local.coord.size(0), in.global_frames, in.info.natoms,
                                      params_.front().device());
-    for (const auto& atoms : groups)
-      g.force.push_back(squared_norm(gradients(force_of(in, atoms, pref.force))));
+    // The first group of each batch: the groups of a batch are alike, and one keeps the probe cheap.
+    g.force.push_back(squared_norm(gradients(force_of(in, groups.front(), pref.force))));
   }
   const auto blocks = filter_.layout().num_blocks();
   if (!auto_p0_) return evaluate_p0(options_.p0, g, blocks, options_.lambda0).describe(false);
