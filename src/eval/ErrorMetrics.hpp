@@ -2,6 +2,7 @@
 // Prediction errors accumulated as sums, so that they can be added over batches and over ranks:
 // energy per atom (E - E_ref)/N, every force component, and virial components per atom (W - W_ref)/N.
 // These are the numbers of DeePMD-kit's lcurve.out and `dp test` (RMSE and MAE).
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -33,6 +34,8 @@ struct ErrorMetrics {
   double mae_v() const;
   bool has_force() const { return f_count > 0; }
   bool has_virial() const { return v_count > 0; }
+  // Whether every sum is finite (a non-finite prediction makes its sum nan or inf).
+  bool finite() const { return std::isfinite(e_sq) && std::isfinite(f_sq) && std::isfinite(v_sq); }
 };
 
 }  // namespace deepkf

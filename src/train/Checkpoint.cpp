@@ -8,6 +8,7 @@
 
 #include "optim/PackedSweep.hpp"
 #include "src/core/Error.hpp"
+#include "src/core/Together.hpp"
 
 namespace deepkf {
 namespace {
@@ -237,6 +238,33 @@ LoadedCheckpoint read_checkpoint(const std::string& path, torch::Device device) 
     };
   }
   return out;
+}
+
+void write_training_checkpoint(const std::string& path, const DeepPot& model, const nlohmann::json& meta,
+                               TrainingStep& step, Communicator& comm) {
+  const bool root = comm.rank() == 0;
+  torch::serialize::OutputArchive state;
+  step.save(state);
+  std::unique_ptr<CheckpointWriter> writer;
+  together(comm, [&] {
+    if (root)
+      writer = std::make_unique<CheckpointWriter>(path, model, meta, state, step.block_sizes(),
+                                                  step.block_dtype());
+  });
+  std::string failure;
+  step.stream_blocks([&](std::int64_t i, const torch::Tensor& block) {
+    if (!failure.empty()) return;
+    try {
+      writer->write_block(i, block);
+    } catch (const std::exception& e) {
+      failure = e.what();
+    }
+  });
+  together(comm, [&] {
+    if (!root) return;
+    if (!failure.empty()) throw Error(failure);
+    writer->commit();
+  });
 }
 
 }  // namespace deepkf

@@ -28,7 +28,9 @@
 #include <vector>
 
 #include "src/core/AtomicFile.hpp"
+#include "src/core/Communicator.hpp"
 #include "src/model/DeepPot.hpp"
+#include "src/train/TrainingStep.hpp"
 
 namespace deepkf {
 
@@ -78,5 +80,11 @@ class CheckpointWriter {
 
 // Throws ModelError naming the file for a missing, corrupt, truncated or newer-version checkpoint.
 LoadedCheckpoint read_checkpoint(const std::string& path, torch::Device device);
+
+// Collective: writes a training checkpoint at `path` (atomically) from rank 0: the model, `meta`, the step's
+// small state, and its covariance blocks streamed to rank 0 from their owners, one block at a time. A
+// failure to write ends the run on every rank, after the stream, so that no rank is left waiting in it.
+void write_training_checkpoint(const std::string& path, const DeepPot& model, const nlohmann::json& meta,
+                               TrainingStep& step, Communicator& comm);
 
 }  // namespace deepkf

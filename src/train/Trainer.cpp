@@ -100,10 +100,6 @@ std::string batch_text(const std::vector<FrameSubset>& parts, const BatchRef& re
                      part.info().source);
 }
 
-bool all_finite(const ErrorMetrics& m) {
-  return std::isfinite(m.e_sq) && std::isfinite(m.f_sq) && std::isfinite(m.v_sq);
-}
-
 // The first parameter of `model` with a non-finite value, or -1.
 std::int64_t first_nonfinite_parameter(const DeepPot& model) {
   const auto params = model->parameters();
@@ -173,18 +169,15 @@ void Trainer::Impl::prepare_optimizer() {
   constexpr std::int64_t kBatches = 8;
   BatchSampler ahead = *sampler;
   const auto n = std::min(kBatches, ahead.batches_per_epoch());
-  std::vector<BatchRef> refs;
   std::vector<Batch> batches;
-  for (std::int64_t i = 0; i < n; ++i) {
-    refs.push_back(ahead.next());
-    batches.push_back(local_batch(data.train, refs.back()));
-  }
+  batches.reserve(static_cast<std::size_t>(n));  // `first` refers to them: no reallocation
   std::vector<StepInput> first;
-  for (std::size_t i = 0; i < refs.size(); ++i) {
-    first.push_back({batches[i], data.train[static_cast<std::size_t>(refs[i].system)].info(),
-                     static_cast<std::int64_t>(refs[i].frames.size()),
-                     static_cast<std::int64_t>(my_share(refs[i].frames.size()).first),
-                     static_cast<std::int64_t>(i)});
+  for (std::int64_t i = 0; i < n; ++i) {
+    const BatchRef ref = ahead.next();
+    batches.push_back(local_batch(data.train, ref));
+    first.push_back({batches.back(), data.train[static_cast<std::size_t>(ref.system)].info(),
+                     static_cast<std::int64_t>(ref.frames.size()),
+                     static_cast<std::int64_t>(my_share(ref.frames.size()).first), i});
   }
   const std::string line = optimizer->prepare(first);
   if (!line.empty()) log->info("{}", line);
@@ -308,31 +301,7 @@ void Trainer::Impl::write_checkpoint_now(const std::string& path) {
   meta["model"] = mcfg.to_json();
   meta["provenance"] = provenance();
   meta["ranks"] = comm->size();
-  // Only the root writes the file. The RLEKF covariance is streamed into it block by block from the owners
-  // (the root holds at most one other rank's block at a time); a failure to write ends the run on every
-  // rank, after the stream so that no rank is left waiting in it.
-  torch::serialize::OutputArchive optimizer_state;
-  optimizer->save(optimizer_state);
-  std::unique_ptr<CheckpointWriter> writer;
-  together([&] {
-    if (root())
-      writer = std::make_unique<CheckpointWriter>(path, model, meta, optimizer_state,
-                                                  optimizer->block_sizes(), optimizer->block_dtype());
-  });
-  std::string failure;
-  optimizer->stream_blocks([&](std::int64_t i, const torch::Tensor& block) {
-    if (!failure.empty()) return;
-    try {
-      writer->write_block(i, block);
-    } catch (const std::exception& e) {
-      failure = e.what();
-    }
-  });
-  together([&] {
-    if (!root()) return;
-    if (!failure.empty()) throw Error(failure);
-    writer->commit();
-  });
+  write_training_checkpoint(path, model, meta, *optimizer, *comm);
 }
 
 // ----------------------------------------------------------------------------------------------- loop
@@ -395,8 +364,7 @@ TrainResult Trainer::run() {
   };
   auto display = [&](const ErrorMetrics& trn) {
     const ErrorMetrics val = m.validate(false);
-    if (!all_finite(val))
-      throw diverged(m.step, "the model predicts non-finite values for validation frames");
+    if (!val.finite()) throw diverged(m.step, "the model predicts non-finite values for validation frames");
     result.validation = val;
     result.training = trn;
     const std::string status = m.optimizer->status_line(m.step);
@@ -419,7 +387,7 @@ TrainResult Trainer::run() {
     } catch (const OptimError& e) {
       throw diverged(m.step + 1, fmt::format("{} ({})", e.what(), batch_text(m.data.train, ref)));
     }
-    if (m.optimizer->batch_errors() && !all_finite(trn))
+    if (m.optimizer->batch_errors() && !trn.finite())
       throw diverged(m.step + 1,
                      fmt::format("the loss is not finite: the model predicts non-finite values for {}",
                                  batch_text(m.data.train, ref)));
@@ -435,7 +403,7 @@ TrainResult Trainer::run() {
       auto packed = trn.pack();
       m.reduce(packed);
       trn.unpack(packed);
-      if (!all_finite(trn))
+      if (!trn.finite())
         throw diverged(m.step, "after the update the model predicts non-finite values for " +
                                    batch_text(m.data.train, ref));
       display(trn);

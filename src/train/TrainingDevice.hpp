@@ -28,8 +28,7 @@ std::int64_t available_memory(const torch::Device& device, int ranks_on_node);
 StepResources step_resources(const torch::Device& device, std::int64_t available, int nranks,
                              const TrainingData& data, const ModelConfig& mcfg);
 // The same for this run's ranks, with the smallest available_memory() over them (each rank sharing its
-// node with comm.local_size() ranks), so that every rank makes
-// the same plan. Collective.
+// node with comm.local_size() ranks), so that every rank makes the same plan. Collective.
 StepResources step_resources(const torch::Device& device, Communicator& comm, const TrainingData& data,
                              const ModelConfig& mcfg);
 
