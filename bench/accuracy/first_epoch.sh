@@ -9,7 +9,8 @@
 # time-to-accuracy benchmark (embedding [8, 16, 32], axis 8, fitting [32, 32, 32], rcut 5), batch size 1,
 # OPENBLAS_NUM_THREADS=1. SEEDS="1 2 3" in the environment repeats every run with those training seeds
 # (data order and atom draws; the model's initial weights stay seed 1): one epoch at batch size 1 is far
-# from converged, and its errors move by a factor of 2 from seed to seed.
+# from converged, and its errors move by a factor of 2 from seed to seed. OPTIMIZER='"energy_last": false'
+# in the environment adds those keys to every run's optimizer section.
 set -euo pipefail
 deepkf=$(realpath "$1"); datasets=$(realpath "$2"); out=$3; shift 3
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -41,7 +42,7 @@ for name in "${names[@]}"; do
   "descriptor": {"type": "se_e2_a", "sel": "auto", "rcut_smth": 0.5, "rcut": 5.0, "neuron": [8, 16, 32],
                  "axis_neuron": 8, "seed": 1},
   "fitting_net": {"neuron": [32, 32, 32], "resnet_dt": true, "seed": 1}},
- "optimizer": {"type": "RLEKF", $p0_key "log_filter": true},
+ "optimizer": {"type": "RLEKF", $p0_key ${OPTIMIZER:+$OPTIMIZER,} "log_filter": true},
  "training": {"training_data": {"systems": $train, "batch_size": 1}, $valid
    "numb_steps": $steps, "seed": $seed, "disp_freq": 1000000, "save_freq": 1000000}}
 EOF

@@ -21,7 +21,11 @@ struct RlekfSettings {
   double start_pref_f = 1.0, limit_pref_f = 1.0;
   double start_pref_v = 0.0, limit_pref_v = 0.0;  // a virial step runs when either is non-zero
   std::string p_precision = "auto";  // covariance precision: float64, float32 or "auto" (memory plan)
-  bool log_filter = false;           // display lines also show the filter's diagnostics (KalmanDiagnostics)
+  // A second energy update at the end of each step, on the weights the force (and virial) updates left, so
+  // that a step never ends with the energy those updates disturbed (docs/rlekf.md, "Measurements of one
+  // batch").
+  bool energy_last = true;
+  bool log_filter = false;  // display lines also show the filter's diagnostics (KalmanDiagnostics)
 
   // Every key read, with the sections it may be in: the "optimizer" section, or where DeePMD-kit's PyTorch
   // backend writes them (training.kf_blocksize, training.kalman_lambda, loss.kf_start_pref_e, ...).

@@ -142,6 +142,9 @@ ErrorMetrics RlekfStep::take(const StepInput& in) {
     }
     update(m);
   }
+  // The force and virial updates move the energy too (most of all its per-atom offset, which they do not
+  // see): measure it again on the weights the step leaves.
+  if (options_.energy_last) update(energy_of(in, pref.energy));
   return {};
 }
 
