@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config ccache git
   libtorch-dev libopenblas0-pthread   # OpenBLAS: LibTorch's matrix products are 27x faster than reference BLAS
-  libhdf5-dev
+  libhdf5-dev zlib1g-dev   # zlib: CRC-32 checksums of model files and checkpoints
   libopenmpi-dev openmpi-bin
   libcli11-dev catch2 nlohmann-json3-dev libspdlog-dev libfmt-dev
   dpkg-dev xz-utils   # scripts/build_lammps.sh: unpack Debian's LAMMPS source (dpkg-source)

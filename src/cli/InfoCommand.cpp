@@ -1,5 +1,5 @@
 // deepkf info MODEL: what a model file holds (types, cutoffs, sel, network sizes, precision, format version,
-// provenance, parameter counts).
+// checksum, provenance, parameter counts).
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -19,6 +19,7 @@ void print_info(const std::string& path) {
   const auto& c = loaded.config;
   fmt::print("model file      {}\n", path);
   fmt::print("format version  {}\n", loaded.format_version);
+  fmt::print("checksum        {}\n", loaded.checksum);
   fmt::print("descriptor      se_e2_a, type_one_side {}, resnet_dt {}\n", c.type_one_side,
              c.embedding_resnet_dt);
   fmt::print("type map        {}\n", fmt::join(c.type_map, " "));

@@ -17,8 +17,6 @@ constexpr const char* kOutOfMemory =
     "out of memory: the run needs more than this machine has free; `deepkf plan INPUT` shows what a "
     "training run needs per rank and the settings that fit";
 
-std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -44,7 +42,7 @@ int main(int argc, char** argv) {
     return 1;
   } catch (const c10::Error& e) {
     // LibTorch's messages carry its C++ stack; the user sees the first line only.
-    const std::string what = first_line(e.what_without_backtrace());
+    const std::string what = deepkf::first_line(e.what_without_backtrace());
     if (what.find("alloc") != std::string::npos && what.find("memory") != std::string::npos) {
       std::fprintf(stderr, "deepkf: error: %s (%s)\n", kOutOfMemory, what.c_str());
       return 1;
@@ -52,7 +50,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "deepkf: internal error: %s\n", what.c_str());
     return 2;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "deepkf: internal error: %s\n", first_line(e.what()).c_str());
+    std::fprintf(stderr, "deepkf: internal error: %s\n", deepkf::first_line(e.what()).c_str());
     return 2;
   }
   return 0;

@@ -47,4 +47,8 @@ class ResourceError : public Error {
   using Error::Error;
 };
 
+// The first non-blank line of a library's message (LibTorch's carry stack frames after it), at most 200
+// characters: what a one-line error quotes of a cause.
+std::string first_line(const std::string& message);
+
 }  // namespace deepkf

@@ -127,7 +127,8 @@ void remap_types(System& system, const std::vector<std::string>& type_map) {
   system.type_map = type_map;
 }
 
-OpenedData open_dataset(const std::vector<std::string>& paths, const std::vector<std::string>& type_map) {
+OpenedData open_dataset(const std::vector<std::string>& paths, const std::vector<std::string>& type_map,
+                        const std::string& type_map_origin) {
   if (paths.empty()) throw DataError("no data paths given");
   for (auto it = type_map.begin(); it != type_map.end(); ++it)
     if (std::find(type_map.begin(), it, *it) != it)
@@ -151,7 +152,14 @@ OpenedData open_dataset(const std::vector<std::string>& paths, const std::vector
       }
     }
   }
-  for (auto& s : d.systems) s->remap_types(d.type_map);
+  for (auto& s : d.systems) {
+    try {
+      s->remap_types(d.type_map);  // throws only for an element the type map lacks
+    } catch (const DataError& e) {
+      if (type_map_origin.empty()) throw;
+      throw DataError(std::string(e.what()) + ", given by " + type_map_origin);
+    }
+  }
   return d;
 }
 

@@ -45,8 +45,9 @@ struct OpenedData {
 // union of the elements that occur, in order of first appearance). Reads types, type maps and array
 // shapes only (extended XYZ files are read whole); frame values are checked when frames are read, and
 // units are not judged (that needs the labels: see check_units). Throws DataError for a bad path or
-// layout.
-OpenedData open_dataset(const std::vector<std::string>& paths, const std::vector<std::string>& type_map = {});
+// layout, or for an element missing from type_map (naming type_map_origin, e.g. "model.type_map of FILE").
+OpenedData open_dataset(const std::vector<std::string>& paths, const std::vector<std::string>& type_map = {},
+                        const std::string& type_map_origin = {});
 
 // The systems under one path, opened (see open_dataset) or read whole, each with its own type map.
 std::vector<std::shared_ptr<FrameSource>> open_systems(const std::string& path);

@@ -41,6 +41,10 @@ void check_box(const double* box9, const std::string& where, bool require_right_
   }
   const double det = determinant(box9);
   const double scale = norm(box9) * norm(box9 + 3) * norm(box9 + 6);
+  // Finite entries whose products overflow (1e200 A) would turn fractional coordinates into NaN.
+  if (!std::isfinite(det) || !std::isfinite(scale)) {
+    throw DataError(where + " is too large to compute with (|a||b||c| = " + format_number(scale) + " A^3)");
+  }
   // A cell is singular when its volume is negligible next to the box spanned by its edge lengths.
   if (!(std::abs(det) >= 1e-10 * scale) || scale == 0.0) {
     throw DataError(where + " is singular (det = " + format_number(det) +

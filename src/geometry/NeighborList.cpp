@@ -132,7 +132,7 @@ Grid make_grid(const std::array<double, 3>& widths, double rcut, std::int64_t na
   for (int d = 0; d < 3; ++d) {
     // nb = floor(w / rc): bins no thinner than rcut
     const double n = std::floor(widths[d] / rc);
-    g.nb[d] = n < 1.0 ? 1 : (n > 1e6 ? 1000000 : static_cast<std::int64_t>(n));
+    g.nb[d] = !(n >= 1.0) ? 1 : (n > 1e6 ? 1000000 : static_cast<std::int64_t>(n));  // NaN: 1
   }
   // Sparse systems in huge boxes: at most ~4 bins per atom; thicker bins stay correct, just slower.
   const double cap = std::max(64.0, 4.0 * static_cast<double>(natoms));

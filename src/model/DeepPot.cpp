@@ -3,6 +3,8 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
 
+#include <new>
+
 #include "src/core/Error.hpp"
 #include "src/model/EnvMatrix.hpp"
 
@@ -39,6 +41,32 @@ void check_inputs(const ModelConfig& config, const torch::Tensor& coord, const t
 
 DeepPotImpl::DeepPotImpl(const ModelConfig& config) : config_(config) {
   config_.validate();
+  // Widths are checked for range, not for size: a model too large to allocate is the user's setting, not
+  // a fault of ours, and is said so.
+  const auto too_large = [this] {
+    const auto list = [](const std::vector<int>& widths) {
+      std::string out;
+      for (const int w : widths) out += (out.empty() ? "" : ", ") + std::to_string(w);
+      return "[" + out + "]";
+    };
+    return ResourceError("the model's weights do not fit in memory (embedding neuron " +
+                         list(config_.embedding_neuron) + ", fitting_net neuron " +
+                         list(config_.fitting_neuron) + ", " + std::to_string(config_.ntypes()) +
+                         " element types" + (config_.file.empty() ? "" : " in " + config_.file) +
+                         "): choose smaller networks");
+  };
+  try {
+    build();
+  } catch (const std::bad_alloc&) {
+    throw too_large();
+  } catch (const c10::Error& e) {
+    const std::string what = e.what_without_backtrace();
+    if (what.find("alloc") == std::string::npos || what.find("memory") == std::string::npos) throw;
+    throw too_large();
+  }
+}
+
+void DeepPotImpl::build() {
   const int nt = config_.ntypes();
   const auto dtype = config_.precision;
   auto gen = at::detail::createCPUGenerator(static_cast<uint64_t>(config_.seed));

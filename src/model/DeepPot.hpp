@@ -63,6 +63,7 @@ class DeepPotImpl : public torch::nn::Module {
   std::vector<std::pair<std::string, std::int64_t>> parameter_counts() const;
 
  private:
+  void build();  // the networks and statistics buffers of config_, allocated
   // rij: nframes x nloc x nnei x 3 (model dtype); centre_types: nframes x nloc -> nframes x nloc (eV).
   torch::Tensor energy_from_pairs(const torch::Tensor& rij, const torch::Tensor& centre_types);
   DenseNet& embedding(int centre_type, int neighbour_type);

@@ -12,6 +12,12 @@ namespace {
 
 std::string dump(const nlohmann::json& v) { return v.dump(); }
 
+// The key-level messages below name the key; the input file is added once, where they do not name it.
+std::string naming_file(const std::string& message, const std::string& file) {
+  if (file.empty() || file == "the input" || message.find(file) != std::string::npos) return message;
+  return file + ": " + message;
+}
+
 const nlohmann::json* find(const nlohmann::json& section, const std::string& key) {
   auto it = section.find(key);
   return it == section.end() ? nullptr : &*it;
@@ -89,6 +95,14 @@ std::string ModelConfig::precision_name() const {
 }
 
 void ModelConfig::validate() const {
+  try {
+    check();
+  } catch (const ConfigError& e) {
+    throw ConfigError(naming_file(e.what(), file));
+  }
+}
+
+void ModelConfig::check() const {
   if (type_map.empty()) throw ConfigError("model key 'model.type_map' is empty");
   if (!(rcut > 0.0))
     throw ConfigError("model key 'model.descriptor.rcut' must be > 0, got " + std::to_string(rcut));
@@ -146,6 +160,16 @@ std::vector<std::string> ModelConfig::read_type_map(const nlohmann::json& model,
 }
 
 ModelConfig ModelConfig::from_json(const nlohmann::json& model, const std::string& file) {
+  try {
+    ModelConfig c = parse(model, file);
+    if (file != "the input") c.file = file;
+    return c;
+  } catch (const ConfigError& e) {
+    throw ConfigError(naming_file(e.what(), file));
+  }
+}
+
+ModelConfig ModelConfig::parse(const nlohmann::json& model, const std::string& file) {
   if (!model.is_object()) throw ConfigError("model section must be an object, got " + dump(model));
   // Every key of DeePMD-kit's se_e2_a energy model; those for options not built here are refused below
   // unless they hold their defaults, and data_stat_* (statistics sampling), trainable, rcond, env_protection
@@ -254,7 +278,7 @@ ModelConfig ModelConfig::from_json(const nlohmann::json& model, const std::strin
                         dump((*fit)["precision"]) + ")");
     }
   }
-  if (!c.sel_auto) c.validate();
+  if (!c.sel_auto) c.check();
   return c;
 }
 

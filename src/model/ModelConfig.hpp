@@ -25,6 +25,7 @@ struct ModelConfig {
   bool fitting_resnet_dt = true;
   std::int64_t seed = 1;                                // initialisation seed
   c10::ScalarType precision = c10::ScalarType::Double;  // kFloat64 or kFloat32
+  std::string file;  // the input it was read from (from_json), named by validate()'s messages
 
   int ntypes() const { return static_cast<int>(type_map.size()); }
   // N_c = sum_t sel[t]
@@ -56,6 +57,10 @@ struct ModelConfig {
   // Where this configuration's architecture differs from `other`'s, one "key: this vs other" entry per
   // setting (seeds are not compared; nor is sel when this one says "auto").
   std::vector<std::string> differences(const ModelConfig& other) const;
+
+ private:
+  static ModelConfig parse(const nlohmann::json& model_section, const std::string& file);  // from_json's work
+  void check() const;                                                                      // validate's work
 };
 
 }  // namespace deepkf

@@ -3,8 +3,10 @@
 #include <torch/torch.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "src/core/AtomicFile.hpp"
+#include "src/core/Checksum.hpp"
 #include "src/core/Error.hpp"
 
 namespace deepkf {
@@ -13,30 +15,89 @@ namespace {
 
 constexpr const char* kMetadataKey = "deepkf_metadata";
 constexpr const char* kModelKey = "deepkf_model";
+constexpr const char* kChecksumKey = "deepkf_checksum";
+constexpr const char* kCheckpointKey = "deepkf_checkpoint";  // the run record of a (format 1) checkpoint
+
+[[noreturn]] void checkpoint_given(const std::string& path) {
+  throw ModelError("'" + path +
+                   "' is a training checkpoint, not a model file; export it first: deepkf export " + path +
+                   " -o model.pt");
+}
+
+// Checkpoints of format 2 and later start with these bytes (src/train/Checkpoint.hpp).
+bool starts_like_checkpoint(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  char magic[8] = {};
+  return in.read(magic, 8) && std::string(magic, 8) == "DEEPKFCK";
+}
+
+// The CRC-32 of each part of a model file: the metadata text, and every parameter and buffer by name (its
+// raw bytes in the stored dtype), in the form stored under kChecksumKey.
+nlohmann::json content_checksums(const std::string& metadata, const DeepPot& model) {
+  nlohmann::json tensors = nlohmann::json::object();
+  const auto add = [&](const std::string& name, const torch::Tensor& t) {
+    const auto bytes = t.detach().to(torch::kCPU).contiguous();
+    tensors[name] = crc32_hex(bytes.data_ptr(), static_cast<std::size_t>(bytes.nbytes()));
+  };
+  for (const auto& p : model->named_parameters()) add(p.key(), p.value());
+  for (const auto& b : model->named_buffers()) add(b.key(), b.value());
+  return {{"algorithm", "crc32"}, {"metadata", crc32_hex(metadata)}, {"tensors", tensors}};
+}
+
+// Compares the stored checksums with the content read; ModelError naming the first part that differs.
+void verify_checksums(torch::serialize::InputArchive& archive, const std::string& path,
+                      const std::string& metadata, const DeepPot& model) {
+  nlohmann::json stored;
+  try {
+    c10::IValue value;
+    archive.read(kChecksumKey, value);
+    stored = nlohmann::json::parse(value.toStringRef());
+  } catch (const std::exception&) {
+    throw ModelError("model file '" + path + "' is corrupt: its checksums are missing or unreadable");
+  }
+  const auto actual = content_checksums(metadata, model);
+  const auto mismatch = [&](const std::string& part) {
+    throw ModelError("model file '" + path + "' is corrupt: " + part +
+                     " does not match the checksum written with it; copy the file again or export it "
+                     "again from its checkpoint");
+  };
+  if (stored.value("metadata", std::string()) != actual["metadata"]) mismatch("the metadata");
+  const auto& tensors = stored.value("tensors", nlohmann::json::object());
+  for (const auto& [name, crc] : actual["tensors"].items()) {
+    if (!tensors.contains(name) || tensors[name] != crc) mismatch("tensor '" + name + "'");
+  }
+}
 
 torch::serialize::InputArchive open_archive(const std::string& path, torch::Device device) {
   if (!std::filesystem::is_regular_file(path)) throw ModelError("model file '" + path + "' does not exist");
+  if (starts_like_checkpoint(path)) checkpoint_given(path);
   torch::serialize::InputArchive archive;
   try {
     archive.load_from(path, device);
   } catch (const std::exception& e) {
-    throw ModelError("model file '" + path + "' is corrupt or truncated (not a readable archive): " +
-                     std::string(e.what()).substr(0, 200));
+    throw ModelError("model file '" + path +
+                     "' is corrupt or truncated (not a readable archive): " + first_line(e.what()));
   }
   return archive;
 }
 
-nlohmann::json parse_metadata(torch::serialize::InputArchive& archive, const std::string& path) {
+// The metadata text as stored.
+std::string read_metadata_text(torch::serialize::InputArchive& archive, const std::string& path) {
   c10::IValue value;
   try {
     archive.read(kMetadataKey, value);
   } catch (const std::exception&) {
+    if (archive.try_read(kCheckpointKey, value)) checkpoint_given(path);
     throw ModelError("model file '" + path + "' has no deepkf metadata (not a deepkf model file?)");
   }
   if (!value.isString()) throw ModelError("model file '" + path + "' has metadata that is not a string");
+  return value.toStringRef();
+}
+
+nlohmann::json parse_metadata(const std::string& text, const std::string& path) {
   nlohmann::json meta;
   try {
-    meta = nlohmann::json::parse(value.toStringRef());
+    meta = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     throw ModelError("model file '" + path + "' has corrupt metadata: " + e.what());
   }
@@ -68,8 +129,10 @@ void save_model(const std::string& path, const DeepPot& model, const nlohmann::j
     torch::serialize::OutputArchive weights;
     model->save(weights);
     torch::serialize::OutputArchive archive;
-    archive.write(kMetadataKey, c10::IValue(meta.dump()));
+    const std::string text = meta.dump();
+    archive.write(kMetadataKey, c10::IValue(text));
     archive.write(kModelKey, weights);
+    archive.write(kChecksumKey, c10::IValue(content_checksums(text, model).dump()));
     write_atomically(path, [&](const std::string& tmp) { archive.save_to(tmp); });
   } catch (const c10::Error& e) {
     throw ModelError("cannot write model file '" + path + "': " + e.what_without_backtrace());
@@ -82,12 +145,13 @@ void save_model(const std::string& path, const DeepPot& model, const nlohmann::j
 
 nlohmann::json read_model_metadata(const std::string& path) {
   auto archive = open_archive(path, torch::kCPU);
-  return parse_metadata(archive, path);
+  return parse_metadata(read_metadata_text(archive, path), path);
 }
 
 LoadedModel load_model(const std::string& path, torch::Device device) {
   auto archive = open_archive(path, device);
-  const auto meta = parse_metadata(archive, path);
+  const std::string text = read_metadata_text(archive, path);
+  const auto meta = parse_metadata(text, path);
   LoadedModel out;
   out.format_version = meta["format_version"].get<int>();
   out.provenance = meta.value("provenance", nlohmann::json::object());
@@ -102,8 +166,15 @@ LoadedModel load_model(const std::string& path, torch::Device device) {
     archive.read(kModelKey, weights);
     out.model->load(weights);
   } catch (const std::exception& e) {
-    throw ModelError("model file '" + path + "' has weights that do not fit its model section: " +
-                     std::string(e.what()).substr(0, 200));
+    throw ModelError("model file '" + path +
+                     "' has weights that do not fit its model section: " + first_line(e.what()));
+  }
+  // Format 1 files were written without checksums.
+  if (out.format_version >= 2) {
+    verify_checksums(archive, path, text, out.model);
+    out.checksum = "crc32, verified (metadata and " +
+                   std::to_string(out.model->named_parameters().size() + out.model->named_buffers().size()) +
+                   " tensors)";
   }
   out.model->to(device);
   return out;

@@ -1,8 +1,9 @@
 #pragma once
 // The model file (default name model.pt): one self-describing LibTorch archive holding the weights, the
 // statistics buffers and a metadata JSON string: {"format_version": 1, "model": ModelConfig::to_json(),
-// "type_map", "rcut", "sel", "precision", "provenance": {...}}. Written atomically (temporary file in the
-// same directory, then rename).
+// "type_map", "rcut", "sel", "precision", "provenance": {...}}, and from format 2 the CRC-32 of the metadata
+// text and of every tensor, checked on every load. Written atomically (temporary file in the same
+// directory, then rename).
 #include <torch/types.h>
 
 #include <nlohmann/json.hpp>
@@ -13,13 +14,14 @@
 
 namespace deepkf {
 
-constexpr int kModelFormatVersion = 1;
+constexpr int kModelFormatVersion = 2;
 
 struct LoadedModel {
   DeepPot model{nullptr};
   ModelConfig config;
   nlohmann::json provenance;  // as given to save_model (data paths, steps, optimizer, ...)
   int format_version = 0;
+  std::string checksum = "none (format 1)";  // what was verified on loading
 };
 
 // Writes `model` (weights, davg/dstd, energy bias, config) and the opaque `provenance` object to `path`.
@@ -27,7 +29,8 @@ struct LoadedModel {
 void save_model(const std::string& path, const DeepPot& model, const nlohmann::json& provenance);
 
 // Reads a model written by save_model onto `device`. Throws ModelError naming the file when it is missing,
-// truncated or corrupt, or has a format version newer than kModelFormatVersion.
+// truncated or corrupt (from format 2: any part whose checksum differs, named), a checkpoint, or has a
+// format version newer than kModelFormatVersion.
 LoadedModel load_model(const std::string& path, torch::Device device = torch::kCPU);
 
 // Only the metadata JSON of a model file (same errors as load_model).

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "optim/PackedSweep.hpp"
+#include "src/core/Checksum.hpp"
 #include "src/core/Error.hpp"
 #include "src/core/Together.hpp"
 
@@ -17,6 +18,7 @@ constexpr const char* kMeta = "deepkf_checkpoint";
 constexpr const char* kModel = "model";
 constexpr const char* kOptimizer = "optimizer";
 constexpr char kMagic[8] = {'D', 'E', 'E', 'P', 'K', 'F', 'C', 'K'};
+constexpr const char* kNoChecksum = "00000000";  // a block's place in the header until commit()
 
 std::uint64_t to_little_endian(std::uint64_t v) {
   std::uint64_t out = 0;
@@ -65,6 +67,11 @@ void read_archive(torch::serialize::InputArchive& archive, const std::string& pa
     archive.read(kMeta, value);
     out.meta = nlohmann::json::parse(value.toStringRef());
   } catch (const std::exception& e) {
+    c10::IValue model_metadata;
+    if (archive.try_read("deepkf_metadata", model_metadata))
+      throw ModelError("'" + path +
+                       "' is a model file, not a training checkpoint: to start a run from its weights, use "
+                       "--init-model");
     throw ModelError("checkpoint '" + path + "' has no readable deepkf record (not a deepkf checkpoint?)");
   }
   const int version = out.meta.value("format_version", 0);
@@ -83,7 +90,7 @@ void read_archive(torch::serialize::InputArchive& archive, const std::string& pa
     throw;
   } catch (const std::exception& e) {
     throw ModelError("checkpoint '" + path +
-                     "' does not match its own model record: " + std::string(e.what()).substr(0, 200));
+                     "' does not match its own model record: " + first_line(e.what()));
   }
 }
 
@@ -106,15 +113,17 @@ CheckpointWriter::CheckpointWriter(const std::string& path, const DeepPot& model
   nlohmann::json header;
   header["format_version"] = kCheckpointFormatVersion;
   header["archive_bytes"] = archive.size();
+  header["archive_crc32"] = crc32_hex(archive);
   header["covariance"]["dtype"] = dtype_ == torch::kFloat64 ? "float64" : "float32";
   header["covariance"]["layout"] = "packed_upper";
   nlohmann::json blocks = nlohmann::json::array();
   std::int64_t offset = 0;  // from the start of the covariance section
   for (auto n : block_sizes_) {
-    blocks.push_back({n, offset});
+    blocks.push_back({n, offset, kNoChecksum});
     offset += packed::triangle_size(n) * static_cast<std::int64_t>(c10::elementSize(dtype_));
   }
   header["covariance"]["blocks"] = blocks;
+  header_ = header;
   const std::string text = header.dump();
   out_.reset(std::fopen(file_.tmp_path().c_str(), "wb"));
   if (!out_) fail(std::strerror(errno));
@@ -142,6 +151,7 @@ void CheckpointWriter::write_block(std::int64_t i, const torch::Tensor& block) {
   const auto data = block.contiguous();
   const auto bytes = static_cast<std::size_t>(data.numel()) * data.element_size();
   if (std::fwrite(data.data_ptr(), 1, bytes, out_.get()) != bytes) fail(std::strerror(errno));
+  header_["covariance"]["blocks"][static_cast<std::size_t>(i)][2] = crc32_hex(data.data_ptr(), bytes);
   ++next_block_;
 }
 
@@ -149,6 +159,11 @@ void CheckpointWriter::commit() {
   if (next_block_ != static_cast<std::int64_t>(block_sizes_.size()))
     fail(std::to_string(next_block_) + " of " + std::to_string(block_sizes_.size()) +
          " covariance blocks written");
+  // The header again, now with the blocks' checksums: 8 hex digits each, as the placeholders were.
+  const std::string text = header_.dump();
+  const bool rewritten = std::fseek(out_.get(), 16, SEEK_SET) == 0 &&
+                         std::fwrite(text.data(), 1, text.size(), out_.get()) == text.size();
+  if (!rewritten) fail(std::strerror(errno));
   const bool ok = std::fflush(out_.get()) == 0;
   const bool closed = std::fclose(out_.release()) == 0;
   if (!ok || !closed) fail(std::strerror(errno));
@@ -168,7 +183,7 @@ LoadedCheckpoint read_checkpoint(const std::string& path, torch::Device device) 
     try {
       archive.load_from(path, device);
     } catch (const std::exception& e) {
-      corrupt(path, std::string(e.what()).substr(0, 200));
+      corrupt(path, first_line(e.what()));
     }
     read_archive(archive, path, device, out);
     return out;
@@ -177,12 +192,18 @@ LoadedCheckpoint read_checkpoint(const std::string& path, torch::Device device) 
   unsigned char length_bytes[8];
   if (std::fread(length_bytes, 1, 8, f.get()) != 8) corrupt(path, "no header length");
   const std::uint64_t length = from_little_endian(length_bytes);
-  if (length > file_size) corrupt(path, "header length " + std::to_string(length) + " beyond the file's end");
+  if (file_size < 16 || length > file_size - 16)
+    corrupt(path, "header length " + std::to_string(length) + " beyond the file's end");
   std::string text(length, '\0');
   if (std::fread(text.data(), 1, length, f.get()) != length) corrupt(path, "short header");
   nlohmann::json header;
   std::uint64_t archive_size = 0;
-  std::vector<std::pair<std::int64_t, std::int64_t>> blocks;  // (n, offset)
+  struct BlockEntry {
+    std::int64_t n, offset;
+    std::string crc;  // empty before format 4
+  };
+  std::vector<BlockEntry> blocks;
+  std::string archive_crc;  // empty before format 4
   torch::ScalarType dtype = torch::kFloat64;
   std::string layout;  // format 3: "packed_upper" triangles; format 2: dense blocks
   try {
@@ -191,21 +212,31 @@ LoadedCheckpoint read_checkpoint(const std::string& path, torch::Device device) 
     dtype = header.at("covariance").at("dtype").get<std::string>() == "float32" ? torch::kFloat32
                                                                                 : torch::kFloat64;
     layout = header.at("covariance").value("layout", std::string("dense"));
+    archive_crc = header.value("archive_crc32", std::string());
     for (const auto& b : header.at("covariance").at("blocks"))
-      blocks.emplace_back(b.at(0).get<std::int64_t>(), b.at(1).get<std::int64_t>());
+      blocks.push_back({b.at(0).get<std::int64_t>(), b.at(1).get<std::int64_t>(),
+                        b.size() > 2 ? b.at(2).get<std::string>() : std::string()});
   } catch (const std::exception& e) {
     corrupt(path, std::string("bad header: ") + e.what());
   }
   if (layout != "dense" && layout != "packed_upper")
     corrupt(path, "unknown covariance layout '" + layout + "' in the header");
   const bool packed = layout == "packed_upper";
+  if (archive_size > file_size - 16 - length)
+    corrupt(path, "archive of " + std::to_string(archive_size) + " bytes beyond the file's end");
   const auto elem = static_cast<std::uint64_t>(c10::elementSize(dtype));
   const std::uint64_t base = 16 + length + archive_size;  // the covariance section
   std::uint64_t end = base;
   // Values of block i in the file.
   auto count = [packed](std::int64_t n) { return packed ? n * (n + 1) / 2 : n * n; };
-  for (const auto& [n, offset] : blocks) {
+  for (const auto& [n, offset, crc] : blocks) {
     if (n < 0 || offset < 0) corrupt(path, "negative block size or offset in the header");
+    // Compared in double first: a damaged n must not overflow the products below.
+    const double values = packed ? 0.5 * static_cast<double>(n) * static_cast<double>(n + 1)
+                                 : static_cast<double>(n) * static_cast<double>(n);
+    if (values * static_cast<double>(elem) + static_cast<double>(offset) > static_cast<double>(file_size))
+      corrupt(path, "covariance block of size " + std::to_string(n) + " at offset " + std::to_string(offset) +
+                        " beyond the file's end");
     end = std::max(end,
                    base + static_cast<std::uint64_t>(offset) + static_cast<std::uint64_t>(count(n)) * elem);
   }
@@ -214,18 +245,21 @@ LoadedCheckpoint read_checkpoint(const std::string& path, torch::Device device) 
                       std::to_string(end));
   std::string bytes(archive_size, '\0');
   if (std::fread(bytes.data(), 1, archive_size, f.get()) != archive_size) corrupt(path, "short archive");
+  if (!archive_crc.empty() && crc32_hex(bytes) != archive_crc)
+    corrupt(path, "the model, optimizer state and run record do not match their checksum");
   try {
     archive.load_from(bytes.data(), bytes.size(), device);
   } catch (const std::exception& e) {
-    corrupt(path, std::string(e.what()).substr(0, 200));
+    corrupt(path, first_line(e.what()));
   }
   read_archive(archive, path, device, out);
+  out.covariance_blocks = static_cast<std::int64_t>(blocks.size());
   if (!blocks.empty()) {
     out.covariance_block = [path, blocks, dtype, elem, base, packed, count](std::int64_t i) {
       if (i < 0 || i >= static_cast<std::int64_t>(blocks.size()))
         throw ModelError("checkpoint '" + path + "' has " + std::to_string(blocks.size()) +
                          " covariance blocks, block " + std::to_string(i) + " was asked for");
-      const auto [n, offset] = blocks[static_cast<std::size_t>(i)];
+      const auto& [n, offset, crc] = blocks[static_cast<std::size_t>(i)];
       auto block = packed ? torch::empty({count(n)}, torch::TensorOptions().dtype(dtype))
                           : torch::empty({n, n}, torch::TensorOptions().dtype(dtype));
       FilePtr in(std::fopen(path.c_str(), "rb"));
@@ -234,6 +268,8 @@ LoadedCheckpoint read_checkpoint(const std::string& path, torch::Device device) 
           std::fseek(in.get(), static_cast<long>(base + static_cast<std::uint64_t>(offset)), SEEK_SET) != 0 ||
           std::fread(block.data_ptr(), 1, nbytes, in.get()) != nbytes)
         corrupt(path, "cannot read covariance block " + std::to_string(i));
+      if (!crc.empty() && crc32_hex(block.data_ptr(), nbytes) != crc)
+        corrupt(path, "covariance block " + std::to_string(i) + " does not match its checksum");
       return block;
     };
   }

@@ -4,18 +4,20 @@
 // blocks. Written atomically (a run killed while writing keeps its previous checkpoint) and streamed: the
 // covariance goes to the file one block at a time, so the writer never holds a second copy of P.
 //
-// Layout (format 3):
+// Layout (format 4):
 //   "DEEPKFCK"          8 bytes
 //   header length H     uint64, little-endian
-//   header              H bytes of JSON: {"format_version": 3, "archive_bytes": A,
+//   header              H bytes of JSON: {"format_version": 4, "archive_bytes": A, "archive_crc32": "8 hex",
 //                       "covariance": {"dtype": "float64" | "float32", "layout": "packed_upper",
-//                                      "blocks": [[n_i, offset_i], ...]}}
+//                                      "blocks": [[n_i, offset_i, "crc32 of block i"], ...]}}
 //   archive             A bytes: a LibTorch archive holding the run record, the model and the optimizer state
 //   covariance          block i: the upper triangle of P_i packed row by row (row r holds columns r ..
 //   n_i-1),
 //                       n_i (n_i + 1) / 2 values, little-endian, offset_i bytes into this section
-// Still read: format 2 (the same with dense blocks, n_i x n_i values row-major, no "layout") and format 1 (a
-// plain LibTorch archive with the blocks inside the optimizer state).
+// The CRC-32 values (src/core/Checksum.hpp) are checked when the archive and each block are read: a rank
+// checks the blocks it reads. Still read: format 3 (the same without checksums), format 2 (dense blocks,
+// n_i x n_i values row-major, no "layout") and format 1 (a plain LibTorch archive with the blocks inside the
+// optimizer state).
 #include <torch/serialize/input-archive.h>
 #include <torch/serialize/output-archive.h>
 
@@ -34,7 +36,7 @@
 
 namespace deepkf {
 
-constexpr int kCheckpointFormatVersion = 3;
+constexpr int kCheckpointFormatVersion = 4;
 
 struct LoadedCheckpoint {
   nlohmann::json
@@ -45,6 +47,7 @@ struct LoadedCheckpoint {
   // or dense [n_i, n_i] (format 2); null when the file has none beside the archive (format 1, or an
   // optimizer without covariance). Throws ModelError naming the file.
   std::function<torch::Tensor(std::int64_t)> covariance_block;
+  std::int64_t covariance_blocks = 0;  // blocks covariance_block can give
 };
 
 // Writes a checkpoint in stages: the constructor writes the record, model and optimizer state to a
@@ -75,10 +78,12 @@ class CheckpointWriter {
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> out_{nullptr, &std::fclose};
   std::vector<std::int64_t> block_sizes_;
   torch::ScalarType dtype_;
+  nlohmann::json header_;  // rewritten in place by commit() with the blocks' checksums (same length)
   std::int64_t next_block_ = 0;
 };
 
-// Throws ModelError naming the file for a missing, corrupt, truncated or newer-version checkpoint.
+// Throws ModelError naming the file (and the part) for a missing, corrupt, truncated or newer-version
+// checkpoint, or for a model file given instead of one.
 LoadedCheckpoint read_checkpoint(const std::string& path, torch::Device device);
 
 // Collective: writes a training checkpoint at `path` (atomically) from rank 0: the model, `meta`, the step's

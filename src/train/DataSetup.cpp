@@ -35,10 +35,13 @@ std::vector<std::string> resolve_paths(const std::vector<std::string>& paths, co
     const std::string part = p.substr(0, hash);
     const std::string group = hash == std::string::npos ? "" : p.substr(hash);
     fs::path resolved = fs::path(part);
+    std::error_code ec;
+    if (part.empty()) throw ConfigError("'" + key + "' in " + file + " holds an empty path");
+    if (resolved.is_absolute() && !fs::exists(resolved, ec))
+      throw ConfigError("'" + key + "' in " + file + " names \"" + p + "\", which does not exist");
     if (!resolved.is_absolute()) {
       const fs::path by_input = (fs::path(base) / part).lexically_normal();
       const fs::path by_cwd = fs::absolute(part).lexically_normal();
-      std::error_code ec;
       if (fs::exists(by_input, ec) || by_input == by_cwd) {
         resolved = by_input;  // when missing, the reader names the one place
       } else if (fs::exists(by_cwd, ec)) {
@@ -93,14 +96,15 @@ std::vector<std::pair<std::vector<FrameSubset>, std::string>> Setup::load_data()
   const auto type_map = cfg.model.value("type_map", std::vector<std::string>{});
   const auto train_paths =
       resolve_paths(cfg.training_data.systems, cfg.base_dir, "training.training_data.systems", cfg.file);
-  OpenedData training = open_dataset(train_paths, type_map);
+  const std::string origin = "model.type_map of " + cfg.file;
+  OpenedData training = open_dataset(train_paths, type_map, origin);
   data.sources = training.systems;
   data.train = whole(training.systems);
   loads.emplace_back(data.train, describe_paths(train_paths));
   if (!cfg.validation_data.systems.empty()) {
     const auto valid_paths = resolve_paths(cfg.validation_data.systems, cfg.base_dir,
                                            "training.validation_data.systems", cfg.file);
-    OpenedData validation = open_dataset(valid_paths, type_map);
+    OpenedData validation = open_dataset(valid_paths, type_map, origin);
     data.sources.insert(data.sources.end(), validation.systems.begin(), validation.systems.end());
     data.valid = whole(validation.systems);
     loads.emplace_back(data.valid, describe_paths(valid_paths));

@@ -91,7 +91,7 @@ TrainConfig TrainConfig::from_file(const std::string& path) {
   json doc;
   try {
     doc = json::parse(in, nullptr, true, /*ignore_comments=*/true);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // a syntax error, or a number out of double's range (1e309)
     throw ConfigError("input file " + path + " is not valid JSON: " + e.what());
   }
   const fs::path parent = fs::absolute(fs::path(path)).parent_path();

@@ -109,6 +109,12 @@ TEST_CASE("cell validate rejects non-finite, singular and left-handed boxes", "[
   const double almost_flat[9] = {3, 0, 0, 0, 4, 0, 3, 4, 1e-12};
   CHECK_THROWS_WITH(Cell::validate(almost_flat, "here"), Contains("singular"));
 
+  // Finite entries whose volume overflows (the fuzz driver's box that crashed the neighbour list): refused.
+  const double huge[9] = {1e-222, 7.6e29, 3.2e97, 7.6e29, -2.9e199, 2.7e159, 3.2e97, 2.7e159, 4.5e36};
+  CHECK_THROWS_WITH(Cell::validate(huge, "box in s frame 2"),
+                    Contains("box in s frame 2") && Contains("too large to compute with"));
+  CHECK_THROWS_AS(Cell(huge), DataError);
+
   // swapping a and b makes the cell left-handed: det = -12.445^3 = -1927.4
   const double left[9] = {0, 12.445, 0, 12.445, 0, 0, 0, 0, 12.445};
   CHECK_THROWS_WITH(Cell::validate(left, "box in water/data_0/set.000 frame 3"),

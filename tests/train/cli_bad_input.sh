@@ -167,5 +167,24 @@ make_input "d['model']['type_map'] = ['O', 'H']"
 expect_error "data with an element not in type_map" "Si" \
   "$deepkf" train "$work/input.json" -o "$work/run_types" --no-progress
 
+# 11. Damaged files and files given in each other's place (run_done from case 8).
+expect_error "checkpoint given as a model" \
+  "'$work/run_done/model.ckpt' is a training checkpoint, not a model file; export it first" \
+  "$deepkf" test -m "$work/run_done/model.ckpt" -s "$source_dir/data/si_cp2k.h5"
+expect_error "model given to export" "'$work/run_done/model.pt' is a model file, not a training checkpoint" \
+  "$deepkf" export "$work/run_done/model.pt" -o "$work/exported.pt"
+# One bit flipped in every 4096 bytes of the model file and of the checkpoint: wherever they land (tensor
+# data, metadata, archive structure), loading must stop and say the file is corrupt.
+flip_bits() {
+  python3 -c 'import sys
+d = bytearray(open(sys.argv[1], "rb").read())
+for i in range(100, len(d), 4096): d[i] ^= 0x04
+open(sys.argv[2], "wb").write(bytes(d))' "$1" "$2"
+}
+flip_bits "$work/run_done/model.pt" "$work/flipped.pt"
+expect_error "model file with flipped bits" "is corrupt" "$deepkf" info "$work/flipped.pt"
+flip_bits "$work/run_done/model.ckpt" "$work/flipped.ckpt"
+expect_error "checkpoint with flipped bits" "is corrupt" "$deepkf" export "$work/flipped.ckpt" -o "$work/x.pt"
+
 [ $failures -eq 0 ] || exit 1
 echo "every bad input gave one error line and status 1"

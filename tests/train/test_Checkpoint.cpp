@@ -102,6 +102,40 @@ TEST_CASE("a checkpoint streams the covariance after the archive and reads it ba
   fs::remove_all(dir);
 }
 
+TEST_CASE("flipped bytes in a checkpoint are refused, naming the part", "[train][checkpoint]") {
+  torch::manual_seed(5);
+  const std::string dir = deepkf::test::make_temp_dir("checkpoint-flipped");
+  const std::string path = dir + "/model.ckpt";
+  auto model = small_model();
+  auto kf = updated_filter(model);
+  write_streamed(path, model, *kf, 3);
+  std::ifstream in(path, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::uint64_t length = 0;
+  for (int k = 0; k < 8; ++k)
+    length |= static_cast<std::uint64_t>(static_cast<unsigned char>(bytes[8 + k])) << (8 * k);
+  const auto header = nlohmann::json::parse(bytes.substr(16, length));
+  const auto base = 16 + length + header.at("archive_bytes").get<std::uint64_t>();
+  const auto flipped_at = [&](std::uint64_t at, const std::string& name) {
+    auto copy = bytes;
+    copy[at] = static_cast<char>(copy[at] ^ 0x01);
+    std::ofstream(dir + "/" + name, std::ios::binary) << copy;
+    return dir + "/" + name;
+  };
+  // One bit of covariance block 1: the file opens, block 0 reads, block 1 is named.
+  const auto block1 = header.at("covariance").at("blocks").at(1).at(1).get<std::uint64_t>();
+  const auto bad_block = flipped_at(base + block1 + 20, "block.ckpt");
+  auto ckpt = deepkf::read_checkpoint(bad_block, torch::kCPU);
+  CHECK(torch::equal(ckpt.covariance_block(0), kf->packed_covariance(0)));
+  CHECK_THROWS_WITH(ckpt.covariance_block(1),
+                    Contains(bad_block) && Contains("covariance block 1") && Contains("checksum"));
+  // One bit of the archive (weights, optimizer state, run record).
+  const auto bad_archive = flipped_at(16 + length + (base - 16 - length) / 2, "archive.ckpt");
+  CHECK_THROWS_WITH(deepkf::read_checkpoint(bad_archive, torch::kCPU),
+                    Contains(bad_archive) && Contains("checksum"));
+  fs::remove_all(dir);
+}
+
 TEST_CASE("an unfinished checkpoint write leaves the previous checkpoint in place", "[train][checkpoint]") {
   torch::manual_seed(2);
   const std::string dir = deepkf::test::make_temp_dir("checkpoint-unfinished");

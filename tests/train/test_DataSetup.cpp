@@ -49,3 +49,25 @@ TEST_CASE("relative system paths: the input's folder first, then the current dir
                           "/work/data/none.h5 (in the current directory)");
   });
 }
+
+// Found by the reader fuzz driver (tests/fuzz): an empty path was an internal error, and a missing
+// absolute path or an element the model's type map lacks did not name the input file.
+TEST_CASE("system paths that are empty or absent, and elements outside the type map, name the input",
+          "[train][data]") {
+  const std::string root = deepkf::test::make_temp_dir("paths-bad");
+  auto comm = deepkf::make_serial_communicator();
+  spdlog::logger quiet("test");
+  CHECK_THROWS_WITH(deepkf::open_training_data(config_in(root, ""), *comm, quiet),
+                    "'training.training_data.systems' in " + root + "/input.json holds an empty path");
+  CHECK_THROWS_WITH(deepkf::open_training_data(config_in(root, root + "/absent.h5"), *comm, quiet),
+                    "'training.training_data.systems' in " + root + "/input.json names \"" + root +
+                        "/absent.h5\", which does not exist");
+  json doc = json::parse(R"({"model": {"type_map": ["O", "H"]}, "training": {"numb_steps": 1}})");
+  doc["training"]["training_data"] = {{"systems", {std::string(DEEPKF_SOURCE_DIR) + "/data/si_cp2k.h5"}}};
+  const auto cfg = deepkf::TrainConfig::from_json(doc, root + "/input.json", root);
+  CHECK_THROWS_WITH(
+      deepkf::open_training_data(cfg, *comm, quiet),
+      Catch::Matchers::StartsWith("element 'Si' of ") &&
+          Catch::Matchers::EndsWith("is not in the type map (O, H), given by model.type_map of " + root +
+                                    "/input.json"));
+}

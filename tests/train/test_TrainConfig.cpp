@@ -190,6 +190,11 @@ TEST_CASE("an unreadable or invalid input file is reported", "[train][config]") 
   std::ofstream(dir + "/bad.json") << "{\"model\": {";
   CHECK_THROWS_WITH(TrainConfig::from_file(dir + "/bad.json"),
                     Catch::Matchers::StartsWith("input file " + dir + "/bad.json is not valid JSON"));
+  // A number beyond double's range was an internal error (found by tests/fuzz).
+  std::ofstream(dir + "/huge.json") << R"({"model": {"type_map": ["O"]}, "training": {"numb_steps": 1e309}})";
+  CHECK_THROWS_WITH(TrainConfig::from_file(dir + "/huge.json"),
+                    Catch::Matchers::StartsWith("input file " + dir + "/huge.json is not valid JSON") &&
+                        Catch::Matchers::Contains("1e309"));
 }
 
 TEST_CASE("numbers are range-checked before conversion and integers must be integers", "[train][config]") {
@@ -265,6 +270,17 @@ TEST_CASE("model integers: axis_neuron, neuron and sel must be whole numbers in 
   };
   CHECK(error_of_model(model) == "no error");
   json m = model;
+  // Messages of the model section name the input file (found by tests/fuzz), at set-up too (validate).
+  m["descriptor"]["sel"] = -1e30;
+  CHECK(error_of_model(m) ==
+        "in.json: model key 'model.descriptor.sel' must be a list of integers, got -1e+30");
+  m = model;
+  m["descriptor"]["sel"] = "auto";
+  m["descriptor"]["neuron"] = {8, 0};
+  auto unresolved = deepkf::ModelConfig::from_json(m, "in.json");
+  unresolved.sel = {24};
+  CHECK_THROWS_WITH(unresolved.validate(), Catch::Matchers::StartsWith("in.json: model key"));
+  m = model;
   // Formerly read as 0 (and then reported as "must lie in [1, 16], got 0").
   m["descriptor"]["axis_neuron"] = 0.5;
   CHECK(error_of_model(m) == "'model.descriptor.axis_neuron' in in.json is 0.5: must be an integer");
