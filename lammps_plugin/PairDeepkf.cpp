@@ -11,7 +11,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
-#include <limits>
 #include <numeric>
 #include <utility>
 
@@ -20,13 +19,13 @@
 #include "domain.h"
 #include "error.h"
 #include "force.h"
-#include "lammps_plugin/ModelDeviation.hpp"
 #include "memory.h"
 #include "neigh_list.h"
 #include "neigh_request.h"
 #include "neighbor.h"
 #include "src/core/Error.hpp"
 #include "src/geometry/NeighborList.hpp"
+#include "src/model/ModelDeviation.hpp"
 #include "src/model/ModelFile.hpp"
 #include "update.h"
 #include "utils.h"
@@ -467,18 +466,13 @@ void PairDeepkf::compute(int eflag, int vflag) {
   const auto devi = deepkf::force_deviation(local_forces.data(), static_cast<std::size_t>(inum), nmodels,
                                             relative_ ? relative_level_ : kNoRelative);
 
-  double local_max = 0.0, local_min = std::numeric_limits<double>::infinity(), local_sum = 0.0;
-  for (double e : devi) {
-    local_max = std::max(local_max, e);
-    local_min = std::min(local_min, e);
-    local_sum += e;
-  }
-  double max_f = 0.0, min_f = 0.0, sum_f = 0.0, natoms = 0.0;
-  const double local_n = inum;
-  MPI_Reduce(&local_max, &max_f, 1, MPI_DOUBLE, MPI_MAX, 0, world);
-  MPI_Reduce(&local_min, &min_f, 1, MPI_DOUBLE, MPI_MIN, 0, world);
-  MPI_Reduce(&local_sum, &sum_f, 1, MPI_DOUBLE, MPI_SUM, 0, world);
-  MPI_Reduce(&local_n, &natoms, 1, MPI_DOUBLE, MPI_SUM, 0, world);
+  // Extremes over this rank's atoms, then over all ranks (src/model/ModelDeviation.hpp).
+  deepkf::DeviationExtremes local, all;
+  local.add(devi);
+  MPI_Reduce(&local.max, &all.max, 1, MPI_DOUBLE, MPI_MAX, 0, world);
+  MPI_Reduce(&local.min, &all.min, 1, MPI_DOUBLE, MPI_MIN, 0, world);
+  MPI_Reduce(&local.sum, &all.sum, 1, MPI_DOUBLE, MPI_SUM, 0, world);
+  MPI_Reduce(&local.count, &all.count, 1, MPI_DOUBLE, MPI_SUM, 0, world);
   std::vector<double> total_virials(model_virials.size(), 0.0);
   MPI_Reduce(model_virials.data(), total_virials.data(), static_cast<int>(model_virials.size()), MPI_DOUBLE,
              MPI_SUM, 0, world);
@@ -511,15 +505,12 @@ void PairDeepkf::compute(int eflag, int vflag) {
   }
 
   if (comm->me != 0 || out_ == nullptr) return;
-  const auto sigma_v = deepkf::virial_deviation(total_virials.data(), nmodels, natoms);
-  const double max_v = *std::max_element(sigma_v.begin(), sigma_v.end());
-  const double min_v = *std::min_element(sigma_v.begin(), sigma_v.end());
-  const double avg_v = std::accumulate(sigma_v.begin(), sigma_v.end(), 0.0) / 9.0;
-  const double avg_f = natoms > 0 ? sum_f / natoms : 0.0;
-  if (natoms == 0) min_f = 0.0;
+  const auto row =
+      deepkf::deviation_row(all, deepkf::virial_deviation(total_virials.data(), nmodels, all.count));
   FILE* fp = static_cast<FILE*>(out_);
   std::fprintf(fp, "%12lld %18.10e %18.10e %18.10e %18.10e %18.10e %18.10e",
-               static_cast<long long>(update->ntimestep), max_v, min_v, avg_v, max_f, min_f, avg_f);
+               static_cast<long long>(update->ntimestep), row.max_devi_v, row.min_devi_v, row.avg_devi_v,
+               row.max_devi_f, row.min_devi_f, row.avg_devi_f);
   for (double e : all_devi) std::fprintf(fp, " %18.10e", e);
   std::fprintf(fp, "\n");
   std::fflush(fp);

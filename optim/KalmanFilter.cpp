@@ -173,6 +173,32 @@ void KalmanFilter::update(double e, const std::vector<torch::Tensor>& grads) {
   ++steps_;
 }
 
+std::vector<double> KalmanFilter::quadratic_forms(const torch::Tensor& H) {
+  torch::NoGradGuard no_grad;
+  if (H.dim() != 2 || H.size(1) != layout_.num_parameters())
+    throw OptimError("kalman optimizer: quadratic forms need an [m, " +
+                     std::to_string(layout_.num_parameters()) + "] matrix of gradients, got " +
+                     std::to_string(H.dim()) + " dimensions of " + std::to_string(H.numel()) + " values");
+  const auto m = H.size(0);
+  const auto own_begin = rank_begin_[static_cast<std::size_t>(comm_->rank())];
+  const auto own_count = rank_begin_[static_cast<std::size_t>(comm_->rank()) + 1] - own_begin;
+  // This rank's rows of H^T: [own_count, m], parameter-major as the kernel reads them.
+  const auto mine = H.narrow(1, own_begin, own_count).t().to(device_, torch::kFloat64).contiguous();
+  const auto own_terms = cov_.quadratic_forms(mine);  // [own blocks, m]
+  // terms[i][k] = h_ik^T P_i h_ik: each block's row comes from its owner alone, so the sum is exact.
+  std::vector<double> terms(static_cast<std::size_t>(layout_.num_blocks() * m), 0.0);
+  std::copy(own_terms.data_ptr<double>(), own_terms.data_ptr<double>() + own_terms.numel(),
+            terms.begin() + first_block_ * m);
+  comm_->allreduce_sum(terms.data(), terms.size());
+  // q_k = sum_i terms[i][k], in block order.
+  std::vector<double> q(static_cast<std::size_t>(m), 0.0);
+  for (std::int64_t i = 0; i < layout_.num_blocks(); ++i) {
+    for (std::int64_t k = 0; k < m; ++k)
+      q[static_cast<std::size_t>(k)] += terms[static_cast<std::size_t>(i * m + k)];
+  }
+  return q;
+}
+
 KalmanDiagnostics KalmanFilter::take_diagnostics() {
   // This rank's |dw|^2 and tr(P_i) over its blocks; every rank has the same updates and e^2 / a.
   std::vector<double> sums = {interval_step2_.defined() ? interval_step2_.item<double>() : 0.0,

@@ -59,6 +59,14 @@ class KalmanFilter final : public Optimizer {
   // parameter, shaped like the parameters (undefined = zero), identical on every rank. Collective.
   void update(double e, const std::vector<torch::Tensor>& grads);
 
+  // The predicted variances of m scalar quantities y_k with gradients h_k = dy_k/dw (docs/uncertainty.md):
+  //   q_k = h_k^T P h_k = sum_i h_ik^T P_i h_ik
+  // H: [m, N] (any floating dtype and device), row k the gradient h_k in the flat order of layout() (as
+  // layout().gather_into writes it), identical on every rank. Collective: each rank applies its own blocks
+  // (the pending update first, which changes no result); the per-block terms are summed over ranks and then
+  // in block order, so q does not depend on the rank count. Returns the m values q_k.
+  std::vector<double> quadratic_forms(const torch::Tensor& H);
+
   double lambda() const { return lambda_; }
   // Sets P = p0 I before the first step (an automatic p0 is chosen from the first measurements' gradients,
   // src/train/AutoP0.hpp). OptimError after a step, or for p0 not positive and finite.

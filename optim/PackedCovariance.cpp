@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 
+#include "optim/PackedQuadraticForm.hpp"
 #include "optim/PackedSweep.hpp"
 #include "src/core/Error.hpp"
 #ifdef DEEPKF_WITH_CUDA
@@ -117,6 +118,47 @@ torch::Tensor PackedCovariance::sweep(const torch::Tensor& h, std::vector<double
   }
   pending_K_ = torch::Tensor();  // applied by the sweep
   return K;
+}
+
+torch::Tensor PackedCovariance::quadratic_forms(const torch::Tensor& H) {
+  if (H.scalar_type() != torch::kFloat64 || H.device() != device_ || H.dim() != 2 ||
+      H.size(0) != offsets_.back() || !H.is_contiguous())
+    throw OptimError("packed covariance: the vectors must be a contiguous float64 [" +
+                     std::to_string(offsets_.back()) + ", m] matrix on " + device_.str());
+  const auto m = H.size(1);
+  auto terms = torch::zeros({num_blocks(), m}, torch::kFloat64);
+  if (sizes_.empty() || m == 0) return terms;
+  flush();
+  double* out = terms.data_ptr<double>();
+  if (!device_.is_cpu()) {
+    // One sweep per vector: terms[j] = h_j^T P_j h_j for the vector in the sweep.
+    std::vector<double> t;
+    for (std::int64_t k = 0; k < m; ++k) {
+      sweep(H.select(1, k).contiguous(), t);
+      for (std::int64_t j = 0; j < num_blocks(); ++j) out[j * m + k] = t[static_cast<std::size_t>(j)];
+    }
+    return terms;
+  }
+  // Each task (a chunk of rows of one block) adds into its own m partial sums.
+  auto partial = torch::zeros({static_cast<std::int64_t>(tasks_.size()), m}, torch::kFloat64);
+  double* part = partial.data_ptr<double>();
+  const double* hp = H.data_ptr<double>();
+  with_type(dtype_, [&](auto zero) {
+    using T = decltype(zero);
+    for_each_task(static_cast<std::int64_t>(tasks_.size()), [&](std::int64_t t) {
+      const Task& task = tasks_[static_cast<std::size_t>(t)];
+      const auto j = static_cast<std::size_t>(task.block);
+      packed::quadratic_form_rows(blocks_[j].data_ptr<T>(), sizes_[j], task.r0, task.r1, hp + offsets_[j] * m,
+                                  m, part + t * m);
+    });
+  });
+  // terms[j] = the sum of block j's partial sums, in chunk order.
+  for (std::size_t j = 0; j < sizes_.size(); ++j) {
+    for (auto t = first_task_[j]; t < first_task_[j + 1]; ++t) {
+      for (std::int64_t k = 0; k < m; ++k) out[static_cast<std::int64_t>(j) * m + k] += part[t * m + k];
+    }
+  }
+  return terms;
 }
 
 void PackedCovariance::sweep_cpu(const torch::Tensor& h, torch::Tensor& K) {

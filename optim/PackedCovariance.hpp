@@ -29,6 +29,12 @@ class PackedCovariance {
   // K = P h for every block, in the sweep that applies the pending update. h: [sum n_j] float64 on the
   // blocks' device, block after block. Returns K [sum n_j] float64 on that device; terms[j] = h_j^T K_j.
   torch::Tensor sweep(const torch::Tensor& h, std::vector<double>& terms);
+  // The quadratic forms of every block with m vectors at once: terms[j][k] = h_jk^T P_j h_jk
+  // (optim/PackedQuadraticForm.hpp), the pending update applied first. H: [sum n_j, m] float64 on the
+  // blocks' device, contiguous, row c holding parameter c's value in each of the m vectors. Returns terms
+  // [num_blocks, m] float64 on the CPU. On the CPU each block is read once for all m vectors (threads take
+  // the sweep's row chunks; partial sums added in chunk order); on a GPU it runs one sweep per vector.
+  torch::Tensor quadratic_forms(const torch::Tensor& H);
   // Leaves P_j <- (P_j - K_j K_j^T / a) / lambda pending for every block; K as sweep() returned it.
   void defer_update(torch::Tensor K, double a, double lambda);
   // Applies the pending update now.

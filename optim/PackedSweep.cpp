@@ -2,19 +2,9 @@
 
 #include <algorithm>
 
-// The kernels are built for the baseline and for AVX2 (x86-64-v3) on x86-64, and the loader picks the one
-// the processor runs. The build has -ffp-contract=off for this file: no fused multiply-adds, so the
-// update expression rounds the same in every clone and in the flush.
-// float32 blocks also get an AVX-512 (x86-64-v4) build: their sweep is bound by arithmetic rather than
-// bytes, and it ran 30% faster there; float64 ran slower with it.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define DEEPKF_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
-#define DEEPKF_CLONES_F32 __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define DEEPKF_CLONES
-#define DEEPKF_CLONES_F32
-#endif
-#define DEEPKF_INLINE [[gnu::always_inline]] inline
+// The build has -ffp-contract=off for this file: no fused multiply-adds, so the update expression rounds
+// the same in every clone of a kernel (optim/TargetClones.hpp) and in the flush.
+#include "optim/TargetClones.hpp"
 
 namespace deepkf::packed {
 

@@ -66,7 +66,7 @@ Batch make_batch(const System& system, const std::vector<std::int64_t>& frames, 
     }
     coord.insert(coord.end(), x, x + natoms * 3);
     if (h != nullptr) box.insert(box.end(), h, h + 9);
-    energy.push_back(system.energy[static_cast<std::size_t>(f)]);
+    if (!system.energy.empty()) energy.push_back(system.energy[static_cast<std::size_t>(f)]);
     if (b.has_force)
       force.insert(force.end(), system.force.begin() + f * natoms * 3,
                    system.force.begin() + (f + 1) * natoms * 3);
@@ -83,7 +83,7 @@ Batch make_batch(const System& system, const std::vector<std::int64_t>& frames, 
   b.nlist = torch::from_blob(nlist.data(), {nb, natoms, nnei}, torch::kInt64).clone().to(device);
   b.shift = to(from_doubles(shift.data(), {nb, natoms, nnei, 3}));
   if (!box.empty()) b.box = to(from_doubles(box.data(), {nb, 9}));
-  b.energy = to(from_doubles(energy.data(), {nb}));
+  if (!energy.empty()) b.energy = to(from_doubles(energy.data(), {nb}));
   if (b.has_force) b.force = to(from_doubles(force.data(), {nb, natoms, 3}));
   if (b.has_virial) b.virial = to(from_doubles(virial.data(), {nb, 9}));
   return b;

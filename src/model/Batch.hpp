@@ -17,7 +17,7 @@ struct Batch {
   torch::Tensor nlist;   // B x natoms x nnei (int64, -1 empty)
   torch::Tensor shift;   // B x natoms x nnei x 3 (A), dtype
   torch::Tensor box;     // B x 9 (A), undefined for a non-periodic system
-  torch::Tensor energy;  // B (eV)
+  torch::Tensor energy;  // B (eV), undefined when the system has no energies (unlabelled frames)
   torch::Tensor force;   // B x natoms x 3 (eV/A), undefined when the system has no forces
   torch::Tensor virial;  // B x 9 (eV), undefined when the system has no virials
   std::int64_t natoms = 0;

@@ -225,6 +225,17 @@ TEST_CASE("kalman update equals dense block-diagonal algebra over energy, force 
       }
       CHECK(kf.lambda() == Approx(dense.lambda).epsilon(1e-15));
       CHECK(kf.steps() == 60);
+      // Predicted variances h^T P h of gradient vectors (with the last step's update still pending) against
+      // the dense P; the rows of H are in the flat order written out by definition.
+      std::vector<torch::Tensor> rows;
+      for (int k = 0; k < 5; ++k) rows.push_back(flatten_by_definition(make_grads(student.params, 70 + k)));
+      const auto H = torch::stack(rows);
+      const auto q = kf.quadratic_forms(H);
+      REQUIRE(q.size() == 5);
+      for (int k = 0; k < 5; ++k) {
+        const auto h = H[k];
+        CHECK(q[static_cast<std::size_t>(k)] == Approx(h.dot(dense.P.mv(h)).item<double>()).epsilon(tol));
+      }
     }
   }
 }

@@ -81,6 +81,16 @@ TEST_CASE("distributed kalman filter equals the single-process one", "[optim][ka
     CHECK(d_dist.rms_step == Approx(d_serial.rms_step).epsilon(1e-12));
     CHECK(d_dist.mean_p_diag == Approx(d_serial.mean_p_diag).epsilon(1e-12));
 
+    // Predicted variances h^T P h with sharded blocks (the last update still pending): the per-block terms
+    // are summed in block order, so the values are the single process's, bit for bit.
+    {
+      std::vector<torch::Tensor> rows;
+      for (std::int64_t k = 0; k < 9; ++k)
+        rows.push_back(flatten_by_definition(make_grads(serial_params, 50 + k)));
+      const auto H = torch::stack(rows);
+      CHECK(dist.quadratic_forms(H) == serial.quadratic_forms(H));
+    }
+
     // Weights agree across ranks (the allgather rebuilt them everywhere).
     auto w = flatten_by_definition(dist_params);
     auto w0 = w.clone();

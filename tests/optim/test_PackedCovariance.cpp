@@ -171,6 +171,67 @@ TEST_CASE("the sweep gives the same bits with one thread and with several", "[op
   CHECK(torch::equal(results[0], results[2]));
 }
 
+TEST_CASE("quadratic forms h_k^T P_j h_k of many vectors equal dense algebra, pending update included",
+          "[optim][packed][uncertainty]") {
+  for (const auto dtype : {torch::kFloat64, torch::kFloat32}) {
+    INFO("dtype " << c10::toString(dtype));
+    PackedCovariance cov(kSizes, 1.0, dtype, torch::kCPU);
+    std::vector<torch::Tensor> P;
+    for (std::size_t j = 0; j < kSizes.size(); ++j) {
+      P.push_back(random_spd(kSizes[j], 40 + j).to(dtype).to(torch::kFloat64));
+      cov.assign(static_cast<std::int64_t>(j), P.back());
+    }
+    // A pending update: the forms must see P' = (P - K K^T / a) / lambda.
+    std::vector<double> unused;
+    const auto K = cov.sweep(random_vector(N, 500), unused);
+    cov.defer_update(K, 25.0, 0.97);
+    std::int64_t off = 0;
+    for (std::size_t j = 0; j < kSizes.size(); ++j) {
+      const auto k = K.narrow(0, off, kSizes[j]);
+      P[j] = ((P[j] - torch::outer(k, k) / 25.0) / 0.97).to(dtype).to(torch::kFloat64);
+      off += kSizes[j];
+    }
+    // Vector counts that use every width of the kernel (8, 4, 2, 1) and more than one pass of eight.
+    for (const std::int64_t m : {1, 2, 3, 7, 8, 13, 20}) {
+      INFO(m << " vectors");
+      auto gen = at::make_generator<at::CPUGeneratorImpl>(600 + static_cast<std::uint64_t>(m));
+      const auto H = at::randn({N, m}, gen, torch::kFloat64);
+      const auto terms = cov.quadratic_forms(H);
+      REQUIRE(terms.sizes() == torch::IntArrayRef({cov.num_blocks(), m}));
+      off = 0;
+      for (std::size_t j = 0; j < kSizes.size(); ++j) {
+        INFO("block " << j << " of size " << kSizes[j]);
+        const auto Hj = H.narrow(0, off, kSizes[j]);
+        // diag(H_j^T P_j H_j), dense
+        const auto ref = (Hj * P[j].mm(Hj)).sum(0);
+        CHECK(relative_difference(terms[static_cast<std::int64_t>(j)], ref) < 1e-12);
+        off += kSizes[j];
+      }
+    }
+    CHECK_FALSE(cov.has_pending());
+  }
+}
+
+TEST_CASE("quadratic forms give the same bits with one thread and with several",
+          "[optim][packed][uncertainty]") {
+  const int threads = at::get_num_threads();
+  PackedCovariance cov(kSizes, 1.0, torch::kFloat64, torch::kCPU);
+  for (std::size_t j = 0; j < kSizes.size(); ++j)
+    cov.assign(static_cast<std::int64_t>(j), random_spd(kSizes[j], 70 + j));
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(71);
+  const auto H = at::randn({N, 11}, gen, torch::kFloat64);
+  std::vector<torch::Tensor> results;
+  for (const int t : {1, 2, 3}) {
+    at::set_num_threads(t);
+    results.push_back(cov.quadratic_forms(H));
+  }
+  at::set_num_threads(threads);
+  CHECK(torch::equal(results[0], results[1]));
+  CHECK(torch::equal(results[0], results[2]));
+  CHECK_THROWS_AS(cov.quadratic_forms(H.narrow(0, 1, N - 1).contiguous()), deepkf::OptimError);
+  CHECK_THROWS_AS(cov.quadratic_forms(H.t()), deepkf::OptimError);
+}
+
 TEST_CASE("packed covariance refuses blocks of the wrong shape and vectors of the wrong size",
           "[optim][packed]") {
   PackedCovariance cov({4, 2}, 1.0, torch::kFloat64, torch::kCPU);

@@ -1,6 +1,8 @@
-#include "lammps_plugin/ModelDeviation.hpp"
+#include "src/model/ModelDeviation.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <numeric>
 
 namespace deepkf {
 
@@ -52,6 +54,33 @@ std::array<double, 9> virial_deviation(const double* virials, std::size_t nmodel
     out[c] = std::sqrt(var * inv_k) / natoms;
   }
   return out;
+}
+
+void DeviationExtremes::add(const std::vector<double>& values) {
+  for (const double e : values) {
+    max = std::max(max, e);
+    min = std::min(min, e);
+    sum += e;
+  }
+  count += static_cast<double>(values.size());
+}
+
+ModelDeviationRow deviation_row(const DeviationExtremes& force, const std::array<double, 9>& virial) {
+  ModelDeviationRow row;
+  row.max_devi_v = *std::max_element(virial.begin(), virial.end());
+  row.min_devi_v = *std::min_element(virial.begin(), virial.end());
+  row.avg_devi_v = std::accumulate(virial.begin(), virial.end(), 0.0) / 9.0;
+  row.max_devi_f = force.max;
+  row.min_devi_f = force.printed_min();
+  row.avg_devi_f = force.mean();
+  return row;
+}
+
+ModelDeviationRow frame_deviation(const double* forces, const double* virials, std::size_t natoms,
+                                  std::size_t nmodels, double relative_level) {
+  DeviationExtremes f;
+  f.add(force_deviation(forces, natoms, nmodels, relative_level));
+  return deviation_row(f, virial_deviation(virials, nmodels, static_cast<double>(natoms)));
 }
 
 }  // namespace deepkf

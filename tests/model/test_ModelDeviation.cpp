@@ -2,7 +2,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 
-#include "lammps_plugin/ModelDeviation.hpp"
+#include "src/model/ModelDeviation.hpp"
 
 using Approx = Catch::Detail::Approx;
 
@@ -29,4 +29,24 @@ TEST_CASE("virial deviation is the per-component std divided by the atom count",
   const auto s = deepkf::virial_deviation(virials, 2, 4.0);
   CHECK(s[4] == Approx(0.5));
   CHECK(s[0] == 0.0);
+}
+
+TEST_CASE("a model_devi.out row: extremes over atoms and virial components", "[deviation]") {
+  // Two atoms, two models: atom 0 deviates by 1 (as above), atom 1 by sqrt(3) ((1,1,1) against (-1,-1,-1)).
+  const double forces[] = {1, 0, 0, 3, 0, 0, /**/ 1, 1, 1, -1, -1, -1};
+  double virials[18] = {};
+  virials[0] = 4.0;      // model 0, xx; model 1 xx = 0: std 2, per atom 1
+  virials[9 + 8] = 2.0;  // model 1, zz: std 1, per atom 0.5
+  const auto row = deepkf::frame_deviation(forces, virials, 2, 2);
+  CHECK(row.max_devi_f == Approx(std::sqrt(3.0)));
+  CHECK(row.min_devi_f == Approx(1.0));
+  CHECK(row.avg_devi_f == Approx((1.0 + std::sqrt(3.0)) / 2));
+  CHECK(row.max_devi_v == Approx(1.0));
+  CHECK(row.min_devi_v == 0.0);
+  CHECK(row.avg_devi_v == Approx(1.5 / 9));
+
+  // No atoms: model_devi.out prints zeros, not inf.
+  const auto empty = deepkf::deviation_row(deepkf::DeviationExtremes{}, {});
+  CHECK(empty.min_devi_f == 0.0);
+  CHECK(empty.avg_devi_f == 0.0);
 }
