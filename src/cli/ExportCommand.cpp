@@ -16,7 +16,8 @@ void run_export(const std::string& checkpoint, const std::string& output) {
   nlohmann::json provenance = ckpt.meta.value("provenance", nlohmann::json::object());
   provenance["checkpoint"] = checkpoint;
   provenance["steps"] = ckpt.meta.value("step", 0);
-  save_model(output, ckpt.model, provenance);
+  // The calibration of the predicted uncertainty, when training fitted one (docs/uncertainty.md).
+  save_model(output, ckpt.model, provenance, ckpt.meta.value("uncertainty_calibration", nlohmann::json()));
   std::printf("model written to %s (%lld parameters, step %lld)\n", output.c_str(),
               static_cast<long long>(ckpt.model->parameter_count()),
               static_cast<long long>(ckpt.meta.value("step", 0)));

@@ -42,6 +42,8 @@ void print_info(const std::string& path) {
   }
   fmt::print("energy bias     {} (eV)\n", biases);
   fmt::print("provenance      {}\n", loaded.provenance.dump(2));
+  if (!loaded.uncertainty_calibration.is_null())
+    fmt::print("uncertainty     calibration {}\n", loaded.uncertainty_calibration.dump());
 }
 
 }  // namespace

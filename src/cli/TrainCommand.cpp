@@ -1,7 +1,5 @@
 // deepkf train INPUT.json [--restart CKPT] [--init-model MODEL] [-o DIR]: fit a model. Under mpirun every
 // rank runs this command; a rank-local error ends the whole job with its message (MPI_Abort), never a hang.
-#include <mpi.h>
-
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
@@ -9,8 +7,7 @@
 #include <memory>
 
 #include "src/cli/Commands.hpp"
-#include "src/core/Error.hpp"
-#include "src/core/MpiCommunicator.hpp"
+#include "src/cli/MpiSession.hpp"
 #include "src/train/StopSignal.hpp"
 #include "src/train/Trainer.hpp"
 
@@ -26,17 +23,7 @@ struct TrainArgs {
 };
 
 void run_train(const TrainArgs& args) {
-  int initialised = 0;
-  MPI_Initialized(&initialised);
-  if (!initialised) {
-    int provided = 0;
-    MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
-  }
-  int rank = 0, size = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  try {
-    auto comm = std::make_shared<MpiCommunicator>(MPI_COMM_WORLD);
+  const int status = run_with_mpi([&](std::shared_ptr<Communicator> comm) {
     const TrainConfig config = TrainConfig::from_file(args.input);
     TrainerOptions options;
     options.output_dir = args.output_dir;
@@ -45,7 +32,7 @@ void run_train(const TrainArgs& args) {
     options.progress = args.no_progress ? 0 : -1;
     Trainer trainer(config, options, comm);
     const TrainResult r = trainer.run();
-    if (rank == 0) {
+    if (comm->rank() == 0) {
       namespace fs = std::filesystem;
       const auto shown = [](const fs::path& p) { return fs::absolute(p).lexically_normal().string(); };
       const fs::path dir = args.output_dir;
@@ -63,20 +50,11 @@ void run_train(const TrainArgs& args) {
       if (!r.model.empty()) std::printf("model           %s\n", shown(r.model).c_str());
       std::printf("log             %s\n", shown(dir / "train.log").c_str());
     }
-    comm.reset();
-    MPI_Finalize();
     // A run stopped by SIGTERM/SIGINT is not finished: exit as the signal would (128 + its number), so that
     // a batch scheduler sees the preemption; the checkpoint is written.
-    if (r.interrupted) std::exit(128 + StopSignal::signal_number());
-  } catch (const std::exception& e) {
-    if (size > 1) {
-      std::fprintf(stderr, "deepkf: error on rank %d: %s\n", rank, e.what());
-      std::fflush(stderr);
-      MPI_Abort(MPI_COMM_WORLD, 1);
-    }
-    MPI_Finalize();
-    throw;
-  }
+    return r.interrupted ? 128 + StopSignal::signal_number() : 0;
+  });
+  if (status != 0) std::exit(status);
 }
 
 }  // namespace

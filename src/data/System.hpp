@@ -21,7 +21,7 @@ struct SystemAtoms {
 struct System : SystemAtoms {
   std::vector<double> coord;  // nframes x natoms x 3, Angstrom
   std::vector<double> box;    // nframes x 9, rows are the cell vectors a, b, c (Angstrom); empty if !periodic
-  std::vector<double> energy;  // nframes, eV
+  std::vector<double> energy;  // nframes, eV; empty for unlabelled frames (a LAMMPS dump)
   std::vector<double> force;   // nframes x natoms x 3, eV/Angstrom; empty when the data has no forces
   std::vector<double> virial;  // nframes x 9, eV, row-major; empty when the data has no virials
 

@@ -75,12 +75,15 @@ std::vector<double> ticks(double lo, double hi) {
 void render_panel(std::ostringstream& svg, const PlotPanel& panel, double x0, double w, double h,
                   std::size_t max_points) {
   const double left = x0 + 70, right = x0 + w - 15, top = 35, bottom = h - 50;
+  // Axis positions are linear in tx(x) and ty(y): log10 on a log axis, where values <= 0 are left out.
+  auto tx = [&](double v) { return panel.log_x ? std::log10(std::max(v, 1e-300)) : v; };
   auto ty = [&](double v) { return panel.log_y ? std::log10(std::max(v, 1e-300)) : v; };
+  auto shown = [&](double x, double y) { return (!panel.log_x || x > 0) && (!panel.log_y || y > 0); };
   Range rx, ry;
   for (const auto& s : panel.series) {
     for (std::size_t i = 0; i < s.x.size() && i < s.y.size(); ++i) {
-      if (panel.log_y && !(s.y[i] > 0)) continue;
-      rx.add(s.x[i]);
+      if (!shown(s.x[i], s.y[i])) continue;
+      rx.add(tx(s.x[i]));
       ry.add(ty(s.y[i]));
     }
   }
@@ -90,8 +93,11 @@ void render_panel(std::ostringstream& svg, const PlotPanel& panel, double x0, do
   }
   rx.finish();
   ry.finish();
-  auto px = [&](double v) { return left + (v - rx.lo) / (rx.hi - rx.lo) * (right - left); };
-  auto py = [&](double v) { return bottom - (ty(v) - ry.lo) / (ry.hi - ry.lo) * (bottom - top); };
+  // Positions of transformed values, and of data values.
+  auto pxt = [&](double t) { return left + (t - rx.lo) / (rx.hi - rx.lo) * (right - left); };
+  auto pyt = [&](double t) { return bottom - (t - ry.lo) / (ry.hi - ry.lo) * (bottom - top); };
+  auto px = [&](double v) { return pxt(tx(v)); };
+  auto py = [&](double v) { return pyt(ty(v)); };
 
   svg << "<rect x='" << left << "' y='" << top << "' width='" << right - left << "' height='" << bottom - top
       << "' fill='white' stroke='#333'/>\n";
@@ -102,20 +108,21 @@ void render_panel(std::ostringstream& svg, const PlotPanel& panel, double x0, do
   svg << "<text transform='translate(" << x0 + 16 << "," << (top + bottom) / 2
       << ") rotate(-90)' text-anchor='middle' font-size='12'>" << escape(panel.ylabel) << "</text>\n";
   for (double t : ticks(rx.lo, rx.hi)) {
-    svg << "<line x1='" << px(t) << "' y1='" << bottom << "' x2='" << px(t) << "' y2='" << bottom + 4
-        << "' stroke='#333'/><text x='" << px(t) << "' y='" << bottom + 17
-        << "' text-anchor='middle' font-size='10'>" << number(t) << "</text>\n";
+    svg << "<line x1='" << pxt(t) << "' y1='" << bottom << "' x2='" << pxt(t) << "' y2='" << bottom + 4
+        << "' stroke='#333'/><text x='" << pxt(t) << "' y='" << bottom + 17
+        << "' text-anchor='middle' font-size='10'>" << (panel.log_x ? "1e" + number(t) : number(t))
+        << "</text>\n";
   }
   for (double t : ticks(ry.lo, ry.hi)) {
-    const double y = bottom - (t - ry.lo) / (ry.hi - ry.lo) * (bottom - top);
+    const double y = pyt(t);
     svg << "<line x1='" << left - 4 << "' y1='" << y << "' x2='" << left << "' y2='" << y
         << "' stroke='#333'/><text x='" << left - 6 << "' y='" << y + 3
         << "' text-anchor='end' font-size='10'>" << (panel.log_y ? "1e" + number(t) : number(t))
         << "</text>\n";
   }
   if (panel.diagonal) {
-    svg << "<line x1='" << px(rx.lo) << "' y1='" << py(rx.lo) << "' x2='" << px(rx.hi) << "' y2='"
-        << py(rx.hi) << "' stroke='#888' stroke-dasharray='4 3'/>\n";
+    svg << "<line x1='" << pxt(rx.lo) << "' y1='" << pyt(rx.lo) << "' x2='" << pxt(rx.hi) << "' y2='"
+        << pyt(rx.hi) << "' stroke='#888' stroke-dasharray='4 3'/>\n";
   }
   std::size_t index = 0;
   for (const auto& s : panel.series) {
@@ -125,14 +132,14 @@ void render_panel(std::ostringstream& svg, const PlotPanel& panel, double x0, do
     if (s.markers) {
       svg << "<g fill='" << color << "' fill-opacity='0.5'>\n";
       for (std::size_t i = 0; i < n; i += stride) {
-        if (!std::isfinite(s.x[i]) || !std::isfinite(ty(s.y[i]))) continue;
+        if (!std::isfinite(s.x[i]) || !std::isfinite(s.y[i]) || !shown(s.x[i], s.y[i])) continue;
         svg << "<circle cx='" << px(s.x[i]) << "' cy='" << py(s.y[i]) << "' r='1.8'/>\n";
       }
       svg << "</g>\n";
     } else {
       svg << "<polyline fill='none' stroke='" << color << "' stroke-width='1.6' points='";
       for (std::size_t i = 0; i < n; i += stride) {
-        if (panel.log_y && !(s.y[i] > 0)) continue;
+        if (!shown(s.x[i], s.y[i])) continue;
         svg << px(s.x[i]) << "," << py(s.y[i]) << " ";
       }
       svg << "'/>\n";

@@ -19,8 +19,9 @@ struct PlotPanel {
   std::string xlabel;
   std::string ylabel;
   bool log_y = false;
-  bool diagonal = false;  // draw y = x (parity plots) and use equal x and y ranges
+  bool diagonal = false;  // draw y = x (parity plots) and use equal x and y ranges (log_x == log_y)
   std::vector<PlotSeries> series;
+  bool log_x = false;  // after `series`, so that existing brace initialisers keep their meaning
 };
 
 // Panels side by side. Series with more than max_points points are thinned with a fixed stride.

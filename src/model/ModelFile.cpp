@@ -17,6 +17,7 @@ constexpr const char* kMetadataKey = "deepkf_metadata";
 constexpr const char* kModelKey = "deepkf_model";
 constexpr const char* kChecksumKey = "deepkf_checksum";
 constexpr const char* kCheckpointKey = "deepkf_checkpoint";  // the run record of a (format 1) checkpoint
+constexpr const char* kUncertaintyKey = "uncertainty_calibration";  // a metadata entry
 
 [[noreturn]] void checkpoint_given(const std::string& path) {
   throw ModelError("'" + path +
@@ -115,6 +116,11 @@ nlohmann::json parse_metadata(const std::string& text, const std::string& path) 
 }  // namespace
 
 void save_model(const std::string& path, const DeepPot& model, const nlohmann::json& provenance) {
+  save_model(path, model, provenance, nullptr);
+}
+
+void save_model(const std::string& path, const DeepPot& model, const nlohmann::json& provenance,
+                const nlohmann::json& uncertainty_calibration) {
   const auto& config = model->config();
   nlohmann::json meta = {{"format_version", kModelFormatVersion},
                          {"model", config.to_json()},
@@ -125,6 +131,7 @@ void save_model(const std::string& path, const DeepPot& model, const nlohmann::j
                          {"precision", config.precision_name()},
                          {"parameter_count", model->parameter_count()},
                          {"provenance", provenance}};
+  if (!uncertainty_calibration.is_null()) meta[kUncertaintyKey] = uncertainty_calibration;
   try {
     torch::serialize::OutputArchive weights;
     model->save(weights);
@@ -155,6 +162,7 @@ LoadedModel load_model(const std::string& path, torch::Device device) {
   LoadedModel out;
   out.format_version = meta["format_version"].get<int>();
   out.provenance = meta.value("provenance", nlohmann::json::object());
+  out.uncertainty_calibration = meta.value(kUncertaintyKey, nlohmann::json());
   try {
     out.config = ModelConfig::from_json(meta.at("model"));
   } catch (const std::exception& e) {

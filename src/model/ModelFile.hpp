@@ -22,11 +22,16 @@ struct LoadedModel {
   nlohmann::json provenance;  // as given to save_model (data paths, steps, optimizer, ...)
   int format_version = 0;
   std::string checksum = "none (format 1)";  // what was verified on loading
+  nlohmann::json uncertainty_calibration;    // as given to save_model; null when the file has none
 };
 
 // Writes `model` (weights, davg/dstd, energy bias, config) and the opaque `provenance` object to `path`.
 // Throws ModelError naming the file when it cannot be written.
 void save_model(const std::string& path, const DeepPot& model, const nlohmann::json& provenance);
+// The same with the calibration of the model's predicted uncertainty (docs/uncertainty.md) in the metadata,
+// under "uncertainty_calibration" (covered by the metadata's checksum); null writes none.
+void save_model(const std::string& path, const DeepPot& model, const nlohmann::json& provenance,
+                const nlohmann::json& uncertainty_calibration);
 
 // Reads a model written by save_model onto `device`. Throws ModelError naming the file when it is missing,
 // truncated or corrupt (from format 2: any part whose checksum differs, named), a checkpoint, or has a

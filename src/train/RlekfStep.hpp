@@ -38,6 +38,7 @@ class RlekfStep final : public TrainingStep {
   // "lambda 0.99", and with log_filter the filter's diagnostics since the last display.
   std::string status_line(std::int64_t step) override;
   std::int64_t covariance_bytes() const override { return filter_.covariance_bytes(); }
+  KalmanFilter* kalman_filter() override { return &filter_; }
 
   void save(torch::serialize::OutputArchive& archive) override;
   std::vector<std::int64_t> block_sizes() const override;

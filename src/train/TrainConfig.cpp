@@ -112,19 +112,11 @@ TrainConfig TrainConfig::from_json(const json& doc, const std::string& file, con
   if (!doc.contains("training")) throw ConfigError("missing required section 'training' in " + file);
   const json& t = doc.at("training");
 
-  std::vector<std::string> training_keys = {"training_data",
-                                            "validation_data",
-                                            "numb_steps",
-                                            "seed",
-                                            "disp_file",
-                                            "disp_freq",
-                                            "save_freq",
-                                            "save_ckpt",
-                                            "validation_fraction",
-                                            "validation_split",
-                                            "device",
-                                            "num_threads",
-                                            "opt_type"};
+  std::vector<std::string> training_keys = {
+      "training_data",       "validation_data",  "numb_steps", "seed",
+      "disp_file",           "disp_freq",        "save_freq",  "save_ckpt",
+      "validation_fraction", "validation_split", "device",     "num_threads",
+      "calibration_frames",  "opt_type"};
   training_keys = joined(joined(training_keys, optimizer_keys("training")), kIgnoredTraining);
   check_keys(t, "training", training_keys, file);
   note_ignored(t, "training", kIgnoredTraining, c.ignored_keys);
@@ -192,6 +184,10 @@ TrainConfig TrainConfig::from_json(const json& doc, const std::string& file, con
           json(c.device), "must be \"auto\", \"cpu\", \"cuda\" or \"cuda:N\"");
   c.num_threads = get_or<int>(t, "num_threads", 0, "training", file);
   require(c.num_threads >= 0, file, "training.num_threads", json(c.num_threads), "must not be negative");
+  c.calibration_frames =
+      get_or<std::int64_t>(t, "calibration_frames", c.calibration_frames, "training", file);
+  require(c.calibration_frames >= 0, file, "training.calibration_frames", json(c.calibration_frames),
+          "must not be negative");
   return c;
 }
 
@@ -214,6 +210,7 @@ json TrainConfig::to_json() const {
             {"save_ckpt", save_ckpt},
             {"device", device},
             {"num_threads", num_threads},
+            {"calibration_frames", calibration_frames},
             {"validation_fraction", validation_fraction},
             {"validation_split", validation_split}};
   if (!validation_data.systems.empty()) t["validation_data"] = data(validation_data, true);

@@ -36,6 +36,9 @@ struct TrainConfig {
   std::string save_ckpt = "model.ckpt";
   std::string device = "auto";  // "cpu", "cuda", "cuda:N" or "auto"
   int num_threads = 0;          // 0: one per core
+  // Validation frames the predicted uncertainty is calibrated on at the end of an RLEKF run
+  // (docs/uncertainty.md); 0: no calibration.
+  std::int64_t calibration_frames = 64;
 
   std::vector<std::string> ignored_keys;  // DeePMD-kit keys accepted but without effect here
   std::vector<std::string> unused_keys;   // keys of an optimizer other than the one chosen

@@ -27,6 +27,7 @@
 #include "src/train/StopSignal.hpp"
 #include "src/train/TrainingDevice.hpp"
 #include "src/train/TrainingLog.hpp"
+#include "src/train/UncertaintyCalibration.hpp"
 
 namespace deepkf {
 namespace fs = std::filesystem;
@@ -47,6 +48,7 @@ struct Trainer::Impl {
   std::int64_t valid_cursor = 0;  // next validation (system, frame) position, cycles through all frames
   std::shared_ptr<spdlog::logger> log;
   double wall_before = 0.0;  // training seconds of earlier runs (restarts)
+  json calibration;          // of the predicted uncertainty (docs/uncertainty.md), null until fitted
 
   Impl(const TrainConfig& c, const TrainerOptions& o, std::shared_ptr<Communicator> cm)
       : cfg(c), opt(o), comm(std::move(cm)) {}
@@ -77,6 +79,8 @@ struct Trainer::Impl {
   ErrorMetrics train_step(const BatchRef& ref);
   ErrorMetrics validate(bool all_frames);
   void write_checkpoint_now(const std::string& path);
+  // Fits the uncertainty calibration on validation frames (RLEKF runs with validation data). Collective.
+  void calibrate_uncertainty();
   json provenance() const;
 };
 
@@ -211,6 +215,7 @@ void Trainer::Impl::restore(const std::string& path) {
   sampler->seek(ckpt.meta.at("epoch").get<std::int64_t>(), ckpt.meta.at("position").get<std::int64_t>());
   valid_cursor = ckpt.meta.value("valid_cursor", std::int64_t{0});
   wall_before = ckpt.meta.value("wall_seconds", 0.0);
+  calibration = ckpt.meta.value("uncertainty_calibration", json());
   log->info("restarted from {} at step {}", path, step);
 }
 
@@ -301,7 +306,21 @@ void Trainer::Impl::write_checkpoint_now(const std::string& path) {
   meta["model"] = mcfg.to_json();
   meta["provenance"] = provenance();
   meta["ranks"] = comm->size();
+  if (!calibration.is_null()) meta["uncertainty_calibration"] = calibration;
   write_training_checkpoint(path, model, meta, *optimizer, *comm);
+}
+
+void Trainer::Impl::calibrate_uncertainty() {
+  calibration = json();  // a calibration restored with the checkpoint belongs to earlier weights
+  KalmanFilter* filter = optimizer->kalman_filter();
+  if (filter == nullptr || data.valid.empty() || cfg.calibration_frames == 0) return;
+  const auto start = std::chrono::steady_clock::now();
+  const auto fitted = calibrate(model, *filter, data.valid, cfg.calibration_frames, cfg.seed,
+                                fmt::format("the validation data at step {}", step), *comm);
+  calibration = fitted.to_json();
+  log->info("uncertainty calibration on {}: s_e {:.4g}, s_f {:.4g} ({:.1f} s)", fitted.fitted_on,
+            fitted.energy, fitted.force,
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
 }
 
 // ----------------------------------------------------------------------------------------------- loop
@@ -413,6 +432,8 @@ TrainResult Trainer::run() {
     if (m.step % m.cfg.save_freq == 0 || last || stop) {
       if (const auto p = first_nonfinite_parameter(m.model); p >= 0)
         throw diverged(m.step, fmt::format("parameter tensor {} of the model holds non-finite values", p));
+      // The last checkpoint and the model file carry the calibration of the weights they hold.
+      if (last && !stop && m.step == m.cfg.numb_steps) m.calibrate_uncertainty();
       m.write_checkpoint_now(ckpt_path);
       result.checkpoint = ckpt_path;
       last_checkpoint = fmt::format("{} (step {})", ckpt_path, m.step);
@@ -440,7 +461,7 @@ TrainResult Trainer::run() {
     m.together([&] {
       if (!m.root()) return;
       result.model = m.out("model.pt");
-      save_model(result.model, m.model, m.provenance());
+      save_model(result.model, m.model, m.provenance(), m.calibration);
       m.log->info("model written to {}", result.model);
     });
   }

@@ -1,0 +1,47 @@
+#include "src/eval/EnsembleDeviation.hpp"
+
+#include <fmt/format.h>
+#include <torch/torch.h>
+
+#include "src/core/Error.hpp"
+#include "src/model/Batch.hpp"
+
+namespace deepkf {
+
+std::vector<EnsembleFrame> ensemble_deviation(const std::vector<LoadedModel>& models,
+                                              const std::vector<FrameSubset>& sets, double relative_level) {
+  torch::NoGradGuard no_grad;
+  std::vector<EnsembleFrame> rows;
+  const auto k = static_cast<std::int64_t>(models.size());
+  for (const auto& set : sets) {
+    for (std::int64_t f = 0; f < set.nframes(); ++f) {
+      const System frame = set.read({f});
+      const auto n = frame.natoms;
+      // forces: natoms x K x 3 (atom-major, as force_deviation reads them); virials: K x 9
+      auto forces = torch::empty({n, k, 3}, torch::kFloat64);
+      auto virials = torch::empty({k, 9}, torch::kFloat64);
+      FrameErrors errors;
+      for (std::int64_t m = 0; m < k; ++m) {
+        const auto& loaded = models[static_cast<std::size_t>(m)];
+        DeepPot model = loaded.model;  // a handle: evaluation is not const
+        const Batch b = make_batch(frame, {0}, loaded.config, torch::kCPU, loaded.config.precision);
+        const ModelOutput out = model->evaluate(b.coord, b.atype, b.nlist, b.shift, false);
+        if (!torch::isfinite(out.force).all().item<bool>() || !torch::isfinite(out.virial).all().item<bool>())
+          throw ModelError(
+              fmt::format("model {} of the ensemble predicts non-finite forces or virial for "
+                          "frame {} of {}",
+                          m + 1, set.frames[static_cast<std::size_t>(f)], set.info().source));
+        if (m == 0) errors = frame_errors(out, b, 0);
+        forces.select(1, m).copy_(out.force[0]);
+        virials[m].copy_(out.virial[0]);
+      }
+      rows.push_back(
+          {frame_deviation(forces.data_ptr<double>(), virials.data_ptr<double>(), static_cast<std::size_t>(n),
+                           static_cast<std::size_t>(k), relative_level),
+           errors});
+    }
+  }
+  return rows;
+}
+
+}  // namespace deepkf

@@ -1,0 +1,272 @@
+#include "src/train/KalmanUncertainty.hpp"
+
+#include <fmt/format.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <numeric>
+
+#include "src/core/Error.hpp"
+#include "src/core/Random.hpp"
+#include "src/eval/FrameErrors.hpp"
+#include "src/model/Batch.hpp"
+#include "src/train/Optimizers.hpp"
+
+namespace deepkf {
+
+namespace {
+
+constexpr std::uint64_t kScoredAtomsStream = 0x53434f5245;   // "SCORE"
+constexpr std::int64_t kRowBytes = std::int64_t{256} << 20;  // gathered gradient rows, all ranks together
+constexpr std::int64_t kMaxRows = 128;
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// One frame on the model with the graph of its energy and forces kept, giving the gradient of one scored
+// quantity at a time: quantity 0 is E / N, quantity 1 + 3 s + a is F_ia for the s-th scored atom i.
+class FrameQuantities {
+ public:
+  FrameQuantities(DeepPot& model, const std::vector<torch::Tensor>& params, const FrameSubset& set,
+                  std::int64_t system, std::int64_t position, std::vector<std::int64_t> atoms)
+      : params_(params) {
+    const System frames = set.read({position});
+    const auto& config = model->config();
+    const Batch b = make_batch(frames, {0}, config, params.front().device(), config.precision);
+    out_ = model->evaluate(b.coord, b.atype, b.nlist, b.shift, /*create_graph=*/true);
+    check_finite(set, position);
+    score_.system = system;
+    score_.frame = position;
+    score_.natoms = b.natoms;
+    score_.atoms = std::move(atoms);
+    score_.var_f.assign(3 * score_.atoms.size(), FrameScore::kNone);
+    energy_per_atom_ = out_.energy[0] / static_cast<double>(b.natoms);
+    errors(b);
+  }
+
+  std::int64_t count() const { return 1 + 3 * static_cast<std::int64_t>(score_.atoms.size()); }
+
+  // dy/dw of quantity q, in the flat order of `layout`, written into row ([N] float64, CPU).
+  void gradient(std::int64_t q, const BlockLayout& layout, torch::Tensor row) {
+    const torch::Tensor y =
+        q == 0 ? energy_per_atom_
+               : out_.force[0][score_.atoms[static_cast<std::size_t>((q - 1) / 3)]][(q - 1) % 3];
+    const auto grads = torch::autograd::grad({y}, params_, {}, /*retain_graph=*/true, /*create_graph=*/false,
+                                             /*allow_unused=*/true);
+    layout.gather_into(grads, row);
+  }
+
+  // Stores h^T P h of quantity q.
+  void set_variance(std::int64_t q, double value) {
+    if (q == 0) {
+      score_.var_e = value;
+    } else {
+      score_.var_f[static_cast<std::size_t>(q - 1)] = value;
+    }
+  }
+  FrameScore& score() { return score_; }
+
+ private:
+  void check_finite(const FrameSubset& set, std::int64_t position) const {
+    const bool ok = torch::isfinite(out_.energy.detach()).all().item<bool>() &&
+                    torch::isfinite(out_.force.detach()).all().item<bool>();
+    if (!ok)
+      throw ModelError(fmt::format("the model predicts a non-finite energy or force for frame {} of {}",
+                                   set.frames[static_cast<std::size_t>(position)], set.info().source));
+  }
+
+  // The frame's actual errors where it has labels, and those of the scored force components.
+  void errors(const Batch& b) {
+    const FrameErrors e = frame_errors(out_, b, 0);
+    score_.err_e = e.energy;
+    score_.err_f_rmse = e.force_rmse;
+    score_.err_f_max = e.force_max;
+    if (!e.force.defined()) return;
+    const double* d = e.force.data_ptr<double>();
+    for (const auto i : score_.atoms) score_.err_f.insert(score_.err_f.end(), d + 3 * i, d + 3 * i + 3);
+  }
+
+  const std::vector<torch::Tensor>& params_;
+  ModelOutput out_;
+  torch::Tensor energy_per_atom_;
+  FrameScore score_;
+};
+
+// FrameScores as doubles for a gather between ranks, and back.
+void pack(const FrameScore& s, std::vector<double>& out) {
+  const auto k = s.atoms.size();
+  out.insert(out.end(), {static_cast<double>(s.system), static_cast<double>(s.frame),
+                         static_cast<double>(s.natoms), s.var_e, s.err_e, s.err_f_rmse, s.err_f_max,
+                         static_cast<double>(k), static_cast<double>(s.err_f.size())});
+  for (const auto a : s.atoms) out.push_back(static_cast<double>(a));
+  out.insert(out.end(), s.var_f.begin(), s.var_f.end());
+  out.insert(out.end(), s.err_f.begin(), s.err_f.end());
+}
+
+std::vector<FrameScore> unpack(const std::vector<double>& in) {
+  std::vector<FrameScore> out;
+  std::size_t p = 0;
+  const auto next = [&] { return in.at(p++); };
+  const auto integer = [&] { return static_cast<std::int64_t>(std::llround(next())); };
+  while (p < in.size()) {
+    FrameScore s;
+    s.system = integer();
+    s.frame = integer();
+    s.natoms = integer();
+    s.var_e = next();
+    s.err_e = next();
+    s.err_f_rmse = next();
+    s.err_f_max = next();
+    const auto k = integer();
+    const auto nerr = integer();
+    for (std::int64_t i = 0; i < k; ++i) s.atoms.push_back(integer());
+    for (std::int64_t i = 0; i < 3 * k; ++i) s.var_f.push_back(next());
+    for (std::int64_t i = 0; i < nerr; ++i) s.err_f.push_back(next());
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+// Every rank's n values, concatenated in rank order, on every rank; `offset`: where this rank's start.
+std::vector<double> gather_all(const double* mine, std::size_t n, Communicator& comm,
+                               std::size_t* offset = nullptr) {
+  std::vector<double> sizes(static_cast<std::size_t>(comm.size()), 0.0);
+  sizes[static_cast<std::size_t>(comm.rank())] = static_cast<double>(n);
+  comm.allreduce_sum(sizes.data(), sizes.size());
+  std::vector<std::size_t> bytes;
+  std::size_t total = 0;
+  for (int r = 0; r < comm.size(); ++r) {
+    if (r == comm.rank() && offset != nullptr) *offset = total;
+    bytes.push_back(static_cast<std::size_t>(sizes[static_cast<std::size_t>(r)]) * sizeof(double));
+    total += static_cast<std::size_t>(sizes[static_cast<std::size_t>(r)]);
+  }
+  std::vector<double> all(total);
+  comm.allgatherv(mine, all.data(), bytes);
+  return all;
+}
+
+}  // namespace
+
+std::unique_ptr<KalmanFilter> checkpoint_covariance(LoadedCheckpoint& ckpt, const std::string& path,
+                                                    std::shared_ptr<Communicator> comm) {
+  const std::string written =
+      optimizer_name(ckpt.meta.value("optimizer", std::string("?")), "optimizer", path);
+  if (written != "RLEKF" || !ckpt.covariance_block)
+    throw ConfigError(
+        "checkpoint '" + path + "' was trained with " + written +
+        " and holds no covariance of its weights: the Kalman uncertainty needs a checkpoint of an "
+        "RLEKF run (an ensemble's deviation needs only model files: -m A.pt -m B.pt ...)");
+  // The layout and precision the checkpoint's blocks were written with (before checkpoints recorded them,
+  // the then fixed 5120 and float64).
+  const auto settings = ckpt.meta.value("optimizer_settings", nlohmann::json::object());
+  KalmanOptions options;
+  const auto blocksize = settings.value("kf_blocksize", nlohmann::json(5120));
+  options.blocksize = blocksize.is_number_integer() ? blocksize.get<std::int64_t>() : 5120;
+  options.p_dtype =
+      settings.value("p_precision", std::string("float64")) == "float32" ? torch::kFloat32 : torch::kFloat64;
+  auto filter = std::make_unique<KalmanFilter>(ckpt.model->parameters(), options, std::move(comm));
+  try {
+    filter->load(ckpt.optimizer, ckpt.covariance_block);
+  } catch (const OptimError& e) {
+    throw ModelError("checkpoint '" + path + "': " + e.what());
+  }
+  return filter;
+}
+
+std::vector<std::int64_t> scored_atoms(std::int64_t natoms, std::int64_t count, std::uint64_t seed,
+                                       std::uint64_t key) {
+  std::vector<std::int64_t> atoms(static_cast<std::size_t>(natoms));
+  std::iota(atoms.begin(), atoms.end(), std::int64_t{0});
+  if (count <= 0 || count >= natoms) return atoms;
+  // The first `count` places of a Fisher-Yates shuffle.
+  auto rng = make_stream(seed, kScoredAtomsStream, key);
+  for (std::int64_t i = 0; i < count; ++i) {
+    const auto j = i + static_cast<std::int64_t>(uniform_below(rng, static_cast<std::uint64_t>(natoms - i)));
+    std::swap(atoms[static_cast<std::size_t>(i)], atoms[static_cast<std::size_t>(j)]);
+  }
+  atoms.resize(static_cast<std::size_t>(count));
+  std::sort(atoms.begin(), atoms.end());
+  return atoms;
+}
+
+ScoringResult score_frames(DeepPot model, KalmanFilter& filter, const std::vector<FrameSubset>& sets,
+                           const UncertaintyOptions& options, Communicator& comm) {
+  const auto params = model->parameters();
+  const BlockLayout& layout = filter.layout();
+  const auto nparams = layout.num_parameters();
+  // Frames are dealt to the ranks in turn: (set, position) of this rank's frames.
+  std::vector<std::pair<std::int64_t, std::int64_t>> mine;
+  std::int64_t item = 0;
+  for (std::size_t s = 0; s < sets.size(); ++s) {
+    for (std::int64_t f = 0; f < sets[s].nframes(); ++f, ++item)
+      if (item % comm.size() == comm.rank()) mine.emplace_back(static_cast<std::int64_t>(s), f);
+  }
+  const std::int64_t rows_per_rank =
+      options.columns > 0
+          ? options.columns
+          : std::max<std::int64_t>(1, std::min(kMaxRows, kRowBytes / (8 * nparams)) / comm.size());
+
+  ScoringResult result;
+  ScoringCost& cost = result.cost;
+  std::vector<FrameScore> done;
+  std::unique_ptr<FrameQuantities> current;  // the frame whose quantities are being taken
+  std::int64_t next_quantity = 0;
+  std::size_t next_frame = 0;
+  // Each round: this rank's next rows of H, one application of P over all ranks' rows, the variances back
+  // to the frames they belong to.
+  while (true) {
+    auto start = std::chrono::steady_clock::now();
+    auto rows = torch::zeros({rows_per_rank, nparams}, torch::kFloat64);
+    std::vector<std::pair<FrameQuantities*, std::int64_t>> owners;  // (frame, quantity) of each row
+    std::vector<std::unique_ptr<FrameQuantities>> finished;         // frames all of whose rows are taken
+    while (static_cast<std::int64_t>(owners.size()) < rows_per_rank) {
+      if (!current) {
+        if (next_frame == mine.size()) break;
+        const auto [s, f] = mine[next_frame++];
+        const std::uint64_t key = (static_cast<std::uint64_t>(s) << 40) + static_cast<std::uint64_t>(f);
+        const auto natoms = sets[static_cast<std::size_t>(s)].info().natoms;
+        current =
+            std::make_unique<FrameQuantities>(model, params, sets[static_cast<std::size_t>(s)], s, f,
+                                              scored_atoms(natoms, options.force_atoms, options.seed, key));
+        next_quantity = 0;
+        ++cost.frames;
+      }
+      current->gradient(next_quantity, layout, rows[static_cast<std::int64_t>(owners.size())]);
+      owners.emplace_back(current.get(), next_quantity++);
+      ++cost.backward_passes;
+      if (next_quantity == current->count()) finished.push_back(std::move(current));
+    }
+    cost.gradient_seconds += seconds_since(start);
+
+    start = std::chrono::steady_clock::now();
+    const auto count = static_cast<std::int64_t>(owners.size());
+    std::size_t offset = 0;
+    const auto all =
+        gather_all(rows.data_ptr<double>(), static_cast<std::size_t>(count * nparams), comm, &offset);
+    const auto total = static_cast<std::int64_t>(all.size()) / nparams;
+    if (total == 0) break;                                           // every rank is done
+    const auto first = static_cast<std::int64_t>(offset) / nparams;  // this rank's first row in H
+    const auto H = torch::from_blob(const_cast<double*>(all.data()), {total, nparams}, torch::kFloat64);
+    const auto q = filter.quadratic_forms(H);
+    ++cost.covariance_passes;
+    for (std::int64_t r = 0; r < count; ++r)
+      owners[static_cast<std::size_t>(r)].first->set_variance(owners[static_cast<std::size_t>(r)].second,
+                                                              q[static_cast<std::size_t>(first + r)]);
+    for (auto& f : finished) done.push_back(std::move(f->score()));
+    cost.covariance_seconds += seconds_since(start);
+  }
+
+  // Every rank's scores on every rank, in the order of the sets and their frames.
+  std::vector<double> packed;
+  for (const auto& s : done) pack(s, packed);
+  result.frames = unpack(gather_all(packed.data(), packed.size(), comm));
+  std::sort(result.frames.begin(), result.frames.end(), [](const FrameScore& a, const FrameScore& b) {
+    return std::make_pair(a.system, a.frame) < std::make_pair(b.system, b.frame);
+  });
+  return result;
+}
+
+}  // namespace deepkf

@@ -1,0 +1,83 @@
+#pragma once
+// The predicted uncertainty of a model's energies and forces from the RLEKF covariance of its weights
+// (docs/uncertainty.md). For a scalar prediction y with gradient h = dy/dw, the filter's covariance P of the
+// weights gives the variance of y to first order,
+//   Var(y) = h^T P h = sum_i h_i^T P_i h_i   (one term per covariance block),
+// in units set by p0, lambda and the measurement normalisation; a calibration factor per quantity
+// (src/train/UncertaintyCalibration.hpp) turns it into eV/atom and eV/A. The quantities of a frame are its
+// energy per atom E/N and the three force components F_ia of each scored atom i: one backward pass each
+// (the forces' through the force graph), their gradients collected as rows of H and applied to P many at a
+// time (KalmanFilter::quadratic_forms reads P once per batch of rows).
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "optim/KalmanFilter.hpp"
+#include "src/core/Communicator.hpp"
+#include "src/data/FrameSource.hpp"
+#include "src/model/DeepPot.hpp"
+#include "src/train/Checkpoint.hpp"
+
+namespace deepkf {
+
+struct UncertaintyOptions {
+  // Atoms whose force components are scored in each frame (3 backward passes each), drawn at random from
+  // the seed and the frame; 0 (or at least the frame's atom count): every atom.
+  std::int64_t force_atoms = 8;
+  std::uint64_t seed = 1;
+  // Gradient rows each rank contributes to one application of P; 0: as many as 256 MiB of rows over all
+  // ranks allows, at most 128 in all.
+  std::int64_t columns = 0;
+};
+
+// One frame's predicted variances (uncalibrated: h^T P h in the filter's units) and its actual errors.
+struct FrameScore {
+  static constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
+  std::int64_t system = 0;  // index into the frame sets scored
+  std::int64_t frame = 0;   // position in its frame set
+  std::int64_t natoms = 0;
+  double var_e = 0.0;               // h^T P h of E / N
+  std::vector<std::int64_t> atoms;  // the scored atoms, increasing
+  std::vector<double> var_f;        // 3 per scored atom: h^T P h of F_ix, F_iy, F_iz
+  double err_e = kNone;             // (E - E_ref) / N (eV/atom); NaN without labels
+  double err_f_rmse = kNone;        // over all 3N components (eV/A); NaN without forces
+  double err_f_max = kNone;         // max_i |F_i - F_i^ref| (eV/A); NaN without forces
+  std::vector<double> err_f;        // 3 per scored atom: F_ia - F_ia^ref (eV/A); empty without forces
+};
+
+// What the scoring cost, summed over this rank.
+struct ScoringCost {
+  std::int64_t frames = 0;             // frames this rank evaluated
+  std::int64_t backward_passes = 0;    // gradients this rank computed (one per quantity)
+  std::int64_t covariance_passes = 0;  // applications of P (each reads this rank's blocks once on the CPU)
+  double gradient_seconds = 0.0;       // forward and backward passes
+  double covariance_seconds = 0.0;     // quadratic forms, gathers included
+};
+
+struct ScoringResult {
+  std::vector<FrameScore> frames;  // every frame of every set, in order, on every rank
+  ScoringCost cost;                // this rank's
+};
+
+// The covariance of an RLEKF checkpoint's weights: a filter over the parameters of ckpt.model with the block
+// layout the checkpoint was written with, each rank reading its own blocks from the file (`path`, for
+// messages). Throws ConfigError naming the file for a checkpoint of another optimizer or without
+// covariance blocks. Collective.
+std::unique_ptr<KalmanFilter> checkpoint_covariance(LoadedCheckpoint& ckpt, const std::string& path,
+                                                    std::shared_ptr<Communicator> comm);
+
+// Which atoms of a frame are scored: min(count, natoms) distinct atoms in increasing order, drawn by a
+// generator seeded from (seed, key) (every atom when count is 0), so that they do not depend on the rank.
+std::vector<std::int64_t> scored_atoms(std::int64_t natoms, std::int64_t count, std::uint64_t seed,
+                                       std::uint64_t key);
+
+// Scores every frame of `sets` (their types already those of the model's type map) with `model` and the
+// covariance of `filter`, whose parameters are the model's. Collective: frames are dealt to the ranks in
+// turn, each rank evaluates its own, the gradient rows are gathered and every rank applies its blocks
+// (KalmanFilter::quadratic_forms). Throws ModelError naming the frame for a non-finite prediction.
+ScoringResult score_frames(DeepPot model, KalmanFilter& filter, const std::vector<FrameSubset>& sets,
+                           const UncertaintyOptions& options, Communicator& comm);
+
+}  // namespace deepkf
