@@ -34,3 +34,22 @@ TEST_CASE("learning curves on a log axis skip non-positive values and thin long 
   CHECK(count == 2 * 100);  // stride 10 keeps 100 points per panel; index 3 is not a multiple of 10
   CHECK(svg.find("width='800'") != std::string::npos);
 }
+
+TEST_CASE("log-log panels place decades evenly and keep y = x on the diagonal", "[eval][plot]") {
+  deepkf::PlotPanel panel;
+  panel.log_x = panel.log_y = panel.diagonal = true;
+  // 1e-2 is a decade from each of the others; the point with x = 0 cannot be shown on a log axis.
+  panel.series.push_back({"sigma", {1e-3, 1e-2, 1e-1, 0.0}, {1e-3, 1e-2, 1e-1, 1.0}, true, ""});
+  const std::string svg = deepkf::render_svg({panel}, 440, 400);
+  std::vector<double> cx, cy;
+  for (std::size_t pos = svg.find("<circle"); pos != std::string::npos; pos = svg.find("<circle", pos + 1)) {
+    cx.push_back(std::stod(svg.substr(svg.find("cx='", pos) + 4)));
+    cy.push_back(std::stod(svg.substr(svg.find("cy='", pos) + 4)));
+  }
+  REQUIRE(cx.size() == 3);
+  CHECK(cx[1] == Approx(0.5 * (cx[0] + cx[2])).epsilon(1e-4));
+  CHECK(cy[1] == Approx(0.5 * (cy[0] + cy[2])).epsilon(1e-4));
+  // The plot area is x 70 .. 425, y 35 .. 350 for a 440 x 400 panel; equal ranges put y = x points on its
+  // diagonal: (cx - 70) / 355 == (350 - cy) / 315.
+  for (std::size_t i = 0; i < 3; ++i) CHECK((cx[i] - 70.0) / 355.0 == Approx((350.0 - cy[i]) / 315.0).epsilon(1e-3));
+}
