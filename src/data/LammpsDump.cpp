@@ -193,6 +193,11 @@ void read_atoms(const std::vector<std::string>& names, std::int64_t natoms,
       a.element = w[static_cast<std::size_t>(c.element)];
     } else {
       const auto type = integer(w[static_cast<std::size_t>(c.type)], a.where, "atom type");
+      if (type_elements.empty())
+        throw DataError(
+            fmt::format("{}: the dump has LAMMPS types but no 'element' column; give the element "
+                        "of each type in type order (deepkf uncertainty --type-map O H)",
+                        a.where));
       if (type < 1 || type > static_cast<std::int64_t>(type_elements.size()))
         throw DataError(
             fmt::format("{}: atom {} has type {}, but the type map gives elements for types 1 to "

@@ -69,9 +69,10 @@ void read_archive(torch::serialize::InputArchive& archive, const std::string& pa
   } catch (const std::exception& e) {
     c10::IValue model_metadata;
     if (archive.try_read("deepkf_metadata", model_metadata))
-      throw ModelError("'" + path +
-                       "' is a model file, not a training checkpoint: to start a run from its weights, use "
-                       "--init-model");
+      throw ModelError(
+          "'" + path +
+          "' is a model file, not a training checkpoint (the checkpoint is model.ckpt next to it; "
+          "deepkf train --init-model starts a run from a model file's weights)");
     throw ModelError("checkpoint '" + path + "' has no readable deepkf record (not a deepkf checkpoint?)");
   }
   const int version = out.meta.value("format_version", 0);

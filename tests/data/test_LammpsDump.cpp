@@ -29,8 +29,8 @@ std::string dump_file(const std::string& text) {
 std::string snapshot(long step, const std::string& box, const std::string& bounds, const std::string& columns,
                      const std::vector<std::string>& atoms) {
   std::string s = "ITEM: TIMESTEP\n" + std::to_string(step) + "\nITEM: NUMBER OF ATOMS\n" +
-                  std::to_string(atoms.size()) + "\nITEM: BOX BOUNDS " + box + "\n" + bounds + "ITEM: ATOMS " +
-                  columns + "\n";
+                  std::to_string(atoms.size()) + "\nITEM: BOX BOUNDS " + box + "\n" + bounds +
+                  "ITEM: ATOMS " + columns + "\n";
   for (const auto& a : atoms) s += a + "\n";
   return s;
 }
@@ -67,7 +67,8 @@ TEST_CASE("a triclinic dump: the bounding box and tilts give the cell; scaled co
   // LAMMPS writes xlo_bound = xlo + min(0, xy, xz, xy + xz) = 0.5 - 1, xhi_bound = xhi + max(...) = 10.5 + 2,
   // ylo_bound = ylo + min(0, yz) = -1, yhi_bound = yhi + max(0, yz) = 7 + 1.5.
   const std::string bounds = "-0.5 12.5 2.0\n-1.0 8.5 -1.0\n2.0 11.0 1.5\n";
-  // Fractional (0.5, 0.25, 0.5): x = origin + 0.5 a + 0.25 b + 0.5 c = (0.5 + 5 + 0.5 - 0.5, -1 + 2 + 0.75, 2 + 4.5)
+  // Fractional (0.5, 0.25, 0.5): x = origin + 0.5 a + 0.25 b + 0.5 c = (0.5 + 5 + 0.5 - 0.5, -1 + 2 + 0.75, 2
+  // + 4.5)
   const auto path = dump_file(snapshot(0, "xy xz yz pp pp pp", bounds, "id element xs ys zs",
                                        {"1 Cu 0.5 0.25 0.5", "2 Cu 0.0 0.0 0.0"}));
   const auto dump = read_lammps_dump(path, {});
@@ -105,7 +106,8 @@ TEST_CASE("several timesteps: snapshots with the same atoms form one system, oth
 }
 
 TEST_CASE("malformed dumps are errors naming the file, line and value", "[data][lammps_dump]") {
-  const auto fails = [](const std::string& text, const std::vector<std::string>& types, const std::string& what) {
+  const auto fails = [](const std::string& text, const std::vector<std::string>& types,
+                        const std::string& what) {
     const auto path = dump_file(text);
     INFO(text);
     CHECK_THROWS_WITH(read_lammps_dump(path, types), Contains(what) && Contains(path));

@@ -51,5 +51,6 @@ TEST_CASE("log-log panels place decades evenly and keep y = x on the diagonal", 
   CHECK(cy[1] == Approx(0.5 * (cy[0] + cy[2])).epsilon(1e-4));
   // The plot area is x 70 .. 425, y 35 .. 350 for a 440 x 400 panel; equal ranges put y = x points on its
   // diagonal: (cx - 70) / 355 == (350 - cy) / 315.
-  for (std::size_t i = 0; i < 3; ++i) CHECK((cx[i] - 70.0) / 355.0 == Approx((350.0 - cy[i]) / 315.0).epsilon(1e-3));
+  for (std::size_t i = 0; i < 3; ++i)
+    CHECK((cx[i] - 70.0) / 355.0 == Approx((350.0 - cy[i]) / 315.0).epsilon(1e-3));
 }

@@ -99,7 +99,8 @@ run 40
             (frame.types[static_cast<std::size_t>(i)] == 0 ? "O" : "H"));
     // The cell of every snapshot is the frame's (nve at fixed volume).
     for (std::int64_t f = 0; f < s.nframes; ++f)
-      for (int k = 0; k < 9; ++k) CHECK(s.box[static_cast<std::size_t>(9 * f + k)] == Approx(frame.box[k]).margin(1e-9));
+      for (int k = 0; k < 9; ++k)
+        CHECK(s.box[static_cast<std::size_t>(9 * f + k)] == Approx(frame.box[k]).margin(1e-9));
   }
   const auto snapshot = [](const LammpsDump& d, std::int64_t f) {
     const auto& s = d.systems[0];
@@ -128,7 +129,8 @@ TEST_CASE("the ensemble deviation of a dump's frames equals pair_style deepkf's 
     write_water_model(dir + "/b.pt", 22);
     write_water_model(dir + "/c.pt", 23);
     write_data_file(dir + "/data.lmp", frame);
-    const auto r = run_lammps(dir, std::string(kSetup) + R"(pair_style deepkf a.pt b.pt c.pt out_freq 5 out_file devi.out
+    const auto r =
+        run_lammps(dir, std::string(kSetup) + R"(pair_style deepkf a.pt b.pt c.pt out_freq 5 out_file devi.out
 pair_coeff * * O H
 velocity all create 330 77 mom yes rot yes dist gaussian
 fix 1 all nve
@@ -137,7 +139,7 @@ dump d all custom 5 md.dump id type x y z
 dump_modify d format float %.17g
 run 20
 )",
-                              np);
+                   np);
     INFO(r.output);
     REQUIRE(r.status == 0);
     auto dump = read_lammps_dump(dir + "/md.dump", {"O", "H"});
@@ -154,7 +156,8 @@ run 20
       REQUIRE(plugin[k].size() == 7);
       CHECK(plugin[k][0] == static_cast<double>(dump.timesteps[0][k]));
       const auto& d = ours[k].deviation;
-      const double mine[6] = {d.max_devi_v, d.min_devi_v, d.avg_devi_v, d.max_devi_f, d.min_devi_f, d.avg_devi_f};
+      const double mine[6] = {d.max_devi_v, d.min_devi_v, d.avg_devi_v,
+                              d.max_devi_f, d.min_devi_f, d.avg_devi_f};
       for (int c = 0; c < 6; ++c) CHECK(mine[c] == Approx(plugin[k][1 + c]).epsilon(1e-7));
       CHECK(d.max_devi_f > 0.0);
       // The dump has no labels: no errors.

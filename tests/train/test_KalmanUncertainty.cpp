@@ -131,7 +131,8 @@ TEST_CASE("h^T P h of energies and force components equals a dense P and finite 
       for (std::size_t c = 0; c < 6; ++c) CHECK(s.var_f[c] == Approx(q_ref[1 + c]).epsilon(1e-6));
       // The frame's actual errors against its labels.
       const auto pred = predict(model, frame);
-      CHECK(s.err_e == Approx(pred.first - frame.energy[0] / static_cast<double>(frame.natoms)).epsilon(1e-12));
+      CHECK(s.err_e ==
+            Approx(pred.first - frame.energy[0] / static_cast<double>(frame.natoms)).epsilon(1e-12));
       CHECK(s.err_f[0] == Approx(pred.second[static_cast<std::size_t>(3 * s.atoms[0])] -
                                  frame.force[static_cast<std::size_t>(3 * s.atoms[0])])
                               .epsilon(1e-12));
@@ -150,7 +151,8 @@ TEST_CASE("scored atoms: distinct, increasing, reproducible, every atom for 0", 
   CHECK(scored_atoms(5, 9, 7, 3).size() == 5);
 }
 
-TEST_CASE("calibration: s^2 = sum err^2 / sum h^T P h, sigma per atom and per frame", "[train][uncertainty]") {
+TEST_CASE("calibration: s^2 = sum err^2 / sum h^T P h, sigma per atom and per frame",
+          "[train][uncertainty]") {
   // Frame 0: var_e 1, err 3; frame 1: var_e 4, err 1 -> s_e^2 = 10 / 5. Forces of atom 0: var (1, 1, 2),
   // errors (1, 2, 3); frame 1 has no force labels.
   FrameScore a;
@@ -171,7 +173,8 @@ TEST_CASE("calibration: s^2 = sum err^2 / sum h^T P h, sigma per atom and per fr
   CHECK(back.energy == c.energy);
   CHECK(back.force == c.force);
   CHECK(back.fitted_on == "two frames");
-  CHECK_THROWS_AS(UncertaintyCalibration::from_json(json{{"energy", -1.0}, {"force", nullptr}}, "here"), ModelError);
+  CHECK_THROWS_AS(UncertaintyCalibration::from_json(json{{"energy", -1.0}, {"force", nullptr}}, "here"),
+                  ModelError);
   // sigma_f,0 = s_f sqrt(1 + 1 + 2); sigma_f_rms = s_f sqrt(4 / 3)
   const auto sigma = frame_sigma(a, c);
   CHECK(sigma.sigma_e == Approx(std::sqrt(2.0)));
@@ -198,9 +201,10 @@ TEST_CASE("frames spread evenly over several sets", "[train][uncertainty]") {
   CHECK(spread_frames(sets, total + 3).size() == sets.size());
 }
 
-TEST_CASE("a trained run stores its calibration in the checkpoint and the model file; the checkpoint's "
-          "covariance reproduces it",
-          "[train][uncertainty]") {
+TEST_CASE(
+    "a trained run stores its calibration in the checkpoint and the model file; the checkpoint's "
+    "covariance reproduces it",
+    "[train][uncertainty]") {
   const auto dir = test::make_temp_dir("uncertainty-train");
   TrainerOptions options;
   options.output_dir = dir;
@@ -219,15 +223,15 @@ TEST_CASE("a trained run stores its calibration in the checkpoint and the model 
   // The covariance read back from the file gives the same factors on the same frames.
   auto filter = checkpoint_covariance(ckpt, r.checkpoint, comm);
   const auto opened = open_dataset({kSiData}, {"Si"});
-  const auto split = split_frames({opened.systems[0]->nframes(), opened.systems[1]->nframes(),
-                                   opened.systems[2]->nframes()},
-                                  0.2, SplitMode::kFrame, config.seed);
+  const auto split =
+      split_frames({opened.systems[0]->nframes(), opened.systems[1]->nframes(), opened.systems[2]->nframes()},
+                   0.2, SplitMode::kFrame, config.seed);
   std::vector<FrameSubset> valid;
   for (const auto& part : split.validation)
     valid.push_back({opened.systems[static_cast<std::size_t>(part.system)], part.frames});
   std::int64_t nvalid = 0;
   for (const auto& v : valid) nvalid += v.nframes();
-  CHECK(stored.energy_samples == nvalid);  // every validation frame (fewer than 64)
+  CHECK(stored.energy_samples == nvalid);         // every validation frame (fewer than 64)
   CHECK(stored.force_samples == nvalid * 8 * 3);  // 8 atoms scored per frame
   CHECK(stored.fitted_on == std::to_string(nvalid) + " frames of the validation data at step 6");
   const auto again = calibrate(ckpt.model, *filter, valid, 64, config.seed, "again", *comm);

@@ -111,8 +111,10 @@ TEST_CASE("checkpoints of 1 and 2 ranks scored on 1 and 2 ranks give the same va
     // Checkpoints of 1 and 2 ranks: the training agrees to round-off (test_TrainerMpi.cpp).
     CHECK(max_relative_difference(variances(two_on_one), variances(one_on_one)) < 1e-8);
     // And so do the calibrations fitted at the end of both runs.
-    const auto c2 = UncertaintyCalibration::from_json(read_checkpoint(two, torch::kCPU).meta["uncertainty_calibration"], two);
-    const auto c1 = UncertaintyCalibration::from_json(read_checkpoint(one, torch::kCPU).meta["uncertainty_calibration"], one);
+    const auto c2 = UncertaintyCalibration::from_json(
+        read_checkpoint(two, torch::kCPU).meta["uncertainty_calibration"], two);
+    const auto c1 = UncertaintyCalibration::from_json(
+        read_checkpoint(one, torch::kCPU).meta["uncertainty_calibration"], one);
     CHECK(c2.energy == Approx(c1.energy).epsilon(1e-8));
     CHECK(c2.force == Approx(c1.force).epsilon(1e-8));
     CHECK(c2.energy_samples == c1.energy_samples);
