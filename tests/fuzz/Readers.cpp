@@ -12,6 +12,7 @@
 #include "src/data/Dataset.hpp"
 #include "src/data/DeepmdHdf5.hpp"
 #include "src/data/DeepmdNpy.hpp"
+#include "src/data/LammpsDump.hpp"
 #include "src/model/ModelFile.hpp"
 #include "src/train/Checkpoint.hpp"
 #include "src/train/RunPlan.hpp"
@@ -53,6 +54,34 @@ void write_extxyz(const std::string& path, const System& s) {
       out << "\n";
     }
   }
+}
+
+// A LAMMPS text dump of `s`, atoms written in reverse id order: with a type column (LAMMPS type t + 1 for
+// type index t) or with an element column.
+void write_dump(const std::string& path, const System& s, bool elements) {
+  std::ofstream out(path);
+  const auto n = static_cast<std::size_t>(s.natoms);
+  for (std::size_t f = 0; f < static_cast<std::size_t>(s.nframes); ++f) {
+    const double* h = s.box.data() + 9 * f;  // a cubic cell (the water frames)
+    out << "ITEM: TIMESTEP\n"
+        << 10 * f << "\nITEM: NUMBER OF ATOMS\n"
+        << n << "\nITEM: BOX BOUNDS pp pp pp\n"
+        << fmt::format("0 {:.10g}\n0 {:.10g}\n0 {:.10g}\n", h[0], h[4], h[8]) << "ITEM: ATOMS id "
+        << (elements ? "element" : "type") << " x y z\n";
+    for (std::size_t a = n; a-- > 0;) {
+      const std::size_t i = 3 * (f * n + a);
+      const auto t = static_cast<std::size_t>(s.atom_types[a]);
+      out << a + 1 << " " << (elements ? s.type_map[t] : std::to_string(t + 1))
+          << fmt::format(" {:.10f} {:.10f} {:.10f}\n", s.coord[i], s.coord[i + 1], s.coord[i + 2]);
+    }
+  }
+}
+
+// Every frame of a dump, read and checked as `deepkf uncertainty` reads them (LAMMPS types 1 and 2 are O
+// and H).
+std::string read_dump(const std::string& path) {
+  for (auto& s : read_lammps_dump(path, {"O", "H"}).systems) MemoryFrameSource(std::move(s)).read_all();
+  return {};
 }
 
 json small_model() {
@@ -113,6 +142,8 @@ void write_seeds(const std::string& source_dir, const std::string& dir) {
   write_hdf5_systems((d / "small.h5").string(), {si, water}, {"si3", "water/w2"});
   write_extxyz((d / "si3.xyz").string(), si);
   write_extxyz((d / "water2.xyz").string(), water);
+  write_dump((d / "water2.dump").string(), water, false);
+  write_dump((d / "water2_elements.dump").string(), water, true);
 
   // Two inputs on the npy folder: deepkf's layout, and DeePMD-kit's (no optimizer section, Adam's loss and
   // learning-rate sections as DeePMD-kit writes them).
@@ -164,6 +195,7 @@ std::vector<Reader> readers(const std::string& seed_dir) {
       {"npy", {in("si3")}, "bytes", false, read_data},
       {"hdf5", {in("si_cp2k.h5"), in("water_cp2k.h5"), in("small.h5")}, "bytes", false, read_data},
       {"xyz", {in("si3.xyz"), in("water2.xyz")}, "text", false, read_data},
+      {"dump", {in("water2.dump"), in("water2_elements.dump")}, "text", false, read_dump},
       {"input",
        {in("input.json"), in("deepmd_input.json")},
        "json",

@@ -1,7 +1,7 @@
 // fuzz_readers: seeded mutation fuzzing of every reader a user's files reach (docs/reliability.md,
 // "Fuzzing").
 //
-//   fuzz_readers [--mutants N] [--seed S] [--targets npy,hdf5,xyz,input,model,checkpoint] [--work DIR]
+//   fuzz_readers [--mutants N] [--seed S] [--targets npy,hdf5,xyz,dump,input,model,checkpoint] [--work DIR]
 //                [--report FILE] [--timeout SECONDS]
 //
 // Seeds are real files: the project's CP2K silicon and water data (data/*.h5), a DeePMD npy folder and
@@ -47,7 +47,7 @@ namespace {
 struct Options {
   std::int64_t mutants = 500;
   std::uint64_t seed = 1;
-  std::vector<std::string> targets = {"npy", "hdf5", "xyz", "input", "model", "checkpoint"};
+  std::vector<std::string> targets = {"npy", "hdf5", "xyz", "dump", "input", "model", "checkpoint"};
   std::string work;
   std::string report;
   double timeout = 30.0;
