@@ -12,12 +12,13 @@
 # EPOCHS passes over the training frames (default 1; water 1, cu_pwmat 3 by default: its 90 frames are
 # consecutive MD steps). Seeds 1 to 4 set the data order, the atom draws and the initial weights.
 # FORCE_ATOMS (default 8) atoms' force components are scored per frame; FORCE_ATOMS=all scores every atom.
-# OPENBLAS_NUM_THREADS=1; the runs use LibTorch's default threads.
+# OPENBLAS_NUM_THREADS=1; THREADS (default 0: one per core) LibTorch threads for training and scoring.
 set -euo pipefail
 deepkf=$(realpath "$1"); datasets=$(realpath "$2"); out=$3; shift 3
 names=("$@")
 [ ${#names[@]} -gt 0 ] || names=(si_mlearn water cu_pwmat)
 atoms=${FORCE_ATOMS:-8}
+threads=${THREADS:-0}
 mkdir -p "$out"
 out=$(realpath "$out")
 export OPENBLAS_NUM_THREADS=1
@@ -42,7 +43,7 @@ for name in "${names[@]}"; do
   "fitting_net": {"neuron": [32, 32, 32], "resnet_dt": true, "seed": $seed}},
  "optimizer": {"type": "RLEKF"},
  "training": {"training_data": {"systems": $train, "batch_size": 1}, "validation_fraction": 0.1,
-   "numb_steps": $steps, "seed": $seed, "disp_freq": 1000000, "save_freq": 1000000}}
+   "numb_steps": $steps, "seed": $seed, "num_threads": $threads, "disp_freq": 1000000, "save_freq": 1000000}}
 EOF
     "$deepkf" train "$dir/input.json" -o "$dir" --no-progress > "$dir/stdout" 2>&1
   done
@@ -50,7 +51,7 @@ EOF
   step_s=$(grep -o 'after [0-9]* steps in [0-9.]* s' "$out/$name/seed-1/stdout" | awk '{ print $5 / $2 }')
   "$deepkf" uncertainty -c "$out/$name/seed-1/model.ckpt" -m "$out/$name"/seed-1/model.pt -m "$out/$name"/seed-2/model.pt \
     -m "$out/$name"/seed-3/model.pt -m "$out/$name"/seed-4/model.pt -s "$test" -o "$out/$name/atoms-$atoms" \
-    --force-atoms "$atoms" > "$out/$name/atoms-$atoms.out" 2>&1
+    --force-atoms "$atoms" --threads "$threads" > "$out/$name/atoms-$atoms.out" 2>&1
   summary="$out/$name/atoms-$atoms.out"
   nframes=$(awk 'NR == 1 { print $1 }' "$summary")
   frame_s=$(grep -o '[0-9.]* s per frame' "$summary" | awk '{ print $1 }')

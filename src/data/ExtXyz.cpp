@@ -4,13 +4,13 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <map>
 #include <sstream>
 
 #include "src/core/Error.hpp"
+#include "src/data/TextFields.hpp"
 #include "src/geometry/Cell.hpp"
 
 namespace deepkf {
@@ -23,14 +23,6 @@ constexpr std::int64_t kMinAtomLineBytes = 8;
 std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
   return s;
-}
-
-std::vector<std::string> split_ws(const std::string& s) {
-  std::istringstream in(s);
-  std::vector<std::string> out;
-  std::string w;
-  while (in >> w) out.push_back(w);
-  return out;
 }
 
 // key=value pairs of a comment line; keys lower-cased, quotes removed.
@@ -69,19 +61,9 @@ std::map<std::string, std::string> parse_comment(const std::string& line, const 
   return kv;
 }
 
-double to_double(const std::string& s, const std::string& where, const std::string& what) {
-  const char* begin = s.c_str();
-  char* end = nullptr;
-  const double v = std::strtod(begin, &end);
-  if (end == begin || *end != '\0')
-    throw DataError(fmt::format("{}: {} '{}' is not a number", where, what, s));
-  if (!std::isfinite(v)) throw DataError(fmt::format("{}: {} is non-finite ({})", where, what, s));
-  return v;
-}
-
 std::vector<double> numbers(const std::string& s, const std::string& where, const std::string& what) {
   std::vector<double> out;
-  for (const auto& w : split_ws(s)) out.push_back(to_double(w, where, what));
+  for (const auto& w : split_words(s)) out.push_back(parse_number(w, where, what));
   return out;
 }
 
@@ -143,12 +125,12 @@ Frame parse_frame(std::ifstream& in, const std::string& path, std::int64_t& line
     throw DataError(fmt::format("{}: Properties '{}' lacks species:S:1 or pos:R:3", cwhere, props));
 
   if (!kv.count("energy")) throw DataError(fmt::format("{}: frame has no energy= key", cwhere));
-  fr.energy = to_double(kv["energy"], cwhere, "energy");
+  fr.energy = parse_number(kv["energy"], cwhere, "energy");
 
   bool has_lattice = kv.count("lattice") > 0;
   std::vector<bool> pbc(3, has_lattice);
   if (kv.count("pbc")) {
-    const auto w = split_ws(kv["pbc"]);
+    const auto w = split_words(kv["pbc"]);
     if (w.size() != 3) throw DataError(fmt::format("{}: pbc='{}' needs 3 values", cwhere, kv["pbc"]));
     for (int k = 0; k < 3; ++k) pbc[k] = truth(w[k], cwhere);
   }
@@ -189,16 +171,16 @@ Frame parse_frame(std::ifstream& in, const std::string& path, std::int64_t& line
                                   path, lineno + 1, a, natoms, fr.line));
     ++lineno;
     const std::string where = fmt::format("{} line {}", path, lineno);
-    const auto cols = split_ws(line);
+    const auto cols = split_words(line);
     if (static_cast<int>(cols.size()) < ncols)
       throw DataError(fmt::format("{}: atom line has {} columns, Properties '{}' needs {}", where,
                                   cols.size(), props, ncols));
     fr.species.push_back(cols[static_cast<std::size_t>(col_species)]);
     for (int k = 0; k < 3; ++k)
-      fr.coord.push_back(to_double(cols[static_cast<std::size_t>(col_pos + k)], where, "pos"));
+      fr.coord.push_back(parse_number(cols[static_cast<std::size_t>(col_pos + k)], where, "pos"));
     if (col_force >= 0)
       for (int k = 0; k < 3; ++k)
-        fr.force.push_back(to_double(cols[static_cast<std::size_t>(col_force + k)], where, "force"));
+        fr.force.push_back(parse_number(cols[static_cast<std::size_t>(col_force + k)], where, "force"));
   }
   return fr;
 }
@@ -263,7 +245,7 @@ std::vector<System> read_extxyz(const std::string& path) {
   std::int64_t lineno = 0;
   while (std::getline(in, line)) {
     ++lineno;
-    const auto words = split_ws(line);
+    const auto words = split_words(line);
     if (words.empty()) continue;  // blank lines between or after frames
     char* end = nullptr;
     const long long natoms = std::strtoll(words[0].c_str(), &end, 10);

@@ -4,26 +4,18 @@
 
 #include <algorithm>
 #include <array>
-#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <sstream>
 
 #include "src/core/Error.hpp"
+#include "src/data/TextFields.hpp"
 #include "src/geometry/Cell.hpp"
 
 namespace deepkf {
 
 namespace {
-
-std::vector<std::string> words(const std::string& s) {
-  std::istringstream in(s);
-  std::vector<std::string> out;
-  for (std::string w; in >> w;) out.push_back(w);
-  return out;
-}
 
 // Lines of the file with their numbers, for messages "FILE line L: ...".
 class LineReader {
@@ -51,16 +43,6 @@ class LineReader {
   std::ifstream in_;
   std::int64_t line_ = 0;
 };
-
-double number(const std::string& s, const std::string& where, const std::string& what) {
-  const char* begin = s.c_str();
-  char* end = nullptr;
-  const double v = std::strtod(begin, &end);
-  if (end == begin || *end != '\0')
-    throw DataError(fmt::format("{}: {} '{}' is not a number", where, what, s));
-  if (!std::isfinite(v)) throw DataError(fmt::format("{}: {} is not finite ({})", where, what, s));
-  return v;
-}
 
 std::int64_t integer(const std::string& s, const std::string& where, const std::string& what) {
   const char* begin = s.c_str();
@@ -97,13 +79,13 @@ Box read_box(const std::vector<std::string>& header, LineReader& in) {
   double lo[3], hi[3], tilt[3] = {0.0, 0.0, 0.0};  // tilt: xy, xz, yz
   for (int d = 0; d < 3; ++d) {
     const std::string line = in.need("the box bounds");
-    const auto w = words(line);
+    const auto w = split_words(line);
     if (w.size() != (triclinic ? 3u : 2u))
       throw DataError(fmt::format("{}: box bounds line '{}' has {} numbers, expected {}", in.where(), line,
                                   w.size(), triclinic ? 3 : 2));
-    lo[d] = number(w[0], in.where(), "box bound");
-    hi[d] = number(w[1], in.where(), "box bound");
-    if (triclinic) tilt[d] = number(w[2], in.where(), "tilt factor");
+    lo[d] = parse_number(w[0], in.where(), "box bound");
+    hi[d] = parse_number(w[1], in.where(), "box bound");
+    if (triclinic) tilt[d] = parse_number(w[2], in.where(), "tilt factor");
   }
   const double xy = tilt[0], xz = tilt[1], yz = tilt[2];
   // The dump gives the bounding box of the tilted cell: xlo_bound = xlo + min(0, xy, xz, xy + xz),
@@ -184,7 +166,7 @@ void read_atoms(const std::vector<std::string>& names, std::int64_t natoms,
   for (auto& a : atoms) {
     const std::string line = in.need(fmt::format("the {} atoms of timestep {}", natoms, s.timestep));
     a.where = in.where();
-    const auto w = words(line);
+    const auto w = split_words(line);
     if (static_cast<int>(w.size()) != c.count)
       throw DataError(
           fmt::format("{}: atom line has {} columns, the ATOMS header names {}", a.where, w.size(), c.count));
@@ -206,8 +188,8 @@ void read_atoms(const std::vector<std::string>& names, std::int64_t natoms,
       a.element = type_elements[static_cast<std::size_t>(type - 1)];
     }
     for (int d = 0; d < 3; ++d)
-      a.x[static_cast<std::size_t>(d)] =
-          number(w[static_cast<std::size_t>(c.position[static_cast<std::size_t>(d)])], a.where, "coordinate");
+      a.x[static_cast<std::size_t>(d)] = parse_number(
+          w[static_cast<std::size_t>(c.position[static_cast<std::size_t>(d)])], a.where, "coordinate");
   }
   std::sort(atoms.begin(), atoms.end(), [](const Atom& p, const Atom& q) { return p.id < q.id; });
   for (std::size_t i = 1; i < atoms.size(); ++i)
@@ -232,12 +214,12 @@ bool read_snapshot(LineReader& in, const std::vector<std::string>& type_elements
   std::string line;
   do {
     if (!in.next(line)) return false;
-  } while (words(line).empty());
-  if (words(line) != std::vector<std::string>{"ITEM:", "TIMESTEP"})
+  } while (split_words(line).empty());
+  if (split_words(line) != std::vector<std::string>{"ITEM:", "TIMESTEP"})
     throw DataError(fmt::format("{}: expected 'ITEM: TIMESTEP', found '{}'", in.where(), line));
   s = Snapshot{};
   const std::string where = in.where();
-  const auto step = words(in.need("the timestep"));
+  const auto step = split_words(in.need("the timestep"));
   if (step.size() != 1)
     throw DataError(fmt::format("{}: timestep line has {} values", in.where(), step.size()));
   s.timestep = integer(step[0], in.where(), "timestep");
@@ -245,7 +227,7 @@ bool read_snapshot(LineReader& in, const std::vector<std::string>& type_elements
   bool have_box = false;
   while (true) {
     const std::string item = in.need(fmt::format("the atoms of timestep {} (from {})", s.timestep, where));
-    const auto w = words(item);
+    const auto w = split_words(item);
     if (w.size() < 2 || w[0] != "ITEM:")
       throw DataError(
           fmt::format("{}: expected an ITEM line of timestep {}, found '{}'", in.where(), s.timestep, item));
@@ -282,7 +264,7 @@ bool is_lammps_dump(const std::string& path) {
   std::ifstream in(path);
   std::string line;
   for (int k = 0; k < 100 && std::getline(in, line); ++k) {
-    const auto w = words(line);
+    const auto w = split_words(line);
     if (!w.empty()) return w == std::vector<std::string>{"ITEM:", "TIMESTEP"};
   }
   return false;

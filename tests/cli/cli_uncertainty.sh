@@ -12,11 +12,7 @@ mpiexec=$3
 work=$(mktemp -d "${TMPDIR:-/tmp}/deepkf-cli-uncertainty.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 failures=0
-fail() {
-  echo "FAILED: $*"
-  failures=$((failures + 1))
-}
-ok() { echo "ok: $*"; }
+source "$source_dir/tests/support/cli_checks.sh"
 data=$source_dir/data/si_cp2k.h5
 
 # A small silicon run with 20% of the frames held out; $1 = seed, $2 = output directory.
@@ -85,21 +81,6 @@ awk -F'\t' 'NR == 3 { exit !($3 == 100 && $4 == 8 && NF == 8) }' "$work/u3.frame
   ok "dump frames with their timesteps, no error columns" || fail "dump table: $(cat "$work/u3.frames.tsv")"
 
 # Ordinary mistakes: status 1 and one error line.
-expect_error() {
-  local name=$1 expected=$2
-  shift 2
-  "$@" >"$work/out" 2>&1
-  local rc=$?
-  if [ $rc -ne 1 ]; then
-    fail "$name: exit status $rc, expected 1: $(tail -3 "$work/out")"
-  elif grep -q "internal error" "$work/out"; then
-    fail "$name: internal error: $(grep "internal error" "$work/out")"
-  elif ! grep -F -q -- "$expected" "$work/out"; then
-    fail "$name: no '$expected' in: $(tail -3 "$work/out")"
-  else
-    ok "$name: $(grep "deepkf: error" "$work/out" | head -1)"
-  fi
-}
 expect_error "one model is no ensemble" "needs at least two" "$deepkf" uncertainty -m "$work/a/model.pt" -s "$data"
 expect_error "nothing to score with" "give a checkpoint" "$deepkf" uncertainty -s "$data"
 expect_error "a model file given as checkpoint" "is a model file" \

@@ -119,7 +119,7 @@ TEST_CASE("malformed dumps are errors naming the file, line and value", "[data][
   fails(snapshot(0, "pp pp pp", kOrthoBounds, "id type x y z", {"1 1 1 1 1", "1 2 2 2 2"}), oh,
         "atom id 1 appears twice");
   fails(snapshot(0, "pp pp ff", kOrthoBounds, "id type x y z", {"1 1 1 1 1"}), oh, "some directions only");
-  fails(snapshot(0, "pp pp pp", kOrthoBounds, "id type x y z", {"1 1 1 nan 1"}), oh, "not finite");
+  fails(snapshot(0, "pp pp pp", kOrthoBounds, "id type x y z", {"1 1 1 nan 1"}), oh, "non-finite");
   fails(snapshot(0, "pp pp pp", kOrthoBounds, "id type x y z", {"1 1 1 1"}), oh, "has 4 columns");
   fails(snapshot(0, "pp pp pp", "0 10\n0 10\n0 0\n", "id type x y z", {"1 1 1 1 1"}), oh, "cell");
   const auto whole = snapshot(0, "pp pp pp", kOrthoBounds, "id type x y z", {"1 1 1 1 1", "2 2 2 2 2"});

@@ -30,6 +30,14 @@ void write_water_model(const std::string& path, std::int64_t seed);
 void write_data_file(const std::string& path, const Frame& frame,
                      const std::vector<double>& masses = {15.9994, 1.00794});
 
+// The start of an input script on data.lmp (written by write_data_file): metal units, periodic, atomic.
+constexpr const char* kReadDataSetup = R"(units metal
+boundary p p p
+atom_style atomic
+atom_modify map yes
+read_data data.lmp
+)";
+
 struct LammpsResult {
   int status = -1;     // exit status of lmp (or mpiexec)
   std::string output;  // screen output and log

@@ -24,12 +24,7 @@ using namespace deepkf::test;
 
 namespace {
 
-const char* kSetup = R"(units metal
-boundary p p p
-atom_style atomic
-atom_modify map yes
-read_data data.lmp
-)";
+const char* const kSetup = kReadDataSetup;
 
 // Largest distance between the atoms of two snapshots (natoms x 3), each pair brought together by lattice
 // vectors of `box` (minimum image): positions that differ only by periodic images agree.

@@ -67,12 +67,7 @@ double rel_diff(const std::vector<double>& a, const std::vector<double>& b) {
   return m / std::max(max_abs(b), 1e-300);
 }
 
-const char* kSetup = R"(units metal
-boundary p p p
-atom_style atomic
-atom_modify map yes
-read_data data.lmp
-)";
+const char* const kSetup = kReadDataSetup;
 
 std::string pair_lines(const std::string& style_args) {
   return "pair_style deepkf " + style_args + "\npair_coeff * * O H\n";
