@@ -8,28 +8,7 @@ deepkf=$1
 source_dir=$2
 work=$(mktemp -d "${TMPDIR:-/tmp}/deepkf-bad-input.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-failures=0
-fail() {
-  echo "FAILED: $*"
-  failures=$((failures + 1))
-}
-
-# expect_error NAME EXPECTED_TEXT COMMAND...: status 1, the expected text on the error line, no internal error.
-expect_error() {
-  local name=$1 expected=$2
-  shift 2
-  "$@" >"$work/out" 2>&1
-  local rc=$?
-  if [ $rc -ne 1 ]; then
-    fail "$name: exit status $rc, expected 1: $(tail -3 "$work/out")"
-  elif grep -q "internal error" "$work/out"; then
-    fail "$name: internal error: $(grep "internal error" "$work/out")"
-  elif ! grep -F -q -- "$expected" "$work/out"; then
-    fail "$name: no '$expected' in: $(tail -3 "$work/out")"
-  else
-    echo "ok: $name: $(grep "deepkf: error" "$work/out" | head -1)"
-  fi
-}
+source "$source_dir/tests/support/cli_checks.sh"
 
 # input.json for a small silicon model; $1 is a python expression that edits the dict d.
 make_input() {
