@@ -112,17 +112,17 @@ struct PairDeepkf::Impl {
     }
     const auto nl = deepkf::sort_neighbors(x.data(), types.data(), ncentre, offset.data(), neigh.data(),
                                            config.rcut, config.sel);
-    const auto device = model.device;
-    const auto dtype = torch::TensorOptions().dtype(config.precision).device(device);
+    const auto on = model.device;
+    const auto dtype = torch::TensorOptions().dtype(config.precision).device(on);
     const auto cpu64 = torch::TensorOptions().dtype(torch::kFloat64);
     const auto cpu_long = torch::TensorOptions().dtype(torch::kInt64);
     // coord: 1 x npacked x 3 (A); atype: 1 x npacked; nlist: 1 x ncentre x nnei
     const auto coord =
         torch::from_blob(const_cast<double*>(x.data()), {1, npacked, 3}, cpu64).to(dtype, false, true);
-    const auto atype = torch::from_blob(types64.data(), {1, npacked}, cpu_long).to(device, false, true);
+    const auto atype = torch::from_blob(types64.data(), {1, npacked}, cpu_long).to(on, false, true);
     const auto nlist =
         torch::from_blob(const_cast<std::int64_t*>(nl.index.data()), {1, ncentre, nl.nnei}, cpu_long)
-            .to(device, false, true);
+            .to(on, false, true);
     auto result = model.loaded.model->evaluate(coord, atype, nlist, torch::Tensor(), false, need_atom_virial);
 
     Output out;
