@@ -66,7 +66,8 @@ struct PairDeepkf::Impl {
   struct Model {
     deepkf::LoadedModel loaded;
     std::string path;
-    std::vector<int> type_of;  // LAMMPS type (1-based) -> model type index, -1 = NULL (other style)
+    std::vector<int> type_of;           // LAMMPS type (1-based) -> model type index, -1 = NULL (other style)
+    torch::Device device{torch::kCPU};  // compressed models run on the CPU (their kernel has no CUDA version)
   };
 
   // One model's output for the packed atoms of a step (float64, CPU).
@@ -76,6 +77,7 @@ struct PairDeepkf::Impl {
     std::vector<double> force;        // npacked x 3 (eV/A)
     std::array<double, 9> virial{};   // W_ab = sum F_a r_b (eV), row-major
     std::vector<double> atom_virial;  // npacked x 9 (eV), only when asked for
+    std::int64_t beyond_table = 0;    // compressed models: slots beyond the tables' end
   };
 
   std::vector<Model> models;
@@ -93,6 +95,9 @@ struct PairDeepkf::Impl {
   // Model-deviation scratch: forces of every model in LAMMPS order, nall x nmodels x 3.
   std::vector<double> ensemble_force;
 
+  // The driving model is compressed and some step put neighbours beyond its tables (said once).
+  bool warned_beyond_table = false;
+
   // Evaluates model m on the packed atoms; need_atom_virial adds the per-atom virial.
   Output evaluate(std::size_t m, const int* lammps_type, bool need_atom_virial) {
     auto& model = models[m];
@@ -106,16 +111,17 @@ struct PairDeepkf::Impl {
     }
     const auto nl = deepkf::sort_neighbors(x.data(), types.data(), ncentre, offset.data(), neigh.data(),
                                            config.rcut, config.sel);
-    const auto dtype = torch::TensorOptions().dtype(config.precision).device(device);
+    const auto on = model.device;
+    const auto dtype = torch::TensorOptions().dtype(config.precision).device(on);
     const auto cpu64 = torch::TensorOptions().dtype(torch::kFloat64);
     const auto cpu_long = torch::TensorOptions().dtype(torch::kInt64);
     // coord: 1 x npacked x 3 (A); atype: 1 x npacked; nlist: 1 x ncentre x nnei
     const auto coord =
         torch::from_blob(const_cast<double*>(x.data()), {1, npacked, 3}, cpu64).to(dtype, false, true);
-    const auto atype = torch::from_blob(types64.data(), {1, npacked}, cpu_long).to(device, false, true);
+    const auto atype = torch::from_blob(types64.data(), {1, npacked}, cpu_long).to(on, false, true);
     const auto nlist =
         torch::from_blob(const_cast<std::int64_t*>(nl.index.data()), {1, ncentre, nl.nnei}, cpu_long)
-            .to(device, false, true);
+            .to(on, false, true);
     auto result = model.loaded.model->evaluate(coord, atype, nlist, torch::Tensor(), false, need_atom_virial);
 
     Output out;
@@ -129,6 +135,7 @@ struct PairDeepkf::Impl {
     const auto w = to_vector(result.virial);
     std::copy(w.begin(), w.end(), out.virial.begin());
     if (need_atom_virial) out.atom_virial = to_vector(result.atom_virial);
+    out.beyond_table = result.beyond_table;
     return out;
   }
 };
@@ -223,6 +230,11 @@ void PairDeepkf::settings(int narg, char** arg) {
     if (!message.empty())
       error->all(FLERR, "pair_style deepkf cannot load model file " + path + ": " + message);
     m.loaded.model->eval();
+    m.device = impl_->device;
+    if (m.loaded.model->compressed() && !m.device.is_cpu()) {
+      m.loaded.model->to(torch::kCPU);
+      m.device = torch::kCPU;
+    }
     cutoff_ = std::max(cutoff_, m.loaded.config.rcut);
     impl_->models.push_back(std::move(m));
   }
@@ -246,7 +258,8 @@ void PairDeepkf::settings(int narg, char** arg) {
       const auto& c = m.loaded.config;
       utils::logmesg(lmp, "pair_style deepkf: " + m.path + ": types " + join(c.type_map) + ", rcut " +
                               std::to_string(c.rcut) + " A, " + c.precision_name() + ", " +
-                              (impl_->device.is_cuda() ? "cuda" : "cpu") + "\n");
+                              (m.loaded.model->compressed() ? "compressed, " : "") +
+                              (m.device.is_cuda() ? "cuda" : "cpu") + "\n");
     }
   }
 }
@@ -367,6 +380,7 @@ void PairDeepkf::compute(int eflag, int vflag) {
   const bool need_atom_virial = vflag_atom || cvflag_atom;
   if (deviation) im.ensemble_force.assign(static_cast<std::size_t>(nall) * nmodels * 3, 0.0);
   std::vector<double> model_virials(9 * nmodels, 0.0);
+  long long beyond_table = 0;  // this rank's slots beyond the driving model's tables
 
   for (std::size_t m = 0; m < (deviation ? nmodels : 1); ++m) {
     if (inum == 0) continue;  // a rank without centres has no energy and exerts no force
@@ -402,6 +416,7 @@ void PairDeepkf::compute(int eflag, int vflag) {
       }
     }
     if (m != 0) continue;
+    beyond_table = out.beyond_table;
 
     // The first model drives the dynamics: forces on local and ghost atoms.
     for (std::size_t k = 0; k < npacked; ++k) {
@@ -453,6 +468,8 @@ void PairDeepkf::compute(int eflag, int vflag) {
     }
   }
 
+  if (im.models.front().loaded.model->compressed() && !im.warned_beyond_table)
+    warn_beyond_table(beyond_table);
   if (!deviation) return;
   // Forces on ghost atoms to their owners, for every model.
   comm->reverse_comm_pair(this);
@@ -514,6 +531,22 @@ void PairDeepkf::compute(int eflag, int vflag) {
   for (double e : all_devi) std::fprintf(fp, " %18.10e", e);
   std::fprintf(fp, "\n");
   std::fflush(fp);
+}
+
+// Collective: the first time any rank saw neighbours beyond the compressed model's tables, rank 0 says so.
+void PairDeepkf::warn_beyond_table(long long local) {
+  long long total = 0;
+  MPI_Allreduce(&local, &total, 1, MPI_LONG_LONG, MPI_SUM, world);
+  if (total == 0) return;
+  impl_->warned_beyond_table = true;
+  if (comm->me == 0)
+    error->warning(FLERR,
+                   "pair_style deepkf: " + std::to_string(total) + " neighbour slots at timestep " +
+                       std::to_string(update->ntimestep) + " lie beyond the tables of compressed model " +
+                       model_paths_.front() +
+                       " (atoms closer than the tables reach): evaluated on the tables' tangent line "
+                       "there; compress again with a larger --extrapolate or --min-distance, or run the "
+                       "uncompressed model (said once)");
 }
 
 int PairDeepkf::pack_reverse_comm(int n, int first, double* buf) {

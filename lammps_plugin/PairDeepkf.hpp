@@ -41,6 +41,8 @@ class PairDeepkf : public Pair {
   // LAMMPS built with exceptions aborts from main() without flushing them, which loses the message when
   // the output goes to a file.
   [[noreturn]] void fail_on_this_rank(const std::string& msg);
+  // Collective: warns once when any rank saw `local` > 0 neighbour slots beyond a compressed model's tables.
+  void warn_beyond_table(long long local);
 
   std::unique_ptr<Impl> impl_;
   std::vector<std::string> model_paths_;

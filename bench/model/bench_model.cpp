@@ -22,10 +22,13 @@
 #include <vector>
 
 #include "bench/support/ModelFlops.hpp"
+#include "bench/support/Timing.hpp"
 #include "src/model/Batch.hpp"
 #include "src/model/DeepPot.hpp"
 #include "src/model/EnvMatrix.hpp"
 #include "src/model/Statistics.hpp"
+
+using deepkf::bench::time_median;
 
 namespace {
 
@@ -69,24 +72,6 @@ deepkf::System read_system(const std::string& dir) {
   s.energy = read_npy(dir + "/set.000/energy.npy");
   s.nframes = static_cast<std::int64_t>(s.energy.size());
   return s;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-template <typename F>
-double time_median(int repeats, F&& f) {
-  f();  // warm-up
-  f();
-  std::vector<double> t;
-  for (int r = 0; r < repeats; ++r) {
-    const auto t0 = std::chrono::steady_clock::now();
-    f();
-    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
-  return median(t);
 }
 
 }  // namespace

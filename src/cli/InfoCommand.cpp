@@ -1,5 +1,5 @@
 // deepkf info MODEL: what a model file holds (types, cutoffs, sel, network sizes, precision, format version,
-// checksum, provenance, parameter counts).
+// checksum, provenance, parameter counts, the training range and, for a compressed model, its tables).
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -13,6 +13,46 @@
 namespace deepkf::cli {
 
 namespace {
+
+void print_training_range(const TrainingRange& range, const ModelConfig& c) {
+  if (range.empty()) {
+    fmt::print("training range  not recorded (model written before deepkf recorded it)\n");
+    return;
+  }
+  std::vector<std::string> pairs;
+  for (int i = 0; i < c.ntypes(); ++i) {
+    for (int t = 0; t < c.ntypes(); ++t) {
+      const auto name =
+          c.type_map[static_cast<std::size_t>(i)] + "-" + c.type_map[static_cast<std::size_t>(t)];
+      pairs.push_back(range.seen(i, t) ? fmt::format("{} {:.3f}", name, range.min_distance(i, t))
+                                       : name + " none");
+    }
+  }
+  fmt::print("training range  closest neighbours (A, centre-neighbour, {} frames): {}\n", range.frames(),
+             fmt::join(pairs, ", "));
+}
+
+void print_compression(const DeepPot& model) {
+  if (!model->compressed()) {
+    fmt::print("compressed      no\n");
+    return;
+  }
+  const auto& table = model->table();
+  const auto& layout = table.to_json();
+  fmt::print("compressed      yes: step {}, coarse step {}, up to {} x the largest s; {:.1f} MB of tables\n",
+             layout.value("step", 0.0), layout.value("coarse_step", 0.0), layout.value("extrapolate", 0.0),
+             static_cast<double>(table.bytes()) / 1e6);
+  fmt::print("  range         {}\n", layout.value("range", std::string()));
+  for (std::size_t k = 0; k < table.size(); ++k) {
+    const auto& g = table.grid(k);
+    const auto& e = table.error(k);
+    fmt::print(
+        "  {:<22} x in [{:.5f}, {:.5f}] fine to {:.5f}: {} + {} intervals, max |dG| {:.2e}, "
+        "max |dG'| {:.2e}\n",
+        layout["tables"][k].value("net", std::string()), g.x0, g.end(), g.fine_end(), g.nfine, g.ncoarse,
+        std::max(e.value_fine, e.value_coarse), std::max(e.slope_fine, e.slope_coarse));
+  }
+}
 
 void print_info(const std::string& path) {
   const auto loaded = load_model(path, torch::kCPU);
@@ -41,6 +81,8 @@ void print_info(const std::string& path) {
                           bias[t].item<double>());
   }
   fmt::print("energy bias     {} (eV)\n", biases);
+  print_training_range(loaded.model->training_range(), c);
+  print_compression(loaded.model);
   fmt::print("provenance      {}\n", loaded.provenance.dump(2));
   if (!loaded.uncertainty_calibration.is_null())
     fmt::print("uncertainty     calibration {}\n", loaded.uncertainty_calibration.dump());

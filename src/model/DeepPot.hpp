@@ -2,6 +2,8 @@
 // The Deep Potential model DeepPot-SE (descriptor se_e2_a, fitting "ener"), as defined in
 // docs/deep-potential.md: per-atom energies from the smooth environment of each atom, forces and virials by
 // autograd. Batched over frames, vectorised over atoms and neighbours, device- and precision-agnostic.
+// A compressed model (compress(), docs/compression.md) evaluates its embedding nets from tables instead,
+// with forces and virials from the tables' exact derivatives and no autograd, on the CPU.
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
 
@@ -11,7 +13,9 @@
 #include <vector>
 
 #include "src/model/DenseNet.hpp"
+#include "src/model/EmbeddingTable.hpp"
 #include "src/model/ModelConfig.hpp"
+#include "src/model/TrainingRange.hpp"
 
 namespace deepkf {
 
@@ -21,6 +25,9 @@ struct ModelOutput {
   torch::Tensor force;        // nframes x nall x 3 (eV/A)
   torch::Tensor virial;       // nframes x 9, row-major W_ab (eV)
   torch::Tensor atom_virial;  // nframes x nall x 9 (eV), only when asked for
+  // Compressed models: neighbour slots whose input lay beyond the end of the tables (evaluated on the
+  // tables' tangent line there, docs/compression.md); 0 otherwise.
+  std::int64_t beyond_table = 0;
 };
 
 class DeepPotImpl : public torch::nn::Module {
@@ -37,7 +44,8 @@ class DeepPotImpl : public torch::nn::Module {
   // coord: nframes x nall x 3 (A); atype: nframes x nall (int64, type index); nlist: nframes x nloc x nnei
   // (int64 index into nall, -1 empty, slots grouped by neighbour type as sel); shift: nframes x nloc x nnei x
   // 3 (A) or undefined (= zero). Centres are the first nloc atoms. Returns per-atom energies nframes x nloc
-  // (eV) in the model's dtype, differentiable with respect to coord and the parameters.
+  // (eV) in the model's dtype, differentiable with respect to coord and the parameters. Throws ModelError
+  // for a compressed model (training needs the nets).
   torch::Tensor atomic_energy(const torch::Tensor& coord, const torch::Tensor& atype,
                               const torch::Tensor& nlist, const torch::Tensor& shift);
 
@@ -46,7 +54,8 @@ class DeepPotImpl : public torch::nn::Module {
   // keeps the graph of all outputs for training (double backward: the outputs depend on the parameters; they
   // are not differentiable with respect to coord); otherwise the outputs are detached. Centre types must lie
   // in [0, ntypes) (not checked here: make_batch and the LAMMPS type mapping guarantee it). One host
-  // synchronisation per centre type (torch::nonzero groups the centres by type).
+  // synchronisation per centre type (torch::nonzero groups the centres by type). A compressed model takes
+  // the tables' path (CPU only) and refuses create_graph (ModelError: training needs the nets).
   ModelOutput evaluate(const torch::Tensor& coord, const torch::Tensor& atype, const torch::Tensor& nlist,
                        const torch::Tensor& shift, bool create_graph, bool need_atom_virial = false);
 
@@ -58,6 +67,20 @@ class DeepPotImpl : public torch::nn::Module {
   const torch::Tensor& dstd() const { return dstd_; }
   const torch::Tensor& energy_bias() const { return energy_bias_; }
 
+  // The closest neighbour distances of the training data (empty when unknown: older model files).
+  const TrainingRange& training_range() const { return training_range_; }
+  void set_training_range(TrainingRange range) { training_range_ = std::move(range); }
+
+  // Compression (docs/compression.md). compress() tabulates every embedding net with `settings` over the
+  // training range (or the settings' fallback distance) and evaluates from the tables from then on; throws
+  // ModelError when the model is already compressed and ConfigError for bad settings. prepare_tables()
+  // registers zero tables of a stored layout (the model file's "compression" entry), to be filled when the
+  // weights are loaded. Both on the CPU.
+  bool compressed() const { return !table_.is_empty(); }
+  void compress(const TableSettings& settings);
+  void prepare_tables(const nlohmann::json& layout, const std::string& where);
+  const EmbeddingTableImpl& table() const { return *table_; }
+
   std::int64_t parameter_count() const;
   // (net name, parameter count) in registration order: "embedding[O]" / "embedding[O,H]" / "fitting[O]".
   std::vector<std::pair<std::string, std::int64_t>> parameter_counts() const;
@@ -67,12 +90,20 @@ class DeepPotImpl : public torch::nn::Module {
   // rij: nframes x nloc x nnei x 3 (model dtype); centre_types: nframes x nloc -> nframes x nloc (eV).
   torch::Tensor energy_from_pairs(const torch::Tensor& rij, const torch::Tensor& centre_types);
   DenseNet& embedding(int centre_type, int neighbour_type);
+  // evaluate() of a compressed model: T by the tables' kernel, the fitting nets and dE/dT written out,
+  // forces and virials by the kernel's backward pass.
+  ModelOutput evaluate_compressed(const torch::Tensor& coord, const torch::Tensor& atype,
+                                  const torch::Tensor& nlist, const torch::Tensor& shift,
+                                  bool need_atom_virial);
+  void refuse_training(const char* what) const;  // ModelError for a compressed model
 
   ModelConfig config_;
   std::vector<DenseNet> embedding_;
   std::vector<DenseNet> fitting_;
   std::vector<std::string> net_names_;
   torch::Tensor davg_, dstd_, energy_bias_;
+  TrainingRange training_range_;
+  EmbeddingTable table_{nullptr};  // registered as "table" once compressed
 };
 
 TORCH_MODULE(DeepPot);

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <string>
 
+#include "src/core/Error.hpp"
+
 namespace deepkf {
 
 DenseNetImpl::DenseNetImpl(Kind kind, std::int64_t n_in, const std::vector<int>& widths, bool resnet_dt,
@@ -71,6 +73,93 @@ torch::Tensor DenseNetImpl::forward(const torch::Tensor& x) {
   }
   out_sizes.back() = y.size(-1);
   return y.view(out_sizes);
+}
+
+std::array<torch::Tensor, 3> DenseNetImpl::forward_derivatives(const torch::Tensor& x) {
+  torch::NoGradGuard guard;
+  if (x.dim() != 2 || x.size(1) != 1 || layers_.front().w.size(0) != 1) {
+    throw ModelError("forward_derivatives needs a net of one input and x of n x 1");
+  }
+  const auto dtype = x.scalar_type();
+  // (y, y', y'') of the current layer's input; dx/dx = 1
+  torch::Tensor y = x, y1 = torch::ones_like(x), y2 = torch::zeros_like(x);
+  for (const auto& layer : layers_) {
+    const auto w = layer.w.to(dtype);
+    const auto b = layer.b.to(dtype);
+    // z = y W + b, z' = y' W, z'' = y'' W
+    const auto z = torch::addmm(b, y, w);
+    const auto z1 = y1.mm(w);
+    const auto z2 = y2.mm(w);
+    if (!layer.activation) {
+      y = z, y1 = z1, y2 = z2;
+      continue;
+    }
+    // h = tanh(z), h' = (1 - h^2) z', h'' = (1 - h^2) z'' - 2 h h' z'
+    const auto h = torch::tanh(z);
+    const auto g = 1.0 - h.square();
+    auto h1 = g * z1;
+    auto h2 = g * z2 - 2.0 * h * h1 * z1;
+    auto h0 = h;
+    if (layer.dt.defined()) {
+      const auto dt = layer.dt.to(dtype);
+      h0 = h0 * dt, h1 = h1 * dt, h2 = h2 * dt;
+    }
+    const auto combine = [&](const torch::Tensor& in, const torch::Tensor& hk) {
+      if (layer.doubled) return torch::cat({in, in}, 1) + hk;  // y = [x, x] + h
+      if (layer.skip) return in + hk;                          // y = x + h
+      return hk;
+    };
+    y = combine(y, h0), y1 = combine(y1, h1), y2 = combine(y2, h2);
+  }
+  return {y, y1, y2};
+}
+
+std::array<torch::Tensor, 2> DenseNetImpl::forward_with_input_gradient(const torch::Tensor& x) {
+  torch::NoGradGuard guard;
+  // forward, keeping each layer's tanh output
+  std::vector<torch::Tensor> hs;
+  hs.reserve(layers_.size());
+  auto y = x;
+  for (const auto& layer : layers_) {
+    const auto in = layer.w.size(0);
+    const auto z = torch::addmm(layer.b, y, layer.w);
+    if (!layer.activation) {
+      hs.emplace_back();
+      y = z;
+      continue;
+    }
+    const auto h = torch::tanh(z);
+    hs.push_back(h);
+    const auto hd = layer.dt.defined() ? h * layer.dt : h;
+    if (layer.doubled) {
+      y = (y.unsqueeze(1) + hd.view({-1, 2, in})).view({-1, 2 * in});
+    } else if (layer.skip) {
+      y = y + hd;
+    } else {
+      y = hd;
+    }
+  }
+  // backward from dL/dy = 1
+  auto grad = torch::ones_like(y);
+  for (std::size_t k = layers_.size(); k-- > 0;) {
+    const auto& layer = layers_[k];
+    const auto in = layer.w.size(0);
+    if (!layer.activation) {
+      grad = grad.mm(layer.w.t());  // dL/dx = dL/dz W^T
+      continue;
+    }
+    // dL/dz = dL/dy dt (1 - h^2)
+    auto gz = layer.dt.defined() ? grad * layer.dt : grad;
+    gz = gz * (1.0 - hs[k].square());
+    if (layer.doubled) {
+      grad = torch::addmm(grad.view({-1, 2, in}).sum(1), gz, layer.w.t());  // + dL/dy[:in] + dL/dy[in:]
+    } else if (layer.skip) {
+      grad = torch::addmm(grad, gz, layer.w.t());  // + dL/dy
+    } else {
+      grad = gz.mm(layer.w.t());
+    }
+  }
+  return {y, grad};
 }
 
 std::int64_t DenseNetImpl::parameter_count() const {

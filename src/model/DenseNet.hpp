@@ -4,6 +4,7 @@
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -22,6 +23,17 @@ class DenseNetImpl : public torch::nn::Module {
 
   // x: ... x n_in -> ... x n_out (n_out = widths.back() for the embedding net, 1 for the fitting net).
   torch::Tensor forward(const torch::Tensor& x);
+
+  // A net of one input (the embedding net) and its exact first and second derivatives by forward-mode
+  // differentiation, layer by layer: z' = x' W, z'' = x'' W, h' = (1 - h^2) z', h'' = (1 - h^2) z'' -
+  // 2 h h' z'. x: n x 1; returns {y, dy/dx, d2y/dx2}, each n x n_out, in x's dtype (the weights are
+  // converted). Not differentiable (no autograd graph).
+  std::array<torch::Tensor, 3> forward_derivatives(const torch::Tensor& x);
+
+  // The net and the gradient of the sum of its outputs with respect to its input, by reverse-mode
+  // differentiation written out (no autograd graph): for y = x + dt tanh(x W + b),
+  // dL/dx = dL/dy + ((dL/dy dt) (1 - h^2)) W^T. x: n x n_in; returns {y: n x n_out, dsum(y)/dx: n x n_in}.
+  std::array<torch::Tensor, 2> forward_with_input_gradient(const torch::Tensor& x);
 
   Kind kind() const { return kind_; }
   std::int64_t parameter_count() const;

@@ -113,6 +113,34 @@ nlohmann::json parse_metadata(const std::string& text, const std::string& path) 
   return meta;
 }
 
+// The training range (TrainingRange) as the metadata's "training_range", when the model has one.
+void write_training_range(nlohmann::json& meta, const DeepPot& model) {
+  if (!model->training_range().empty()) meta["training_range"] = model->training_range().to_json();
+}
+
+void read_training_range(const nlohmann::json& meta, DeepPot& model, const std::string& path) {
+  const auto it = meta.find("training_range");
+  if (it == meta.end()) return;  // written before deepkf recorded it
+  model->set_training_range(
+      TrainingRange::from_json(*it, model->config().ntypes(), "model file '" + path + "'"));
+}
+
+// A compressed model's table layout and settings as the metadata's "compression" (the coefficients are
+// buffers of the model); on loading, the tables are registered before the weights are read into them.
+void write_compression(nlohmann::json& meta, const DeepPot& model) {
+  if (model->compressed()) meta["compression"] = model->table().to_json();
+}
+
+void prepare_compression(const nlohmann::json& meta, DeepPot& model, const std::string& path) {
+  const auto it = meta.find("compression");
+  if (it == meta.end()) return;
+  try {
+    model->prepare_tables(*it, "model file '" + path + "'");
+  } catch (const nlohmann::json::exception& e) {
+    throw ModelError("model file '" + path + "' has a malformed compression entry: " + e.what());
+  }
+}
+
 }  // namespace
 
 void save_model(const std::string& path, const DeepPot& model, const nlohmann::json& provenance) {
@@ -132,6 +160,8 @@ void save_model(const std::string& path, const DeepPot& model, const nlohmann::j
                          {"parameter_count", model->parameter_count()},
                          {"provenance", provenance}};
   if (!uncertainty_calibration.is_null()) meta[kUncertaintyKey] = uncertainty_calibration;
+  write_training_range(meta, model);
+  write_compression(meta, model);
   try {
     torch::serialize::OutputArchive weights;
     model->save(weights);
@@ -169,6 +199,8 @@ LoadedModel load_model(const std::string& path, torch::Device device) {
     throw ModelError("model file '" + path + "' has a bad model section: " + e.what());
   }
   out.model = DeepPot(out.config);
+  read_training_range(meta, out.model, path);
+  prepare_compression(meta, out.model, path);
   try {
     torch::serialize::InputArchive weights;
     archive.read(kModelKey, weights);

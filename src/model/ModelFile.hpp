@@ -2,8 +2,10 @@
 // The model file (default name model.pt): one self-describing LibTorch archive holding the weights, the
 // statistics buffers and a metadata JSON string: {"format_version": 1, "model": ModelConfig::to_json(),
 // "type_map", "rcut", "sel", "precision", "provenance": {...}}, and from format 2 the CRC-32 of the metadata
-// text and of every tensor, checked on every load. Written atomically (temporary file in the same
-// directory, then rename).
+// text and of every tensor, checked on every load. Optional metadata entries: "training_range" (the
+// training data's closest neighbours, TrainingRange) and, for a compressed model, "compression" (the
+// tables' layout and settings, EmbeddingTable; the coefficients are tensors of the model). Written atomically
+// (temporary file in the same directory, then rename).
 #include <torch/types.h>
 
 #include <nlohmann/json.hpp>

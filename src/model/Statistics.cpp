@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "src/core/Error.hpp"
 #include "src/model/Batch.hpp"
 #include "src/model/EnvMatrix.hpp"
+#include "src/model/ModelConfig.hpp"
 
 namespace deepkf {
 
@@ -133,6 +135,32 @@ std::pair<torch::Tensor, torch::Tensor> StatisticsSums::descriptor_statistics(st
     dstd[t].narrow(1, 1, 3).fill_(floored_std(sum123[t], sumsq123[t], 3.0 * rows[t]));
   }
   return {davg, dstd};
+}
+
+std::vector<double> closest_neighbours(const torch::Tensor& rij, const torch::Tensor& nlist,
+                                       const torch::Tensor& centre_types, const ModelConfig& config) {
+  torch::NoGradGuard guard;
+  const int nt = config.ntypes();
+  std::vector<double> out(static_cast<std::size_t>(nt) * static_cast<std::size_t>(nt),
+                          std::numeric_limits<double>::infinity());
+  // r of every real slot within rcut, +inf elsewhere: nframes x nloc x nnei
+  const auto r = rij.to(torch::kFloat64).square().sum(-1).sqrt();
+  const auto real = nlist.ge(0).logical_and(r.lt(config.rcut));
+  const auto masked =
+      torch::where(real, r, torch::full({}, std::numeric_limits<double>::infinity(), r.options()));
+  const auto types = centre_types.to(torch::kInt64);
+  for (int t = 0; t < nt; ++t) {
+    const auto sel_t = config.sel[static_cast<std::size_t>(t)];
+    if (sel_t == 0) continue;
+    // nearest neighbour of type t of each centre: nframes x nloc
+    const auto nearest = std::get<0>(masked.narrow(2, config.sel_offset(t), sel_t).min(2));
+    for (int c = 0; c < nt; ++c) {
+      const auto of_c = nearest.masked_select(types.eq(c));
+      if (of_c.numel() == 0) continue;
+      out[static_cast<std::size_t>(c * nt + t)] = of_c.min().item<double>();
+    }
+  }
+  return out;
 }
 
 EnergyBias StatisticsSums::energy_bias(const std::vector<std::string>& type_map) const {

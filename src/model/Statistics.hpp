@@ -52,4 +52,11 @@ struct StatisticsSums {
   EnergyBias energy_bias(const std::vector<std::string>& type_map) const;
 };
 
+// The closest neighbour of each (centre type, neighbour type) pair in a batch: ntypes x ntypes distances
+// (A, centre-major; +inf where the batch has no such pair within rcut), for TrainingRange::add.
+//   rij: nframes x nloc x nnei x 3 (pair_vectors); nlist: nframes x nloc x nnei (-1 empty); centre_types:
+//   nframes x nloc (int64). Slots are grouped by neighbour type as config.sel.
+std::vector<double> closest_neighbours(const torch::Tensor& rij, const torch::Tensor& nlist,
+                                       const torch::Tensor& centre_types, const ModelConfig& config);
+
 }  // namespace deepkf

@@ -82,6 +82,10 @@ void read_archive(torch::serialize::InputArchive& archive, const std::string& pa
   }
   try {
     out.model = DeepPot(ModelConfig::from_json(out.meta.at("model")));
+    // from checkpoints that record it: the training data's closest neighbours (TrainingRange)
+    out.model->set_training_range(TrainingRange::from_json(out.meta.value("training_range", nlohmann::json()),
+                                                           out.model->config().ntypes(),
+                                                           "checkpoint '" + path + "'"));
     torch::serialize::InputArchive weights;
     archive.read(kModel, weights);
     out.model->load(weights);

@@ -269,11 +269,47 @@ void resolve_sel(ModelConfig& mcfg, const std::vector<FrameSubset>& train, Commu
   }
 }
 
+namespace {
+
+// This batch's closest neighbours per type pair into `range`.
+void add_closest(TrainingRange& range, const Batch& b, const ModelConfig& mcfg) {
+  const auto rij = pair_vectors(b.coord, b.nlist, b.shift, mcfg.rcut);
+  range.add(closest_neighbours(rij, b.nlist, b.atype, mcfg), static_cast<double>(b.coord.size(0)));
+}
+
+// The ranks' ranges combined (minimum distances, summed frames), merged into the model's and logged.
+void finish_range(TrainingRange range, DeepPot& model, const ModelConfig& mcfg, Communicator& comm,
+                  spdlog::logger& log) {
+  range.reduce(
+      [&](std::vector<double>& d) {
+        // min over ranks as -max(-d)
+        for (auto& x : d) x = -x;
+        comm.allreduce_max(d.data(), d.size());
+        for (auto& x : d) x = -x;
+      },
+      [&](double& frames) { comm.allreduce_sum(&frames, 1); });
+  range.merge(model->training_range());
+  model->set_training_range(range);
+  std::vector<std::string> pairs;
+  for (int c = 0; c < mcfg.ntypes(); ++c) {
+    for (int t = c; t < mcfg.ntypes(); ++t) {
+      const double d = std::min(range.min_distance(c, t), range.min_distance(t, c));
+      pairs.push_back(fmt::format("{}-{} {}", mcfg.type_map[static_cast<std::size_t>(c)],
+                                  mcfg.type_map[static_cast<std::size_t>(t)],
+                                  std::isfinite(d) ? fmt::format("{:.3f}", d) : std::string("none")));
+    }
+  }
+  log.info("closest neighbours within rcut in the training data (A): {}", fmt::join(pairs, ", "));
+}
+
+}  // namespace
+
 void set_statistics(DeepPot& model, const ModelConfig& mcfg, const std::vector<FrameSubset>& train,
                     Communicator& comm, spdlog::logger& log) {
   // davg/dstd from up to kStatFrames frames per system, the energy bias from every frame.
   constexpr std::int64_t kStatFrames = 100;
   StatisticsSums sums(mcfg.ntypes());
+  TrainingRange range(mcfg.ntypes());
   for (const auto& part : train) {
     const std::int64_t stride = std::max<std::int64_t>(1, part.nframes() / kStatFrames);
     for_rank_frames(part, 16, comm, [&](const System& chunk, std::int64_t first) {
@@ -281,6 +317,7 @@ void set_statistics(DeepPot& model, const ModelConfig& mcfg, const std::vector<F
       std::iota(frames.begin(), frames.end(), std::int64_t{0});
       Batch b = make_batch(chunk, frames, mcfg, torch::kCPU, torch::kFloat64);
       sums.add_energy(b.energy, b.atype);
+      add_closest(range, b, mcfg);
       std::vector<std::int64_t> pick;
       for (std::size_t j = 0; j < frames.size(); ++j) {
         if ((first + frames[j]) % stride == 0) pick.push_back(static_cast<std::int64_t>(j));
@@ -306,6 +343,20 @@ void set_statistics(DeepPot& model, const ModelConfig& mcfg, const std::vector<F
                         bias.bias[t].item<double>());
   }
   log.info("energy bias per type (eV): {}", text);
+  finish_range(range, model, mcfg, comm, log);
+}
+
+void record_training_range(DeepPot& model, const ModelConfig& mcfg, const std::vector<FrameSubset>& train,
+                           Communicator& comm, spdlog::logger& log) {
+  TrainingRange range(mcfg.ntypes());
+  for (const auto& part : train) {
+    for_rank_frames(part, 16, comm, [&](const System& chunk, std::int64_t) {
+      std::vector<std::int64_t> frames(static_cast<std::size_t>(chunk.nframes));
+      std::iota(frames.begin(), frames.end(), std::int64_t{0});
+      add_closest(range, make_batch(chunk, frames, mcfg, torch::kCPU, torch::kFloat64), mcfg);
+    });
+  }
+  finish_range(range, model, mcfg, comm, log);
 }
 
 }  // namespace deepkf

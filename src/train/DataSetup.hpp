@@ -39,8 +39,14 @@ void resolve_sel(ModelConfig& mcfg, const std::vector<FrameSubset>& train, Commu
                  spdlog::logger& log);
 
 // The descriptor's davg/dstd (up to 100 frames per system) and the per-type energy bias (every frame),
-// summed over the ranks' shares, set on `model`.
+// summed over the ranks' shares, set on `model`; with the training range (closest neighbours per type pair,
+// every frame; TrainingRange) merged into the model's.
 void set_statistics(DeepPot& model, const ModelConfig& mcfg, const std::vector<FrameSubset>& train,
                     Communicator& comm, spdlog::logger& log);
+
+// Only the training range of `train` (every frame), merged into the model's: for a run that starts from a
+// model file (--init-model), whose statistics are kept.
+void record_training_range(DeepPot& model, const ModelConfig& mcfg, const std::vector<FrameSubset>& train,
+                           Communicator& comm, spdlog::logger& log);
 
 }  // namespace deepkf

@@ -150,6 +150,11 @@ void Trainer::Impl::setup() {
   if (!opt.init_model.empty()) {
     together([&] {
       auto loaded = load_model(opt.init_model, torch::kCPU);
+      if (loaded.model->compressed()) {
+        throw ConfigError("--init-model " + opt.init_model +
+                          " is a compressed model (deepkf compress): training continues on an uncompressed "
+                          "model; give the model file it was compressed from");
+      }
       mcfg = loaded.config;
       model = loaded.model;
     });
@@ -164,7 +169,11 @@ void Trainer::Impl::setup() {
   // The optimizer (and its memory plan) before the statistics read the data: a run that cannot fit stops
   // at once.
   build_optimizer();
-  if (opt.init_model.empty()) set_statistics(model, mcfg, data.train, *comm, *log);
+  if (opt.init_model.empty()) {
+    set_statistics(model, mcfg, data.train, *comm, *log);
+  } else {
+    record_training_range(model, mcfg, data.train, *comm, *log);
+  }
   prepare_optimizer();
 }
 
@@ -304,6 +313,7 @@ void Trainer::Impl::write_checkpoint_now(const std::string& path) {
   meta["optimizer_settings"] = optimizer->settings();
   meta["config"] = cfg.to_json();
   meta["model"] = mcfg.to_json();
+  meta["training_range"] = model->training_range().to_json();
   meta["provenance"] = provenance();
   meta["ranks"] = comm->size();
   if (!calibration.is_null()) meta["uncertainty_calibration"] = calibration;

@@ -115,6 +115,14 @@ void write_water_model(const std::string& path, std::int64_t seed) {
   save_model(path, model, nlohmann::json{{"source", "lammps plugin test"}, {"seed", seed}});
 }
 
+void write_compressed_model(const std::string& from, const std::string& to) {
+  auto loaded = load_model(from);
+  loaded.model->compress(TableSettings{});
+  auto provenance = loaded.provenance;
+  provenance["compressed_from"] = from;
+  save_model(to, loaded.model, provenance);
+}
+
 void write_data_file(const std::string& path, const Frame& frame, const std::vector<double>& masses) {
   std::FILE* fp = std::fopen(path.c_str(), "w");
   if (fp == nullptr) throw std::runtime_error("cannot write " + path);

@@ -25,6 +25,9 @@ Frame water_frame(int index, bool tilt);
 // energy bias) with the given seed to `path`.
 void write_water_model(const std::string& path, std::int64_t seed);
 
+// The model file `from`, compressed with the default table settings (deepkf compress), written to `to`.
+void write_compressed_model(const std::string& from, const std::string& to);
+
 // LAMMPS data file (atom_style atomic): frame type t becomes LAMMPS type t + 1 with mass masses[t]
 // (default water's: 1 = O, 2 = H).
 void write_data_file(const std::string& path, const Frame& frame,

@@ -111,6 +111,16 @@ Conservation run_nve(const std::string& dir, const std::string& model, const std
   return c;
 }
 
+// The compressed model conserves the total energy as well as the model it was made from: its spread and
+// drift within 10% (plus 1e-5 of <KE> for round-off-sized values) of the uncompressed run's.
+void check_compressed_as_good(const Conservation& plain, const Conservation& compressed) {
+  INFO("compressed: max |Etot - Etot(0)| = " << compressed.spread << " eV, drift " << compressed.drift
+                                             << " eV, <KE> = " << compressed.ke_mean << " eV");
+  CHECK(compressed.spread < 1.1 * plain.spread + 1e-5 * plain.ke_mean);
+  CHECK(std::abs(compressed.drift) < 1.1 * std::abs(plain.drift) + 1e-5 * plain.ke_mean);
+  CHECK(std::abs(compressed.ke_mean - plain.ke_mean) < 0.05 * plain.ke_mean);
+}
+
 }  // namespace
 
 TEST_CASE("NVE with a trained silicon model conserves the total energy over 2000 steps", "[lammps][nve]") {
@@ -126,6 +136,9 @@ TEST_CASE("NVE with a trained silicon model conserves the total energy over 2000
   // With 1 fs steps the total energy wanders by ~3e-4 of the kinetic energy and does not drift.
   CHECK(c.spread < 2e-3 * c.ke_mean);
   CHECK(std::abs(c.drift) < 1e-3 * c.ke_mean);
+  // compressed over the training range the trainer recorded in the model file
+  write_compressed_model(model, dir + "/compressed.pt");
+  check_compressed_as_good(c, run_nve(dir, dir + "/compressed.pt", "Si", 600, 0.001, 2000));
 }
 
 TEST_CASE("NVE with the trained water model conserves the total energy over 1000 steps", "[lammps][nve]") {
@@ -140,6 +153,9 @@ TEST_CASE("NVE with the trained water model conserves the total energy over 1000
   // velocity-Verlet shadow-energy fluctuation) and does not drift.
   CHECK(c.spread < 6e-3 * c.ke_mean);
   CHECK(std::abs(c.drift) < 1e-3 * c.ke_mean);
+  // compressed (this file records no training range: the 0.5 A default)
+  write_compressed_model(DEEPKF_TEST_MODELS "/water_small.pt", dir + "/compressed.pt");
+  check_compressed_as_good(c, run_nve(dir, dir + "/compressed.pt", "O H", 330, 0.0005, 1000));
 }
 
 TEST_CASE("the example inputs run as shipped", "[lammps][examples]") {

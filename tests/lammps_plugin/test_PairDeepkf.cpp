@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -89,9 +90,14 @@ run 0
 )";
 }
 
-void check_run0(const Frame& frame, int np) {
+// With `compressed`, the model is compressed (deepkf compress defaults) before both evaluations.
+void check_run0(const Frame& frame, int np, bool compressed = false) {
   const auto dir = make_temp_dir("lammps-run0");
   write_water_model(dir + "/model.pt", 11);
+  if (compressed) {
+    write_compressed_model(dir + "/model.pt", dir + "/compressed.pt");
+    std::filesystem::rename(dir + "/compressed.pt", dir + "/model.pt");
+  }
   write_data_file(dir + "/data.lmp", frame);
   const auto r = run_lammps(dir, run0_input("model.pt"), np);
   INFO(r.output);
@@ -172,20 +178,35 @@ TEST_CASE("run 0 energies, forces and virials equal the direct evaluation", "[la
   SECTION("orthorhombic water frame, 2 ranks") { check_run0(water_frame(3, false), 2); }
   SECTION("triclinic water frame, 1 rank") { check_run0(water_frame(1, true), 1); }
   SECTION("triclinic water frame, 4 ranks") { check_run0(water_frame(2, true), 4); }
+  SECTION("compressed model, orthorhombic water frame, 1 rank") {
+    check_run0(water_frame(0, false), 1, true);
+  }
+  SECTION("compressed model, triclinic water frame, 4 ranks") { check_run0(water_frame(2, true), 4, true); }
 }
 
 TEST_CASE("100 MD steps give the same trajectory on 1, 2 and 4 ranks", "[lammps]") {
   const auto frame = water_frame(0, false);
-  std::vector<std::vector<std::vector<double>>> ends;
-  for (int np : {1, 2, 4}) {
-    const auto dir = make_temp_dir("lammps-np" + std::to_string(np));
-    write_water_model(dir + "/model.pt", 11);
-    write_data_file(dir + "/data.lmp", frame);
-    ends.push_back(trajectory_end(dir, np, 100));
+  std::vector<std::vector<double>> uncompressed;  // 1 rank
+  for (bool compressed : {false, true}) {
+    INFO((compressed ? "compressed model" : "uncompressed model"));
+    std::vector<std::vector<std::vector<double>>> ends;
+    for (int np : {1, 2, 4}) {
+      const auto dir = make_temp_dir("lammps-np" + std::to_string(np));
+      write_water_model(dir + "/model.pt", 11);
+      if (compressed) {
+        write_compressed_model(dir + "/model.pt", dir + "/compressed.pt");
+        std::filesystem::rename(dir + "/compressed.pt", dir + "/model.pt");
+      }
+      write_data_file(dir + "/data.lmp", frame);
+      ends.push_back(trajectory_end(dir, np, 100));
+    }
+    // positions (A) and velocities (A/ps) after 100 steps differ only by the summation order
+    CHECK(max_row_diff(ends[0], ends[1]) < 1e-7);
+    CHECK(max_row_diff(ends[0], ends[2]) < 1e-7);
+    // the compressed model's trajectory follows the uncompressed one (forces within ~1e-9 eV/A)
+    if (compressed) CHECK(max_row_diff(ends[0], uncompressed) < 1e-6);
+    if (!compressed) uncompressed = ends[0];
   }
-  // positions (A) and velocities (A/ps) after 100 steps differ only by the summation order
-  CHECK(max_row_diff(ends[0], ends[1]) < 1e-7);
-  CHECK(max_row_diff(ends[0], ends[2]) < 1e-7);
 }
 
 TEST_CASE("a cell smaller than the cutoff: one cell gives 1/8 of the energy of its 2x2x2 replica",
@@ -337,4 +358,30 @@ TEST_CASE("input errors give clear LAMMPS errors", "[lammps]") {
       CHECK(r.output.find("Segmentation") == std::string::npos);
     }
   }
+}
+
+TEST_CASE("a compressed model warns once when atoms come closer than its tables reach", "[lammps]") {
+  const auto dir = make_temp_dir("lammps-beyond");
+  write_water_model(dir + "/model.pt", 11);
+  {
+    // no training range in this file: the tables cover s up to s(0.5 A), with extrapolate 1 no further
+    auto loaded = load_model(dir + "/model.pt");
+    TableSettings s;
+    s.extrapolate = 1.0;
+    loaded.model->compress(s);
+    save_model(dir + "/compressed.pt", loaded.model, loaded.provenance);
+  }
+  auto frame = water_frame(0, false);
+  // move an H atom (the second atom of a molecule) to 0.4 A of another atom's position
+  for (int d = 0; d < 3; ++d) frame.coord[3 * 1 + d] = frame.coord[3 * 0 + d] + (d == 0 ? 0.4 : 0.0);
+  write_data_file(dir + "/data.lmp", frame);
+  const auto r = run_lammps(dir, std::string(kSetup) + pair_lines("compressed.pt") + "run 2\n", 2);
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  std::size_t count = 0;
+  for (auto at = r.output.find("lie beyond the tables"); at != std::string::npos;
+       at = r.output.find("lie beyond the tables", at + 1))
+    ++count;
+  CHECK(count == 1);
+  CHECK(r.output.find("2 neighbour slots at timestep 0") != std::string::npos);
 }

@@ -11,8 +11,11 @@
 #include <vector>
 
 #include "src/geometry/NeighborList.hpp"
+#include "src/model/Batch.hpp"
 #include "src/model/DeepPot.hpp"
+#include "src/model/EnvMatrix.hpp"
 #include "src/model/ModelConfig.hpp"
+#include "src/model/Statistics.hpp"
 
 namespace deepkf::test {
 
@@ -49,6 +52,118 @@ inline ModelOutput run(DeepPot& model, const Config& c) {
 }
 
 inline double energy(DeepPot& model, const Config& c) { return run(model, c).energy.item<double>(); }
+
+// A model of `mc` with random weights and the descriptor statistics, energy bias and training range of the
+// frames of batch b (made with mc), as the trainer's statistics pass would set them.
+inline DeepPot model_with_data_statistics(const ModelConfig& mc, const Batch& b) {
+  DeepPot model(mc);
+  StatisticsSums st(mc.ntypes());
+  st.add_batch(b, mc);
+  const auto [davg, dstd] = st.descriptor_statistics(mc.nnei());
+  model->set_statistics(davg, dstd);
+  model->set_energy_bias(st.energy_bias(mc.type_map).bias);
+  TrainingRange range(mc.ntypes());
+  const auto rij = pair_vectors(b.coord, b.nlist, b.shift, mc.rcut);
+  range.add(closest_neighbours(rij, b.nlist, b.atype, mc), static_cast<double>(b.coord.size(0)));
+  model->set_training_range(range);
+  return model;
+}
+
+// F_i = -dE/dx_i by central differences, h = 1e-5 A: natoms x 3.
+inline torch::Tensor fd_forces(DeepPot& model, Config c) {
+  const double h = 1e-5;
+  auto f = torch::zeros({c.natoms(), 3}, torch::kFloat64);
+  for (std::int64_t k = 0; k < c.natoms() * 3; ++k) {
+    const double x0 = c.coord[k];
+    c.coord[k] = x0 + h;
+    const double ep = energy(model, c);
+    c.coord[k] = x0 - h;
+    const double em = energy(model, c);
+    c.coord[k] = x0;
+    f.view({-1})[k] = -(ep - em) / (2 * h);
+  }
+  return f;
+}
+
+// dE/deps_ab for the strain x -> x (I + eps), h -> h (I + eps) (row vectors), by central differences:
+// the virial is W = -(dE/deps)^T.
+inline torch::Tensor fd_strain_derivative(DeepPot& model, const Config& c) {
+  const double h = 1e-5;
+  auto de = torch::zeros({3, 3}, torch::kFloat64);
+  for (int a = 0; a < 3; ++a) {
+    for (int b = 0; b < 3; ++b) {
+      double e[2];
+      for (int s = 0; s < 2; ++s) {
+        const double eps = s == 0 ? h : -h;
+        Config d = c;
+        // x'_b = x_b + x_a eps_ab (also for the rows of the box)
+        for (std::size_t i = 0; i < d.coord.size() / 3; ++i) d.coord[3 * i + b] += c.coord[3 * i + a] * eps;
+        for (int r = 0; r < 3; ++r) d.box[3 * r + b] += c.box[3 * r + a] * eps;
+        e[s] = energy(model, d);
+      }
+      de[a][b] = (e[0] - e[1]) / (2 * h);
+    }
+  }
+  return de;
+}
+
+// The periodic inputs of c as LAMMPS passes them: every (owner, shift) of the neighbour list with a non-zero
+// shift becomes a ghost atom after the local ones, and the list names the ghosts with no shifts.
+struct GhostLayout {
+  torch::Tensor coord, atype, nlist;  // 1 x nall x 3, 1 x nall, 1 x natoms x nnei
+  std::vector<int64_t> owner;         // the local atom of each ghost
+};
+
+inline GhostLayout ghost_layout(const Config& c, const Inputs& in, const ModelConfig& mc) {
+  const auto n = c.natoms();
+  std::vector<double> x(c.coord);
+  std::vector<int64_t> types(c.types.begin(), c.types.end());
+  GhostLayout g;
+  g.nlist = in.nlist.clone();
+  auto nl = g.nlist.accessor<int64_t, 3>();
+  auto sh = in.shift.accessor<double, 4>();
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t s = 0; s < mc.nnei(); ++s) {
+      const auto j = nl[0][i][s];
+      if (j < 0 || (sh[0][i][s][0] == 0 && sh[0][i][s][1] == 0 && sh[0][i][s][2] == 0)) continue;
+      for (int a = 0; a < 3; ++a) x.push_back(c.coord[3 * j + a] + sh[0][i][s][a]);
+      types.push_back(c.types[j]);
+      g.owner.push_back(j);
+      nl[0][i][s] = static_cast<int64_t>(types.size()) - 1;
+    }
+  }
+  const auto nall = static_cast<int64_t>(types.size());
+  g.coord = torch::tensor(x, torch::kFloat64).view({1, nall, 3});
+  g.atype = torch::tensor(types, torch::kInt64).view({1, nall});
+  return g;
+}
+
+// The model on c's ghost layout against its periodic evaluation: relative differences of the energy, the
+// forces (ghost forces summed onto their owners), the virial and the sum of the per-atom virials.
+struct GhostComparison {
+  double energy = 0, force = 0, virial = 0, atom_virial = 0;
+};
+
+inline GhostComparison compare_ghost_layout(DeepPot& model, const Config& c) {
+  const auto& mc = model->config();
+  const auto in = make_inputs(c, mc);
+  const auto ref = model->evaluate(in.coord, in.atype, in.nlist, in.shift, false);
+  const auto g = ghost_layout(c, in, mc);
+  const auto out = model->evaluate(g.coord, g.atype, g.nlist, torch::Tensor(), false, true);
+  const auto n = c.natoms();
+  const auto nall = g.coord.size(1);
+  auto f = out.force[0].narrow(0, 0, n).clone();
+  f.index_add_(0, torch::tensor(g.owner, torch::kInt64), out.force[0].narrow(0, n, nall - n));
+  const auto rel = [](const torch::Tensor& a, const torch::Tensor& b) {
+    return (a - b).abs().max().item<double>() / b.abs().max().item<double>();
+  };
+  GhostComparison r;
+  r.energy = rel(out.energy, ref.energy);
+  r.force = rel(f, ref.force[0]);
+  r.virial = rel(out.virial, ref.virial);
+  r.atom_virial = rel(out.atom_virial[0].sum(0), ref.virial[0]);
+  return r;
+}
 
 // Atoms on a jittered grid of the cell h (9 values) so that no two atoms are closer than ~0.5 of a spacing.
 inline Config jittered_cell(const std::vector<double>& h, int per_side, int ntypes, unsigned seed,

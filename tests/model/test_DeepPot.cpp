@@ -22,43 +22,6 @@ Config cluster() {
 
 double max_abs(const torch::Tensor& t) { return t.abs().max().item<double>(); }
 
-// F_i = -dE/dx_i by central differences, h = 1e-5 A.
-torch::Tensor fd_forces(DeepPot& model, Config c) {
-  const double h = 1e-5;
-  auto f = torch::zeros({c.natoms(), 3}, torch::kFloat64);
-  for (std::int64_t k = 0; k < c.natoms() * 3; ++k) {
-    const double x0 = c.coord[k];
-    c.coord[k] = x0 + h;
-    const double ep = energy(model, c);
-    c.coord[k] = x0 - h;
-    const double em = energy(model, c);
-    c.coord[k] = x0;
-    f.view({-1})[k] = -(ep - em) / (2 * h);
-  }
-  return f;
-}
-
-// dE/deps_ab for the strain x -> x (I + eps), h -> h (I + eps) (row vectors), by central differences.
-torch::Tensor fd_strain_derivative(DeepPot& model, const Config& c) {
-  const double h = 1e-5;
-  auto de = torch::zeros({3, 3}, torch::kFloat64);
-  for (int a = 0; a < 3; ++a) {
-    for (int b = 0; b < 3; ++b) {
-      double e[2];
-      for (int s = 0; s < 2; ++s) {
-        const double eps = s == 0 ? h : -h;
-        Config d = c;
-        // x'_b = x_b + x_a eps_ab (also for the rows of the box)
-        for (std::size_t i = 0; i < d.coord.size() / 3; ++i) d.coord[3 * i + b] += c.coord[3 * i + a] * eps;
-        for (int r = 0; r < 3; ++r) d.box[3 * r + b] += c.box[3 * r + a] * eps;
-        e[s] = energy(model, d);
-      }
-      de[a][b] = (e[0] - e[1]) / (2 * h);
-    }
-  }
-  return de;
-}
-
 }  // namespace
 
 TEST_CASE("energy equals a per-atom brute-force evaluation of the definition", "[model]") {
@@ -287,40 +250,19 @@ TEST_CASE("float32 and float64 models with the same weights agree to float32 pre
 }
 
 TEST_CASE("ghost atoms without shifts (the LAMMPS layout) give the periodic results", "[model]") {
-  auto model = small_model(false, false);
-  const auto c = small_cell();
-  const auto& mc = model->config();
-  const auto in = make_inputs(c, mc);
-  const auto ref = model->evaluate(in.coord, in.atype, in.nlist, in.shift, false);
-  // every (owner, shift) of the list with a non-zero shift becomes a ghost atom after the local ones
-  const auto n = c.natoms();
-  std::vector<double> x(c.coord);
-  std::vector<int64_t> types(c.types.begin(), c.types.end()), owner;
-  auto nlist = in.nlist.clone();
-  auto nl = nlist.accessor<int64_t, 3>();
-  auto sh = in.shift.accessor<double, 4>();
-  for (int64_t i = 0; i < n; ++i) {
-    for (int64_t s = 0; s < mc.nnei(); ++s) {
-      const auto j = nl[0][i][s];
-      if (j < 0 || (sh[0][i][s][0] == 0 && sh[0][i][s][1] == 0 && sh[0][i][s][2] == 0)) continue;
-      for (int a = 0; a < 3; ++a) x.push_back(c.coord[3 * j + a] + sh[0][i][s][a]);
-      types.push_back(c.types[j]);
-      owner.push_back(j);
-      nl[0][i][s] = static_cast<int64_t>(types.size()) - 1;
-    }
+  for (bool compressed : {false, true}) {
+    INFO((compressed ? "compressed (tables and kernel)" : "uncompressed"));
+    auto model = small_model(false, false);
+    if (compressed) model->compress(deepkf::TableSettings{});
+    const auto c = small_cell();
+    REQUIRE(!ghost_layout(c, make_inputs(c, model->config()), model->config()).owner.empty());
+    // forces on ghosts summed onto their owners give the periodic forces
+    const auto d = compare_ghost_layout(model, c);
+    CHECK(d.energy < 1e-13);
+    CHECK(d.force < 1e-12);
+    CHECK(d.virial < 1e-12);
+    CHECK(d.atom_virial < 1e-12);
   }
-  REQUIRE(!owner.empty());
-  const auto nall = static_cast<int64_t>(types.size());
-  const auto out = model->evaluate(torch::tensor(x, torch::kFloat64).view({1, nall, 3}),
-                                   torch::tensor(types, torch::kInt64).view({1, nall}), nlist,
-                                   torch::Tensor(), false, true);
-  CHECK(out.energy.item<double>() == Approx(ref.energy.item<double>()).epsilon(1e-13));
-  // forces on ghosts summed onto their owners give the periodic forces
-  auto f = out.force[0].narrow(0, 0, n).clone();
-  f.index_add_(0, torch::tensor(owner, torch::kInt64), out.force[0].narrow(0, n, nall - n));
-  CHECK(max_abs(f - ref.force[0]) < 1e-12 * max_abs(ref.force[0]));
-  CHECK(max_abs(out.virial - ref.virial) < 1e-12 * max_abs(ref.virial));
-  CHECK(max_abs(out.atom_virial[0].sum(0) - ref.virial[0]) < 1e-12 * max_abs(ref.virial));
 }
 
 TEST_CASE("create_graph keeps forces differentiable with respect to the parameters", "[model]") {

@@ -5,10 +5,14 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include "src/core/Communicator.hpp"
 #include "src/core/Error.hpp"
+#include "src/data/Dataset.hpp"
 #include "src/data/DeepmdNpy.hpp"
+#include "src/geometry/NeighborList.hpp"
+#include "src/model/ModelFile.hpp"
 #include "src/train/StopSignal.hpp"
 #include "src/train/Trainer.hpp"
 #include "tests/support/TestData.hpp"
@@ -55,6 +59,36 @@ double max_abs_diff(const std::vector<double>& a, const std::vector<double>& b) 
   double m = 0;
   for (std::size_t i = 0; i < a.size(); ++i) m = std::max(m, std::abs(a[i] - b[i]));
   return m;
+}
+
+// The closest distance between two atoms within rcut over every frame of a silicon system (periodic images
+// included) and the number of frames, from the neighbour lists of src/geometry.
+std::pair<double, double> closest_pair(const std::string& system, double rcut) {
+  const auto data = deepkf::Dataset::load({system}, {"Si"});
+  double best = std::numeric_limits<double>::infinity(), frames = 0;
+  const std::vector<int> sel = {400};
+  for (const auto& s : data.systems) {
+    for (std::int64_t f = 0; f < s.nframes; ++f, ++frames) {
+      const double* x = s.coord.data() + f * s.natoms * 3;
+      const auto nl =
+          deepkf::build_neighbor_list(x, s.natoms, s.atom_types.data(), s.box.data() + f * 9, rcut, sel);
+      REQUIRE(nl.ndropped == 0);
+      for (std::int64_t i = 0; i < s.natoms; ++i) {
+        for (std::int64_t k = 0; k < sel[0]; ++k) {
+          const auto j = nl.index[static_cast<std::size_t>(i * sel[0] + k)];
+          if (j < 0) continue;
+          double r2 = 0;
+          for (int d = 0; d < 3; ++d) {
+            const double r =
+                x[3 * j + d] + nl.shift[static_cast<std::size_t>((i * sel[0] + k) * 3 + d)] - x[3 * i + d];
+            r2 += r * r;
+          }
+          best = std::min(best, std::sqrt(r2));
+        }
+      }
+    }
+  }
+  return {best, frames};
 }
 
 }  // namespace
@@ -211,6 +245,16 @@ TEST_CASE("init_model starts from a trained model's weights and trains on", "[tr
   CHECK(rb.steps == 3);
   CHECK(max_abs_diff(b.flat_parameters(), a.flat_parameters()) > 0.0);
   CHECK(std::isfinite(rb.validation.rmse_f()));
+
+  // The training range: the closest neighbours of sys_Si16, then of sys_Si24 added to the file's.
+  const auto [d16, n16] = closest_pair(si + "/train/sys_Si16", 4.0);
+  const auto [d24, n24] = closest_pair(si + "/train/sys_Si24", 4.0);
+  const auto range_a = deepkf::read_model_metadata(ra.model)["training_range"];
+  const auto range_b = deepkf::read_model_metadata(rb.model)["training_range"];
+  CHECK(range_a["min_distance"][0][0].get<double>() == Approx(d16).epsilon(1e-13));
+  CHECK(range_a["frames"] == n16);
+  CHECK(range_b["min_distance"][0][0].get<double>() == Approx(std::min(d16, d24)).epsilon(1e-13));
+  CHECK(range_b["frames"] == n16 + n24);
 }
 
 TEST_CASE("with energy_last a step ends on a second energy update, which fits the batch's energy",

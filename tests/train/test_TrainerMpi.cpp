@@ -6,7 +6,7 @@
 //   - Adam too, with batches that split unevenly (1 + 2 frames);
 //   - a checkpoint written on 1 rank resumes on 2, and one written on 2 resumes on 1, to the weights of
 //     the uninterrupted run; a stop signal seen by one rank stops both;
-//   - only rank 0 writes files;
+//   - only rank 0 writes files; the training range recorded in the model file is the one rank's;
 //   - a failure on one rank only (a missing data set, an unwritable output directory, different data)
 //     ends the set-up on both ranks with its message instead of a hang.
 #include <mpi.h>
@@ -23,6 +23,7 @@
 #include "src/core/Communicator.hpp"
 #include "src/core/Error.hpp"
 #include "src/core/MpiCommunicator.hpp"
+#include "src/model/ModelFile.hpp"
 #include "src/train/StopSignal.hpp"
 #include "src/train/Trainer.hpp"
 #include "tests/support/TestData.hpp"
@@ -198,6 +199,10 @@ TEST_CASE(
       CHECK(fs::exists(fs::path(out) / name));
     }
     CHECK(result.model == out + "/model.pt");
+    // The training range (closest neighbours, min over the ranks' frames) is the one rank's, frames summed.
+    const auto range = deepkf::read_model_metadata(result.model)["training_range"];
+    CHECK_FALSE(range.is_null());
+    CHECK(range == deepkf::read_model_metadata(ref.result.model)["training_range"]);
   } else {
     CHECK_FALSE(fs::exists(out));
     CHECK(result.model.empty());

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# `deepkf compress` end to end on the project's silicon data: a trained model records its training range,
+# compresses over it, `deepkf info` shows the tables, `deepkf test` gives the uncompressed model's errors,
+# and compressing twice, bad settings, overwriting the input and training from a compressed model are
+# refused with one error line (exit status 1).
+# Usage: cli_compress.sh DEEPKF SOURCE_DIR
+set -u
+deepkf=$1
+source_dir=$2
+work=$(mktemp -d "${TMPDIR:-/tmp}/deepkf-compress.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+source "$source_dir/tests/support/cli_checks.sh"
+
+cat >"$work/input.json" <<JSON
+{"model": {"type_map": ["Si"],
+           "descriptor": {"type": "se_e2_a", "rcut": 4.0, "rcut_smth": 1.0, "sel": [40], "neuron": [4, 8],
+                          "axis_neuron": 2, "type_one_side": true},
+           "fitting_net": {"neuron": [8, 8]}},
+ "optimizer": {"type": "RLEKF", "kf_blocksize": 256, "p0": 10.0},
+ "training": {"training_data": {"systems": ["$source_dir/data/si_cp2k.h5"]}, "numb_steps": 2,
+              "disp_freq": 1, "save_freq": 2, "num_threads": 1}}
+JSON
+
+expect "training records the closest neighbours" "closest neighbours within rcut in the training data (A): Si-Si" \
+  "$deepkf" train "$work/input.json" -o "$work/run"
+expect "info shows the training range" "training range  closest neighbours" "$deepkf" info "$work/run/model.pt"
+expect "info says an uncompressed model is not compressed" "compressed      no" "$deepkf" info "$work/run/model.pt"
+expect "compress over the training range" "the training data's closest neighbours" \
+  "$deepkf" compress "$work/run/model.pt" -o "$work/compressed.pt"
+expect "info shows the tables" "compressed      yes: step 0.01" "$deepkf" info "$work/compressed.pt"
+expect "compress with other settings" "step            0.02 (fine), 0.2 (coarse, up to 3 x the largest s)" \
+  "$deepkf" compress "$work/run/model.pt" -o "$work/coarse.pt" --step 0.02 --extrapolate 3 --min-distance 1.5
+
+# deepkf test gives the same errors for both models (to the table's accuracy)
+"$deepkf" test -m "$work/run/model.pt" -s "$source_dir/data/si_cp2k.h5" -o "$work/plain" >"$work/plain.txt" 2>&1 ||
+  fail "deepkf test (uncompressed): $(tail -3 "$work/plain.txt")"
+"$deepkf" test -m "$work/compressed.pt" -s "$source_dir/data/si_cp2k.h5" -o "$work/comp" >"$work/comp.txt" 2>&1 ||
+  fail "deepkf test (compressed): $(tail -3 "$work/comp.txt")"
+# per frame: predicted energy (eV, 10 digits) and force RMSE (eV/A) of both models within 1e-6
+if ! paste "$work/plain.frames.tsv" "$work/comp.frames.tsv" | awk -F'\t' '
+    /^#/ { next }
+    { n++; de = $5 - $13; df = $7 - $15; if (de > 1e-6 || de < -1e-6 || df > 1e-6 || df < -1e-6) bad++ }
+    END { exit (n == 0 || bad > 0) }'; then
+  fail "deepkf test: the compressed model's per-frame predictions differ from the uncompressed ones"
+else
+  echo "ok: deepkf test gives the same predictions per frame: $(grep "^all systems" "$work/comp.txt")"
+fi
+
+expect_error "compressing a compressed model" "is already compressed" \
+  "$deepkf" compress "$work/compressed.pt" -o "$work/twice.pt"
+expect_error "a step of 0" "--step must be a positive number" \
+  "$deepkf" compress "$work/run/model.pt" -o "$work/zero.pt" --step 0
+expect_error "extrapolate below 1" "--extrapolate must be at least 1" \
+  "$deepkf" compress "$work/run/model.pt" -o "$work/x.pt" --extrapolate 0.5
+expect_error "writing over the input" "must differ from the model file" \
+  "$deepkf" compress "$work/run/model.pt" -o "$work/run/model.pt"
+expect_error "training from a compressed model" "is a compressed model" \
+  "$deepkf" train "$work/input.json" -o "$work/run2" --init-model "$work/compressed.pt"
+[ -e "$work/twice.pt" ] && fail "a refused compression left a file behind"
+
+if [ $failures -ne 0 ]; then
+  echo "$failures failure(s)"
+  exit 1
+fi
+echo "all cli_compress checks passed"
