@@ -13,5 +13,6 @@ void add_train_command(CLI::App& app);    // deepkf train INPUT.json [--restart 
 void add_test_command(CLI::App& app);     // deepkf test -m MODEL -s SYSTEM...
 void add_export_command(CLI::App& app);   // deepkf export CKPT -o MODEL
 void add_plan_command(CLI::App& app);     // deepkf plan INPUT.json [--np N]
+void add_learn_command(CLI::App& app);    // deepkf learn LOOP.json [-o DIR]
 
 }  // namespace deepkf::cli

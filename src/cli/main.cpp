@@ -30,6 +30,7 @@ int main(int argc, char** argv) {
   deepkf::cli::add_test_command(app);
   deepkf::cli::add_export_command(app);
   deepkf::cli::add_plan_command(app);
+  deepkf::cli::add_learn_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
