@@ -11,6 +11,7 @@ packages=(
   libcli11-dev catch2 nlohmann-json3-dev libspdlog-dev libfmt-dev
   dpkg-dev xz-utils   # scripts/build_lammps.sh: unpack Debian's LAMMPS source (dpkg-source)
   python3-numpy python3-h5py   # tests/data_cp2k: layout checks of the shipped CP2K datasets
+  cp2k cp2k-data   # deepkf learn labels frames with CP2K (tests/learn run it on silicon)
 )
 
 missing=()

@@ -15,5 +15,6 @@ void add_export_command(CLI::App& app);       // deepkf export CKPT -o MODEL
 void add_compress_command(CLI::App& app);     // deepkf compress MODEL -o OUT [--step H] [--extrapolate X]
 void add_plan_command(CLI::App& app);         // deepkf plan INPUT.json [--np N]
 void add_uncertainty_command(CLI::App& app);  // deepkf uncertainty [-c CKPT] [-m MODEL...] -s DATA...
+void add_learn_command(CLI::App& app);        // deepkf learn LOOP.json [-o DIR]
 
 }  // namespace deepkf::cli

@@ -1,5 +1,8 @@
-// deepkf train INPUT.json [--restart CKPT] [--init-model MODEL] [-o DIR]: fit a model. Under mpirun every
-// rank runs this command; a rank-local error ends the whole job with its message (MPI_Abort), never a hang.
+// deepkf train INPUT.json [--restart CKPT | --continue CKPT | --init-model MODEL] [-o DIR]: fit a model.
+// Under mpirun every rank runs this command; a rank-local error ends the whole job with its message
+// (MPI_Abort), never a hang.
+#include <mpi.h>
+
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
@@ -17,6 +20,7 @@ namespace {
 struct TrainArgs {
   std::string input;
   std::string restart;
+  std::string continue_from;
   std::string init_model;
   std::string output_dir = ".";
   bool no_progress = false;
@@ -28,6 +32,7 @@ void run_train(const TrainArgs& args) {
     TrainerOptions options;
     options.output_dir = args.output_dir;
     options.restart = args.restart;
+    options.continue_from = args.continue_from;
     options.init_model = args.init_model;
     options.progress = args.no_progress ? 0 : -1;
     Trainer trainer(config, options, comm);
@@ -63,7 +68,14 @@ void add_train_command(CLI::App& app) {
   auto args = std::make_shared<TrainArgs>();
   auto* cmd = app.add_subcommand("train", "Train a Deep Potential from a DeePMD-kit style input file");
   cmd->add_option("INPUT", args->input, "input file (input.json)")->required()->check(CLI::ExistingFile);
-  cmd->add_option("--restart", args->restart, "continue from this checkpoint")->check(CLI::ExistingFile);
+  auto* restart =
+      cmd->add_option("--restart", args->restart, "continue from this checkpoint")->check(CLI::ExistingFile);
+  cmd->add_option(
+         "--continue", args->continue_from,
+         "go on learning from this checkpoint's weights and optimizer state on the input's data, which "
+         "may have grown (the data order starts afresh)")
+      ->check(CLI::ExistingFile)
+      ->excludes(restart);
   cmd->add_option("--init-model", args->init_model, "start from this model file (fine-tuning)")
       ->check(CLI::ExistingFile);
   cmd->add_option("-o,--output", args->output_dir, "directory for the outputs")->capture_default_str();

@@ -135,9 +135,11 @@ OpenedData open_dataset(const std::vector<std::string>& paths, const std::vector
       throw ConfigError(fmt::format("the type map ({}) names '{}' twice: each element once",
                                     fmt::join(type_map, " "), *it));
   OpenedData d;
-  for (const auto& p : paths) {
-    auto systems = open_systems(p);
-    for (auto& s : systems) d.systems.push_back(std::move(s));
+  for (std::size_t i = 0; i < paths.size(); ++i) {
+    for (auto& s : open_systems(paths[i])) {
+      d.systems.push_back(std::move(s));
+      d.path_index.push_back(i);
+    }
   }
   d.type_map = type_map;
   if (d.type_map.empty()) {

@@ -39,6 +39,7 @@ class Dataset {
 struct OpenedData {
   std::vector<std::shared_ptr<FrameSource>> systems;  // each with info().type_map == type_map
   std::vector<std::string> type_map;
+  std::vector<std::size_t> path_index;  // systems[i] was found under paths[path_index[i]]
 };
 
 // Opens every path (as Dataset::load reads them) and remaps all systems to one type map (given, or the

@@ -251,6 +251,19 @@ struct Writer {
     check(H5Dwrite(ds.get(), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, a.data.data()), name);
   }
 
+  // A fixed-length text attribute (the length of `value`, at least 1).
+  void write_text_attribute(hid_t object, const std::string& name, const std::string& value) const {
+    Handle type(H5Tcopy(H5T_C_S1), H5Tclose);
+    H5Tset_size(type.get(), std::max<std::size_t>(1, value.size()));
+    H5Tset_strpad(type.get(), H5T_STR_NULLPAD);
+    Handle space(H5Screate(H5S_SCALAR), H5Sclose);
+    Handle a(H5Acreate2(object, name.c_str(), type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
+    if (!a.ok()) check(-1, "attribute " + name);
+    std::string padded = value;
+    padded.resize(std::max<std::size_t>(1, value.size()), '\0');
+    check(H5Awrite(a.get(), type.get(), padded.data()), "attribute " + name);
+  }
+
   void write_system(hid_t file_id, const System& s, const std::string& group) const {
     Handle lcpl(H5Pcreate(H5P_LINK_CREATE), H5Pclose);
     H5Pset_create_intermediate_group(lcpl.get(), 1);
@@ -379,7 +392,8 @@ std::int64_t count_hdf5_frames(const std::string& path) {
 }
 
 void write_hdf5_systems(const std::string& path, const std::vector<System>& systems,
-                        const std::vector<std::string>& group_names, std::int64_t set_size) {
+                        const std::vector<std::string>& group_names, std::int64_t set_size,
+                        const std::vector<std::map<std::string, std::string>>& attributes) {
   silence_hdf5();
   if (systems.size() != group_names.size())
     throw DataError(
@@ -401,8 +415,33 @@ void write_hdf5_systems(const std::string& path, const std::vector<System>& syst
       w.write_doubles(g.get(), "force.npy", set.force);
       w.write_doubles(g.get(), "virial.npy", set.virial);
     }
+    if (i < attributes.size()) {
+      Handle g(H5Gopen2(f.get(), group.c_str(), H5P_DEFAULT), H5Gclose);
+      if (!g.ok()) w.check(-1, "group " + group);
+      for (const auto& [name, value] : attributes[i]) w.write_text_attribute(g.get(), name, value);
+    }
   }
   if (H5Fflush(f.get(), H5F_SCOPE_GLOBAL) < 0) throw DataError(fmt::format("cannot flush {}", path));
+}
+
+std::string read_hdf5_text_attribute(const std::string& path, const std::string& object,
+                                     const std::string& name) {
+  silence_hdf5();
+  Handle f(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+  if (!f.ok())
+    throw DataError(fmt::format("cannot open {}: the hdf5 file is missing, truncated or corrupt", path));
+  Handle o(H5Oopen(f.get(), object.c_str(), H5P_DEFAULT), H5Oclose);
+  if (!o.ok()) throw DataError(fmt::format("{} has no object {}", path, object));
+  if (H5Aexists(o.get(), name.c_str()) <= 0) return "";
+  Handle a(H5Aopen(o.get(), name.c_str(), H5P_DEFAULT), H5Aclose);
+  Handle type(H5Aget_type(a.get()), H5Tclose);
+  if (!a.ok() || !type.ok() || H5Tget_class(type.get()) != H5T_STRING || H5Tis_variable_str(type.get()) > 0)
+    throw DataError(fmt::format("attribute {} of {} in {} is not fixed-length text", name, object, path));
+  std::string value(H5Tget_size(type.get()), '\0');
+  if (H5Aread(a.get(), type.get(), value.data()) < 0)
+    throw DataError(fmt::format("cannot read attribute {} of {} in {}", name, object, path));
+  value.resize(value.find('\0') == std::string::npos ? value.size() : value.find('\0'));
+  return value;
 }
 
 }  // namespace deepkf

@@ -4,6 +4,7 @@
 // strings), an optional nopbc dataset, and groups set.NNN with datasets coord.npy, box.npy, energy.npy,
 // force.npy, virial.npy). Systems may sit in nested groups; a group is a system when it has type.raw.
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,9 +30,16 @@ std::vector<std::shared_ptr<FrameSource>> open_hdf5_systems(const std::string& p
 std::int64_t count_hdf5_frames(const std::string& path);
 
 // Writes a new file (replacing `path`) with systems[i] in the group named group_names[i] ('/' nests
-// groups), float64 arrays in sets of at most set_size frames. Not atomic: callers wanting that write to a
-// temporary name and rename. Throws DataError naming the file when HDF5 fails.
+// groups), float64 arrays in sets of at most set_size frames, and the text attributes attributes[i] (name ->
+// value; none when `attributes` is empty) on group i. Not atomic: callers wanting that write to a temporary
+// name and rename. Throws DataError naming the file when HDF5 fails.
 void write_hdf5_systems(const std::string& path, const std::vector<System>& systems,
-                        const std::vector<std::string>& group_names, std::int64_t set_size = 5000);
+                        const std::vector<std::string>& group_names, std::int64_t set_size = 5000,
+                        const std::vector<std::map<std::string, std::string>>& attributes = {});
+
+// The text attribute `name` of the group or file object `object` ("/" for the file) of an hdf5 file, or ""
+// when there is none. Throws DataError naming the file when it cannot be read.
+std::string read_hdf5_text_attribute(const std::string& path, const std::string& object,
+                                     const std::string& name);
 
 }  // namespace deepkf

@@ -1,6 +1,8 @@
 #pragma once
 // The order in which training frames are visited: epoch after epoch, each system's frames shuffled and cut
-// into batches of that system's batch size, and the batches of all systems shuffled together. The order
+// into batches of that system's batch size, and the batches of all systems shuffled together. A system
+// with repeat r > 1 has its frames visited r times per epoch (r shuffles one after the other), which weighs
+// it r times in the fit (`training_data.repeat`: new frames of an online-learning iteration). The order
 // of epoch e depends only on (seed, e), so a restart needs just the position (epoch, batch) to continue
 // exactly, and every rank of a data-parallel job computes the same global batches.
 #include <cstdint>
@@ -15,8 +17,10 @@ struct BatchRef {
 
 class BatchSampler {
  public:
-  // nframes[s]: frames of system s; batch_size[s]: frames per batch for system s (>= 1).
-  BatchSampler(std::vector<std::int64_t> nframes, std::vector<int> batch_size, std::uint64_t seed);
+  // nframes[s]: frames of system s; batch_size[s]: frames per batch for system s (>= 1); repeat[s]: visits of
+  // each frame of system s per epoch (>= 1; empty: 1 for every system).
+  BatchSampler(std::vector<std::int64_t> nframes, std::vector<int> batch_size, std::uint64_t seed,
+               std::vector<int> repeat = {});
 
   // The next batch; moves to the next epoch after the last batch of an epoch.
   BatchRef next();
@@ -32,6 +36,7 @@ class BatchSampler {
 
   std::vector<std::int64_t> nframes_;
   std::vector<int> batch_size_;
+  std::vector<int> repeat_;
   std::uint64_t seed_;
   std::int64_t epoch_ = 0;
   std::int64_t position_ = 0;

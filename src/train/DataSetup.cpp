@@ -24,39 +24,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A relative system path is looked up next to the input file first, then in the current directory (where
-// DeePMD-kit looks); ConfigError naming both when neither has it.
-std::vector<std::string> resolve_paths(const std::vector<std::string>& paths, const std::string& base,
-                                       const std::string& key, const std::string& file) {
-  std::vector<std::string> out;
-  for (const auto& p : paths) {
-    // "file.h5#group" keeps its group suffix; only the file part is resolved.
-    const auto hash = p.find('#');
-    const std::string part = p.substr(0, hash);
-    const std::string group = hash == std::string::npos ? "" : p.substr(hash);
-    fs::path resolved = fs::path(part);
-    std::error_code ec;
-    if (part.empty()) throw ConfigError("'" + key + "' in " + file + " holds an empty path");
-    if (resolved.is_absolute() && !fs::exists(resolved, ec))
-      throw ConfigError("'" + key + "' in " + file + " names \"" + p + "\", which does not exist");
-    if (!resolved.is_absolute()) {
-      const fs::path by_input = (fs::path(base) / part).lexically_normal();
-      const fs::path by_cwd = fs::absolute(part).lexically_normal();
-      if (fs::exists(by_input, ec) || by_input == by_cwd) {
-        resolved = by_input;  // when missing, the reader names the one place
-      } else if (fs::exists(by_cwd, ec)) {
-        resolved = by_cwd;
-      } else {
-        throw ConfigError("'" + key + "' in " + file + " names \"" + p + "\", which is neither " +
-                          by_input.string() + " (next to the input file) nor " + by_cwd.string() +
-                          " (in the current directory)");
-      }
-    }
-    out.push_back(resolved.lexically_normal().string() + group);
-  }
-  return out;
-}
-
 // DeePMD-kit's "auto" batch size: the smallest batch with at least 32 atoms.
 int auto_batch_size(std::int64_t natoms) {
   return static_cast<int>(std::max<std::int64_t>(1, (32 + natoms - 1) / natoms));
@@ -94,16 +61,20 @@ struct Setup {
 std::vector<std::pair<std::vector<FrameSubset>, std::string>> Setup::load_data() {
   std::vector<std::pair<std::vector<FrameSubset>, std::string>> loads;
   const auto type_map = cfg.model.value("type_map", std::vector<std::string>{});
-  const auto train_paths =
-      resolve_paths(cfg.training_data.systems, cfg.base_dir, "training.training_data.systems", cfg.file);
+  const auto train_paths = resolve_system_paths(cfg.training_data.systems, cfg.base_dir,
+                                                "training.training_data.systems", cfg.file);
   const std::string origin = "model.type_map of " + cfg.file;
   OpenedData training = open_dataset(train_paths, type_map, origin);
   data.sources = training.systems;
   data.train = whole(training.systems);
+  // A system's repeat count is that of the path it was found under (kept through a validation split).
+  std::vector<int> repeat_of_system;
+  for (const auto p : training.path_index)
+    repeat_of_system.push_back(cfg.training_data.repeat.empty() ? 1 : cfg.training_data.repeat[p]);
   loads.emplace_back(data.train, describe_paths(train_paths));
   if (!cfg.validation_data.systems.empty()) {
-    const auto valid_paths = resolve_paths(cfg.validation_data.systems, cfg.base_dir,
-                                           "training.validation_data.systems", cfg.file);
+    const auto valid_paths = resolve_system_paths(cfg.validation_data.systems, cfg.base_dir,
+                                                  "training.validation_data.systems", cfg.file);
     OpenedData validation = open_dataset(valid_paths, type_map, origin);
     data.sources.insert(data.sources.end(), validation.systems.begin(), validation.systems.end());
     data.valid = whole(validation.systems);
@@ -116,11 +87,16 @@ std::vector<std::pair<std::vector<FrameSubset>, std::string>> Setup::load_data()
                      cfg.validation_split == "system" ? SplitMode::kSystem : SplitMode::kFrame, cfg.seed);
     std::vector<FrameSubset> whole_train = std::move(data.train);
     data.train.clear();
-    for (const auto& p : split.train)
+    std::vector<int> whole_repeat = std::move(repeat_of_system);
+    repeat_of_system.clear();
+    for (const auto& p : split.train) {
       data.train.push_back(FrameSubset{whole_train[static_cast<std::size_t>(p.system)].source, p.frames});
+      repeat_of_system.push_back(whole_repeat[static_cast<std::size_t>(p.system)]);
+    }
     for (const auto& p : split.validation)
       data.valid.push_back(FrameSubset{whole_train[static_cast<std::size_t>(p.system)].source, p.frames});
   }
+  data.repeat = repeat_of_system;
   for (const auto& s : data.train)
     data.batch_size.push_back(cfg.training_data.batch_auto ? auto_batch_size(s.info().natoms)
                                                            : cfg.training_data.batch_size);
@@ -132,6 +108,11 @@ std::vector<std::pair<std::vector<FrameSubset>, std::string>> Setup::load_data()
   for (const auto& s : data.valid) vframes += s.nframes();
   log.info("training data: {} systems, {} frames; validation: {} systems, {} frames", data.train.size(),
            frames, data.valid.size(), vframes);
+  if (std::any_of(data.repeat.begin(), data.repeat.end(), [](int r) { return r > 1; })) {
+    std::int64_t visits = 0;
+    for (std::size_t i = 0; i < data.train.size(); ++i) visits += data.train[i].nframes() * data.repeat[i];
+    log.info("training_data.repeat: {} frame visits per epoch ({} frames)", visits, frames);
+  }
   return loads;
 }
 
@@ -194,6 +175,37 @@ void Setup::check_same_data() const {
 }
 
 }  // namespace
+
+std::vector<std::string> resolve_system_paths(const std::vector<std::string>& paths, const std::string& base,
+                                              const std::string& key, const std::string& file) {
+  std::vector<std::string> out;
+  for (const auto& p : paths) {
+    // "file.h5#group" keeps its group suffix; only the file part is resolved.
+    const auto hash = p.find('#');
+    const std::string part = p.substr(0, hash);
+    const std::string group = hash == std::string::npos ? "" : p.substr(hash);
+    fs::path resolved = fs::path(part);
+    std::error_code ec;
+    if (part.empty()) throw ConfigError("'" + key + "' in " + file + " holds an empty path");
+    if (resolved.is_absolute() && !fs::exists(resolved, ec))
+      throw ConfigError("'" + key + "' in " + file + " names \"" + p + "\", which does not exist");
+    if (!resolved.is_absolute()) {
+      const fs::path by_input = (fs::path(base) / part).lexically_normal();
+      const fs::path by_cwd = fs::absolute(part).lexically_normal();
+      if (fs::exists(by_input, ec) || by_input == by_cwd) {
+        resolved = by_input;  // when missing, the reader names the one place
+      } else if (fs::exists(by_cwd, ec)) {
+        resolved = by_cwd;
+      } else {
+        throw ConfigError("'" + key + "' in " + file + " names \"" + p + "\", which is neither " +
+                          by_input.string() + " (next to the input file) nor " + by_cwd.string() +
+                          " (in the current directory)");
+      }
+    }
+    out.push_back(resolved.lexically_normal().string() + group);
+  }
+  return out;
+}
 
 std::pair<std::size_t, std::size_t> rank_share(std::size_t n, const Communicator& comm) {
   const auto r = static_cast<std::size_t>(comm.rank());

@@ -22,12 +22,19 @@ struct TrainingData {
   std::vector<FrameSubset> train;
   std::vector<FrameSubset> valid;
   std::vector<int> batch_size;        // per training system
+  std::vector<int> repeat;            // per training system: visits per epoch (training_data.repeat)
   std::vector<int> valid_batch_size;  // per validation system
 };
 
 // Opens, splits and checks cfg's data. Throws DataError or ConfigError naming the file, or ParallelError
 // when another rank failed or the ranks see different data.
 TrainingData open_training_data(const TrainConfig& cfg, Communicator& comm, spdlog::logger& log);
+
+// Absolute forms of an input's system paths: a relative path is looked up next to the input file (base)
+// first, then in the current directory (where DeePMD-kit looks); "file.h5#group" keeps its group. Throws
+// ConfigError naming `key`, `file` and both places when neither has it.
+std::vector<std::string> resolve_system_paths(const std::vector<std::string>& paths, const std::string& base,
+                                              const std::string& key, const std::string& file);
 
 // This rank's contiguous share [begin, end) of n frames: [n r / R, n (r + 1) / R).
 std::pair<std::size_t, std::size_t> rank_share(std::size_t n, const Communicator& comm);

@@ -49,6 +49,7 @@ DataSection read_data(const json& s, const std::string& path, const std::string&
                       std::vector<std::string>& ignored) {
   std::vector<std::string> known = {"systems", "batch_size"};
   if (validation) known.push_back("numb_btch");
+  if (!validation) known.push_back("repeat");
   check_keys(s, path, joined(known, kIgnoredData), file);
   note_ignored(s, path, kIgnoredData, ignored);
   DataSection d;
@@ -75,6 +76,22 @@ DataSection read_data(const json& s, const std::string& path, const std::string&
       d.batch_size = json_value<int>(b, path + ".batch_size", file);
       require(d.batch_size >= 1, file, path + ".batch_size", b, "must be a positive integer or \"auto\"");
     }
+  }
+  if (s.contains("repeat")) {
+    // One count for every path, or one per path.
+    const json& r = s.at("repeat");
+    const std::string rule = "must be a positive integer or a list of one per system path (" +
+                             std::to_string(d.systems.size()) + ")";
+    const json items = r.is_array() ? r : json::array({r});
+    require(!items.empty() && (!r.is_array() || items.size() == d.systems.size()), file, path + ".repeat", r,
+            rule);
+    for (const auto& item : items) {
+      require(item.is_number(), file, path + ".repeat", r, rule);
+      const int n = json_value<int>(item, path + ".repeat", file);
+      require(n >= 1, file, path + ".repeat", r, rule);
+      d.repeat.push_back(n);
+    }
+    if (!r.is_array()) d.repeat.assign(d.systems.size(), d.repeat.front());
   }
   if (validation) {
     d.numb_btch = get_or<int>(s, "numb_btch", 1, path, file);
@@ -195,6 +212,7 @@ json TrainConfig::to_json() const {
   auto data = [](const DataSection& d, bool validation) {
     json j = {{"systems", d.systems}};
     if (validation) j["numb_btch"] = d.numb_btch;
+    if (!d.repeat.empty()) j["repeat"] = d.repeat;
     j["batch_size"] = d.batch_auto ? json("auto") : json(d.batch_size);
     return j;
   };

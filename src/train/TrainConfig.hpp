@@ -14,6 +14,9 @@ struct DataSection {
   int batch_size = 1;                // frames per batch; "auto" resolves to ceil(32 / natoms) per system
   bool batch_auto = false;
   int numb_btch = 1;  // validation batches per display (validation_data only)
+  // Training data only: visits per epoch of the frames of each entry of `systems` (deepkf's key, used by
+  // `deepkf learn` to weigh new frames); empty: 1 for all.
+  std::vector<int> repeat;
 };
 
 struct TrainConfig {

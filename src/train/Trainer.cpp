@@ -60,7 +60,11 @@ struct Trainer::Impl {
   void setup_threads_and_device();
   // `restored`: the checkpoint's optimizer settings when restoring (StepResources::restored).
   void build_optimizer(const json& restored = json());
-  void restore(const std::string& path);
+  // same_data: --restart (the data order goes on from the checkpoint's position); otherwise
+  // --continue (the input's data, which may differ, from the start of a new order).
+  void restore(const std::string& path, bool same_data);
+  // The checkpoint the run started from (--restart or --continue), or "".
+  const std::string& resumed_from() const { return opt.restart.empty() ? opt.continue_from : opt.restart; }
   // Lets the optimizer look at the run's first batches before the first step (RLEKF's automatic p0).
   void prepare_optimizer();
 
@@ -141,10 +145,15 @@ void Trainer::Impl::setup() {
   data = open_training_data(cfg, *comm, *log);
   std::vector<std::int64_t> nframes;
   for (const auto& s : data.train) nframes.push_back(s.nframes());
-  sampler = std::make_unique<BatchSampler>(nframes, data.batch_size, cfg.seed);
+  sampler = std::make_unique<BatchSampler>(nframes, data.batch_size, cfg.seed, data.repeat);
 
-  if (!opt.restart.empty()) {
-    restore(opt.restart);
+  if (!opt.restart.empty() && !opt.continue_from.empty())
+    throw ConfigError("--restart and --continue both name a checkpoint: give one");
+  if (!opt.restart.empty() || !opt.continue_from.empty()) {
+    if (!opt.init_model.empty())
+      throw ConfigError(
+          "--init-model starts from a model's weights and cannot be combined with a checkpoint");
+    restore(resumed_from(), /*same_data=*/!opt.restart.empty());
     return;
   }
   if (!opt.init_model.empty()) {
@@ -196,7 +205,7 @@ void Trainer::Impl::prepare_optimizer() {
   if (!line.empty()) log->info("{}", line);
 }
 
-void Trainer::Impl::restore(const std::string& path) {
+void Trainer::Impl::restore(const std::string& path, bool same_data) {
   // Every rank reads the checkpoint: its model, and the covariance blocks this rank owns.
   LoadedCheckpoint ckpt;
   together([&] { ckpt = read_checkpoint(path, device); });
@@ -221,10 +230,16 @@ void Trainer::Impl::restore(const std::string& path) {
   // Each rank reads its own covariance blocks from the file.
   together([&] { optimizer->load(ckpt.optimizer, ckpt.covariance_block); });
   step = ckpt.meta.at("step").get<std::int64_t>();
-  sampler->seek(ckpt.meta.at("epoch").get<std::int64_t>(), ckpt.meta.at("position").get<std::int64_t>());
-  valid_cursor = ckpt.meta.value("valid_cursor", std::int64_t{0});
   wall_before = ckpt.meta.value("wall_seconds", 0.0);
   calibration = ckpt.meta.value("uncertainty_calibration", json());
+  if (!same_data) {
+    // The checkpoint's data position refers to its own data: the new data's order starts at epoch 0.
+    log->info("continuing from {} at step {} (weights and optimizer state) on the data of {}", path, step,
+              cfg.file);
+    return;
+  }
+  sampler->seek(ckpt.meta.at("epoch").get<std::int64_t>(), ckpt.meta.at("position").get<std::int64_t>());
+  valid_cursor = ckpt.meta.value("valid_cursor", std::int64_t{0});
   log->info("restarted from {} at step {}", path, step);
 }
 
@@ -362,11 +377,11 @@ TrainResult Trainer::run() {
   const auto elapsed = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   };
-  if (!m.opt.restart.empty() && m.step >= m.cfg.numb_steps) {
+  if (!m.resumed_from().empty() && m.step >= m.cfg.numb_steps) {
     throw ConfigError(fmt::format(
         "checkpoint {} is at step {} and 'training.numb_steps' in {} is {}: nothing is left to train; set "
         "numb_steps above {} to continue the run (or use --init-model to start a new one from its weights)",
-        m.opt.restart, m.step, m.cfg.file, m.cfg.numb_steps, m.step));
+        m.resumed_from(), m.step, m.cfg.file, m.cfg.numb_steps, m.step));
   }
   const std::string lcurve_path = m.out(m.cfg.disp_file);
   const std::string ckpt_path = m.out(m.cfg.save_ckpt);
@@ -386,7 +401,7 @@ TrainResult Trainer::run() {
 
   // A non-finite innovation, loss or prediction ends the run here, naming the step and the batch, before a
   // checkpoint or model could hold non-finite weights; the last checkpoint stays as it was.
-  std::string last_checkpoint = m.opt.restart.empty() ? std::string("none written") : m.opt.restart;
+  std::string last_checkpoint = m.resumed_from().empty() ? std::string("none written") : m.resumed_from();
   const auto diverged = [&](std::int64_t step, const std::string& what) {
     return OptimError(
         fmt::format("training stopped at step {}: {}; last checkpoint: {}", step, what, last_checkpoint));

@@ -21,6 +21,9 @@ namespace deepkf {
 struct TrainerOptions {
   std::string output_dir = ".";  // lcurve, checkpoints, model and logs go here
   std::string restart;           // checkpoint to continue from (weights, optimizer, data order, RNG)
+  std::string continue_from;     // checkpoint whose weights and optimizer state (RLEKF: covariance and
+                                 // lambda) go on learning from this input's data, which may have changed
+                                 // (grown): the data order starts afresh at epoch 0; steps count on
   std::string init_model;        // model file to start from (fine-tuning): weights and statistics
   int progress = -1;             // progress bar: -1 when stderr is a terminal, 0 never, 1 always
   bool write_model = true;       // write model.pt at the end

@@ -81,3 +81,23 @@ TEST_CASE("bad sampler input is refused", "[train][sampler]") {
   BatchSampler s({4}, {2}, 1);
   CHECK_THROWS_WITH(s.seek(0, 3), Catch::Matchers::Contains("the training data changed"));
 }
+
+TEST_CASE("a system with repeat r has every frame visited r times per epoch", "[train][sampler]") {
+  BatchSampler sampler({6, 4}, {4, 3}, 9, {1, 3});
+  // ceil(6/4) + ceil(12/3) batches: system 1's 4 frames three times over.
+  REQUIRE(sampler.batches_per_epoch() == 2 + 4);
+  std::map<int, std::map<std::int64_t, int>> visits;
+  for (int i = 0; i < 6; ++i) {
+    const BatchRef b = sampler.next();
+    for (auto f : b.frames) ++visits[b.system][f];
+  }
+  for (std::int64_t f = 0; f < 6; ++f) CHECK(visits[0][f] == 1);
+  for (std::int64_t f = 0; f < 4; ++f) CHECK(visits[1][f] == 3);
+  CHECK(sampler.epoch() == 0);
+  // Repeats of 1 are the plain order: a run without repeats keeps its data order.
+  BatchSampler plain({50, 20}, {3, 5}, 1);
+  BatchSampler ones({50, 20}, {3, 5}, 1, {1, 1});
+  for (int i = 0; i < 40; ++i) CHECK(plain.next().frames == ones.next().frames);
+  CHECK_THROWS_WITH(BatchSampler({5, 5}, {1, 1}, 1, {1}), "repeat counts given for 1 systems, but there are 2");
+  CHECK_THROWS_WITH(BatchSampler({5, 5}, {1, 1}, 1, {1, 0}), "repeat count of system 1 must be positive");
+}

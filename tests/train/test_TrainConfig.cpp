@@ -297,3 +297,23 @@ TEST_CASE("model integers: axis_neuron, neuron and sel must be whole numbers in 
         "'model.fitting_net.neuron[1]' in in.json is 4294967328: must be an integer from "
         "-2147483648 to 2147483647");
 }
+
+TEST_CASE("training_data.repeat is one count or one per system path", "[train][config]") {
+  json doc = minimal();
+  doc["training"]["training_data"]["repeat"] = 3;
+  CHECK(TrainConfig::from_json(doc, "in.json", "/tmp").training_data.repeat == std::vector<int>{3, 3});
+  doc["training"]["training_data"]["repeat"] = {1, 4};
+  const TrainConfig c = TrainConfig::from_json(doc, "in.json", "/tmp");
+  CHECK(c.training_data.repeat == std::vector<int>{1, 4});
+  CHECK(c.to_json()["training"]["training_data"]["repeat"] == json({1, 4}));
+  CHECK(TrainConfig::from_json(minimal(), "in.json", "/tmp").training_data.repeat.empty());
+  doc["training"]["training_data"]["repeat"] = {1, 4, 2};
+  CHECK(error_of(doc) == "'training.training_data.repeat' in in.json is [1,4,2]: must be a positive integer or a "
+                         "list of one per system path (2)");
+  doc["training"]["training_data"]["repeat"] = 0;
+  CHECK(error_of(doc) == "'training.training_data.repeat' in in.json is 0: must be a positive integer or a list of "
+                         "one per system path (2)");
+  doc = minimal();
+  doc["training"]["validation_data"] = {{"systems", "c"}, {"repeat", 2}};
+  CHECK_THAT(error_of(doc), Catch::Contains("unknown key 'repeat' in training.validation_data"));
+}

@@ -1,0 +1,36 @@
+#pragma once
+// How uncertain the current model is about each explored frame: the score that selection compares with the
+// trust window. One implementation per method of `select.method`; the loop only sees this interface.
+//   model_deviation (EnsembleDeviationScorer): the ensemble's maximum per-atom force deviation, as
+//     pair_style deepkf writes it to model_devi.out while exploring (eV/A).
+//   random (UniformScorer): no score, every frame alike: frames are then drawn at random (a baseline).
+// A Kalman-sigma scorer (the predicted sigma from the RLEKF covariance of one model's checkpoint) fits the
+// same interface: score() then evaluates the trajectory's frames itself.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "src/learn/LammpsTrajectory.hpp"
+
+namespace deepkf {
+
+// One exploration run, as it is scored.
+struct ExploredRun {
+  std::string dir;        // the run's folder: its input, log, dump and model_devi.out
+  Trajectory trajectory;  // the frames it dumped
+};
+
+class FrameScorer {
+ public:
+  virtual ~FrameScorer() = default;
+  // The score and its unit, for logs, records and plots: "max force deviation (eV/A)".
+  virtual std::string describe() const = 0;
+  // One score per frame of run.trajectory, in its order (larger: less certain). Throws DataError naming the
+  // file when what it needs is missing or malformed.
+  virtual std::vector<double> score(const ExploredRun& run) const = 0;
+};
+
+// The scorer of select.method (LearnConfig); ConfigError for an unknown method.
+std::unique_ptr<FrameScorer> make_frame_scorer(const std::string& method);
+
+}  // namespace deepkf
