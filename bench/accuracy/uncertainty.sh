@@ -9,8 +9,8 @@
 # DATASET: si_mlearn (train/ -> test/), water (data_0..2 -> data_3), cu_pwmat (T300 -> T500, a higher
 # temperature than any training frame); default: all three. Model: the small se_e2_a of the first-epoch
 # benchmark (embedding [8, 16, 32], axis 8, fitting [32, 32, 32], rcut 5), batch size 1, automatic p0,
-# EPOCHS passes over the training frames (default 1; water 1, cu_pwmat 3 by default: its 90 frames are
-# consecutive MD steps). Seeds 1 to 4 set the data order, the atom draws and the initial weights.
+# EPOCHS passes over the training frames (default 1). Seeds 1 to 4 set the data order, the atom draws and
+# the initial weights.
 # FORCE_ATOMS (default 8) atoms' force components are scored per frame; FORCE_ATOMS=all scores every atom.
 # OPENBLAS_NUM_THREADS=1; THREADS (default 0: one per core) LibTorch threads for training and scoring.
 set -euo pipefail
@@ -28,7 +28,7 @@ for name in "${names[@]}"; do
     si_mlearn) types='["Si"]'; train="[\"$datasets/si_mlearn/train\"]"; test=$datasets/si_mlearn/test; epochs=${EPOCHS:-1}; frames=214;;
     water) types='["O", "H"]'; train="[\"$datasets/water/data_0\", \"$datasets/water/data_1\", \"$datasets/water/data_2\"]"
            test=$datasets/water/data_3; epochs=${EPOCHS:-1}; frames=320;;
-    cu_pwmat) types='["Cu"]'; train="[\"$datasets/cu_pwmat/T300\"]"; test=$datasets/cu_pwmat/T500; epochs=${EPOCHS:-3}; frames=100;;
+    cu_pwmat) types='["Cu"]'; train="[\"$datasets/cu_pwmat/T300\"]"; test=$datasets/cu_pwmat/T500; epochs=${EPOCHS:-1}; frames=100;;
     *) echo "unknown dataset $name" >&2; exit 2;;
   esac
   # 10% of the training frames are held out for the calibration.
