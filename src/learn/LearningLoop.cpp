@@ -214,8 +214,8 @@ void LearningLoop::train(int i) {
 void LearningLoop::explore(int i) {
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::string> models;
-  for (const auto& m : summary(i, Stage::kTrain).at("members"))
-    models.push_back(m.at("model").get<std::string>());
+  const json trained = summary(i, Stage::kTrain);  // kept alive for the loop below
+  for (const auto& m : trained.at("members")) models.push_back(m.at("model").get<std::string>());
   log_->info("iteration {}: explore", i);
   const auto runs = deepkf::explore(cfg_, i, stage_dir(i, Stage::kExplore), models, *log_);
   json s{{"runs", json::array()}};
@@ -226,7 +226,8 @@ void LearningLoop::explore(int i) {
 
 void LearningLoop::select(int i) {
   std::vector<ExplorationRun> runs;
-  for (const auto& r : summary(i, Stage::kExplore).at("runs")) runs.push_back(ExplorationRun::from_json(r));
+  const json explored = summary(i, Stage::kExplore);
+  for (const auto& r : explored.at("runs")) runs.push_back(ExplorationRun::from_json(r));
   const json s =
       select_stage(cfg_, i, runs, *scorer_, state_.reference_level, stage_dir(i, Stage::kSelect), *log_);
   finish(i, Stage::kSelect, s);
