@@ -244,16 +244,8 @@ void LearningLoop::label(int i) {
   json s{{"labelled", 0}, {"label_failed", 0}, {"label_cp2k_s", 0.0}, {"frames", json::array()}};
   for (std::size_t k = 0; k < outcomes.size(); ++k) {
     const LabelOutcome& o = outcomes[k];
-    json f{{"ok", o.ok},
-           {"wall_s", o.wall_s},
-           {"dir", (fs::path(dir) / fmt::format("frame_{:03d}", k)).string()}};
-    if (o.ok) {
-      f["energy"] = o.labels.energy;
-      f["force"] = o.labels.force;
-      f["virial"] = o.labels.virial;
-    } else {
-      f["failure"] = o.failure;
-    }
+    json f = outcome_json(o);
+    f["dir"] = (fs::path(dir) / fmt::format("frame_{:03d}", k)).string();
     s["frames"].push_back(f);
     s[o.ok ? "labelled" : "label_failed"] = s[o.ok ? "labelled" : "label_failed"].get<int>() + 1;
     s["label_cp2k_s"] = s["label_cp2k_s"].get<double>() + o.wall_s;
