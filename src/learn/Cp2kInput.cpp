@@ -24,10 +24,18 @@ std::string upper(std::string s) {
   return s;
 }
 
-// Calls f(name, begin, end) for every "{{ name }}" of text ([begin, end) spans the braces).
+// Whether text[pos] lies in a CP2K comment: after a '!' or '#' on its line.
+bool in_comment(const std::string& text, std::size_t pos) {
+  const std::size_t newline = pos == 0 ? std::string::npos : text.rfind('\n', pos - 1);
+  const std::size_t from = newline == std::string::npos ? 0 : newline + 1;
+  return text.find_first_of("!#", from) < pos;
+}
+
+// Calls f(name, begin, end) for every "{{ name }}" of text outside comments ([begin, end) spans the braces).
 void for_each_placeholder(const std::string& text,
                           const std::function<void(const std::string&, std::size_t, std::size_t)>& f) {
   for (std::size_t at = text.find("{{"); at != std::string::npos; at = text.find("{{", at + 2)) {
+    if (in_comment(text, at)) continue;
     const std::size_t close = text.find("}}", at + 2);
     if (close == std::string::npos) {
       f(text.substr(at, 20), at, std::string::npos);

@@ -21,18 +21,6 @@ namespace {
 
 constexpr const char* kResult = "result.json";
 
-json outcome_json(const LabelOutcome& o) {
-  json j{{"ok", o.ok}, {"wall_s", o.wall_s}};
-  if (o.ok) {
-    j["energy"] = o.labels.energy;
-    j["force"] = o.labels.force;
-    j["virial"] = o.labels.virial;
-  } else {
-    j["failure"] = o.failure;
-  }
-  return j;
-}
-
 LabelOutcome outcome_from(const json& j) {
   LabelOutcome o;
   o.ok = j.at("ok").get<bool>();
@@ -67,6 +55,18 @@ void remove_restart_files(const fs::path& dir) {
 }
 
 }  // namespace
+
+json outcome_json(const LabelOutcome& o) {
+  json j{{"ok", o.ok}, {"wall_s", o.wall_s}};
+  if (o.ok) {
+    j["energy"] = o.labels.energy;
+    j["force"] = o.labels.force;
+    j["virial"] = o.labels.virial;
+  } else {
+    j["failure"] = o.failure;
+  }
+  return j;
+}
 
 std::vector<LabelOutcome> label_frames(const LearnConfig& cfg, const Cp2kTemplate& input,
                                        const std::vector<System>& frames, const std::string& dir,

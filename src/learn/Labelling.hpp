@@ -6,6 +6,7 @@
 // (non-zero exit, time limit, unconverged SCF, an output that does not parse) is recorded and skipped.
 #include <spdlog/logger.h>
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,10 @@ struct LabelOutcome {
   double wall_s = 0.0;  // CP2K's run time
   bool reused = false;  // read from an earlier result.json
 };
+
+// {"ok", "wall_s", and "energy", "force", "virial" (DeePMD units) or "failure"}: result.json, and a frame's
+// entry in the label summary.
+nlohmann::json outcome_json(const LabelOutcome& o);
 
 // Labels frames[i] (each a one-frame periodic System) in dir/frame_NNN. Returns one outcome per frame.
 std::vector<LabelOutcome> label_frames(const LearnConfig& cfg, const Cp2kTemplate& input,

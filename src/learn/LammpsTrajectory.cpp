@@ -19,9 +19,15 @@ struct LineReader {
   std::int64_t number = 0;
   std::string line;
 
+  bool torn = false;  // the file ends inside its last line (no newline): a write cut short
+
   bool next() {
     if (!std::getline(in, line)) return false;
     ++number;
+    if (in.eof()) {  // getline reached the end before a newline
+      torn = true;
+      return false;
+    }
     return true;
   }
   [[noreturn]] void fail(const std::string& what) const {
@@ -138,6 +144,7 @@ Trajectory read_lammps_dump(const std::string& path, const std::vector<std::stri
     t.steps.push_back(step);
     ++s.nframes;
   }
+  if (r.torn) return cut();
   return t;
 }
 

@@ -214,8 +214,8 @@ void LearningLoop::train(int i) {
 void LearningLoop::explore(int i) {
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::string> models;
-  for (const auto& m : summary(i, Stage::kTrain).at("members"))
-    models.push_back(m.at("model").get<std::string>());
+  const json trained = summary(i, Stage::kTrain);  // kept alive for the loop below
+  for (const auto& m : trained.at("members")) models.push_back(m.at("model").get<std::string>());
   log_->info("iteration {}: explore", i);
   const auto runs = deepkf::explore(cfg_, i, stage_dir(i, Stage::kExplore), models, *log_);
   json s{{"runs", json::array()}};
@@ -226,7 +226,8 @@ void LearningLoop::explore(int i) {
 
 void LearningLoop::select(int i) {
   std::vector<ExplorationRun> runs;
-  for (const auto& r : summary(i, Stage::kExplore).at("runs")) runs.push_back(ExplorationRun::from_json(r));
+  const json explored = summary(i, Stage::kExplore);
+  for (const auto& r : explored.at("runs")) runs.push_back(ExplorationRun::from_json(r));
   const json s =
       select_stage(cfg_, i, runs, *scorer_, state_.reference_level, stage_dir(i, Stage::kSelect), *log_);
   finish(i, Stage::kSelect, s);
@@ -243,16 +244,8 @@ void LearningLoop::label(int i) {
   json s{{"labelled", 0}, {"label_failed", 0}, {"label_cp2k_s", 0.0}, {"frames", json::array()}};
   for (std::size_t k = 0; k < outcomes.size(); ++k) {
     const LabelOutcome& o = outcomes[k];
-    json f{{"ok", o.ok},
-           {"wall_s", o.wall_s},
-           {"dir", (fs::path(dir) / fmt::format("frame_{:03d}", k)).string()}};
-    if (o.ok) {
-      f["energy"] = o.labels.energy;
-      f["force"] = o.labels.force;
-      f["virial"] = o.labels.virial;
-    } else {
-      f["failure"] = o.failure;
-    }
+    json f = outcome_json(o);
+    f["dir"] = (fs::path(dir) / fmt::format("frame_{:03d}", k)).string();
     s["frames"].push_back(f);
     s[o.ok ? "labelled" : "label_failed"] = s[o.ok ? "labelled" : "label_failed"].get<int>() + 1;
     s["label_cp2k_s"] = s["label_cp2k_s"].get<double>() + o.wall_s;

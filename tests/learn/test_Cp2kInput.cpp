@@ -110,3 +110,31 @@ TEST_CASE("template mistakes are named with the file", "[learn][cp2k]") {
   CHECK_THROWS_WITH(Cp2kTemplate(write_template(text), kKinds, 0.3, "label in loop.json"),
                     Catch::Contains("opens a placeholder that is never closed"));
 }
+
+TEST_CASE("placeholders in CP2K comments are left as they are", "[learn][cp2k]") {
+  System s;
+  s.source = "test";
+  s.type_map = {"Si"};
+  s.atom_types = {0};
+  s.natoms = 1;
+  s.nframes = 1;
+  s.coord = {0.5, 0.5, 0.5};
+  s.box = {5, 0, 0, 0, 5, 0, 0, 0, 5};
+  // A comment naming the placeholders (or an unknown one) is neither filled nor an error.
+  const std::string text = std::string("! deepkf fills {{cell}} and {{coord}}; {{nonsense}}\n") + kTemplate +
+                           "  # {{kpoints}} after a hash too\n";
+  const std::string in = Cp2kTemplate(write_template(text), kKinds, 0.5, "label in loop.json").render(s, 0);
+  CHECK_THAT(in, Catch::StartsWith("! deepkf fills {{cell}} and {{coord}}; {{nonsense}}\n&FORCE_EVAL"));
+  CHECK_THAT(in, Catch::EndsWith("  # {{kpoints}} after a hash too\n"));
+  CHECK_THAT(in, Catch::Contains("      Si 0.5000000000 0.5000000000 0.5000000000\n    &END COORD"));
+  // Only commented placeholders: the frame has nowhere to go.
+  CHECK_THROWS_WITH(Cp2kTemplate(write_template("! {{cell}} {{coord}}\n&FORCES\n&STRESS_TENSOR\n"), kKinds,
+                                 0.5, "label in loop.json"),
+                    Catch::Contains("has no {{cell}} placeholder"));
+  // The shipped template names its placeholders in its header comment.
+  const Cp2kTemplate shipped(std::string(DEEPKF_SOURCE_DIR) + "/configs/learn/si_cp2k.inp", kKinds, 0.3,
+                             "label in loop.json");
+  const std::string filled = shipped.render(s, 0);
+  CHECK(filled.find("\nA 5.0000000000") == std::string::npos);  // nothing filled into the comment
+  CHECK_THAT(filled, Catch::Contains("      A 5.0000000000 0.0000000000 0.0000000000\n"));
+}

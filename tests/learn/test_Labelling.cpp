@@ -21,21 +21,18 @@ namespace {
 // Frame folder frame_000: a converged run, E = -2 Ha, F_atom1 = (0.01, -0.02, 0), F_atom2 = -F_atom1
 // (Ha/Bohr), stress diag(1, 2, 3) GPa with xy = yx = 0.5. frame_001: exits with status 1. frame_002: SCF not
 // converged. Each run appends a line to ../runs.txt.
-const char* kFakeCp2k = R"(#!/bin/sh
+const char* kFakeCp2k = R"SH(#!/bin/sh
 echo run >> ../runs.txt
 case "$(basename "$PWD")" in
-  frame_001) echo "ABORT: something went wrong";
-exit 1;
-;
-  frame_002) echo " *** SCF run NOT converged ***" ;
-  ;
+  frame_001) echo "ABORT: something went wrong"; exit 1 ;;
+  frame_002) echo " *** SCF run NOT converged ***" ;;
 esac
 cat <<'OUT'
  ENERGY| Total FORCE_EVAL ( QS ) energy [a.u.]:              -2.000000000000000
 
  ATOMIC FORCES in [a.u.]
 
-#Atom Kind Element X Y Z
+ # Atom   Kind   Element          X              Y              Z
       1      1      Si          0.01000000    -0.02000000     0.00000000
       2      1      Si         -0.01000000     0.02000000     0.00000000
  SUM OF ATOMIC FORCES           0.00000000     0.00000000     0.00000000     0.00000000
@@ -49,11 +46,12 @@ cat <<'OUT'
 
   **** **** ******  **  PROGRAM ENDED AT                 2026-11-24 19:39:02.244
 OUT
-)";
+)SH";
 
-const char* kTemplate = "&FORCE_EVAL\n &SUBSYS\n  &CELL\n   {{cell}}\n  &END CELL\n  &COORD\n   {{coord}}\n"
-                        "  &END COORD\n &END SUBSYS\n &PRINT\n  &FORCES ON\n  &END FORCES\n  &STRESS_TENSOR ON\n"
-                        "  &END STRESS_TENSOR\n &END PRINT\n&END FORCE_EVAL\n";
+const char* kTemplate =
+    "&FORCE_EVAL\n &SUBSYS\n  &CELL\n   {{cell}}\n  &END CELL\n  &COORD\n   {{coord}}\n"
+    "  &END COORD\n &END SUBSYS\n &PRINT\n  &FORCES ON\n  &END FORCES\n  &STRESS_TENSOR ON\n"
+    "  &END STRESS_TENSOR\n &END PRINT\n&END FORCE_EVAL\n";
 
 System si2(double shift) {
   System s;

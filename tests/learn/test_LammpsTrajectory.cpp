@@ -69,6 +69,16 @@ TEST_CASE("a dump cut inside a frame keeps its complete frames", "[learn][dump]"
   CHECK(t.truncated);
   CHECK(t.frames.nframes == 1);
   CHECK(t.steps == std::vector<std::int64_t>{0});
+  // Cut inside the second frame's first line, and after its last atom's line but before the newline.
+  text = kTwoFrames;
+  const Trajectory header =
+      read_lammps_dump(write("header.dump", text.substr(0, text.rfind("STEP"))), {"O", "H"});
+  CHECK(header.truncated);
+  CHECK(header.frames.nframes == 1);
+  const Trajectory newline =
+      read_lammps_dump(write("newline.dump", text.substr(0, text.size() - 1)), {"O", "H"});
+  CHECK(newline.truncated);
+  CHECK(newline.frames.nframes == 1);
 }
 
 TEST_CASE("malformed dumps are errors naming the file and line", "[learn][dump]") {
