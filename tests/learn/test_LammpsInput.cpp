@@ -64,12 +64,13 @@ std::vector<double> distances(const System& s, std::int64_t f) {
       double d[3] = {x[3 * j] - x[3 * i], x[3 * j + 1] - x[3 * i + 1], x[3 * j + 2] - x[3 * i + 2]};
       cell.to_fractional(d, d);
       for (double& v : d) v -= std::round(v);
-      // The nearest image among the 27 around the rounded one: rounding alone is not the minimum image in
-      // a skewed cell, and the two cells compared here are different bases of one lattice.
+      // The nearest image among the 7^3 around the rounded one: rounding alone is not the minimum image in
+      // a skewed cell (general_frame's c' = c - 2b + a needs images up to 3 cells away), and the two cells
+      // compared here are different bases of one lattice.
       double best = INFINITY;
-      for (int a = -1; a <= 1; ++a)
-        for (int b = -1; b <= 1; ++b)
-          for (int c = -1; c <= 1; ++c) {
+      for (int a = -3; a <= 3; ++a)
+        for (int b = -3; b <= 3; ++b)
+          for (int c = -3; c <= 3; ++c) {
             double e[3] = {d[0] + a, d[1] + b, d[2] + c};
             cell.to_cartesian(e, e);
             best = std::min(best, std::sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2]));
