@@ -16,8 +16,8 @@ namespace deepkf {
 
 // One exploration run, as it is scored.
 struct ExploredRun {
-  std::string dir;        // the run's folder: its input, log, dump and model_devi.out
-  Trajectory trajectory;  // the frames it dumped
+  std::string dir;            // the run's folder: its input, log, dump and model_devi.out
+  ExploredFrames trajectory;  // the frames it dumped
 };
 
 class FrameScorer {

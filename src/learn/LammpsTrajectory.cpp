@@ -69,12 +69,12 @@ std::array<double, 12> box_from_bounds(const double bounds[3][3], bool triclinic
 
 }  // namespace
 
-Trajectory read_lammps_dump(const std::string& path, const std::vector<std::string>& elements) {
+ExploredFrames read_explored_frames(const std::string& path, const std::vector<std::string>& elements) {
   LineReader r;
   r.path = path;
   r.in.open(path);
   if (!r.in) throw DataError("cannot open LAMMPS dump " + path);
-  Trajectory t;
+  ExploredFrames t;
   System& s = t.frames;
   s.source = path;
   s.type_map = elements;

@@ -10,7 +10,7 @@
 
 namespace deepkf {
 
-struct Trajectory {
+struct ExploredFrames {
   std::vector<std::int64_t> steps;  // timestep of each frame
   System frames;                    // periodic, frames in file order, atoms in atom-ID order, no labels
   bool truncated = false;  // the file ended inside a frame (a run that was stopped), which was left out
@@ -21,6 +21,6 @@ struct Trajectory {
 // c = (xz, yz, zhi - zlo) from the (tilt-extended) bounds. Throws DataError naming the file and line for
 // anything else: a frame whose atoms or types differ from the first's, a type outside elements, a missing
 // column, a non-number.
-Trajectory read_lammps_dump(const std::string& path, const std::vector<std::string>& elements);
+ExploredFrames read_explored_frames(const std::string& path, const std::vector<std::string>& elements);
 
 }  // namespace deepkf

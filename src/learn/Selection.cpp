@@ -51,7 +51,7 @@ json select_stage(const LearnConfig& cfg, int iteration, const std::vector<Explo
                   const FrameScorer& scorer, double& reference_level, const std::string& dir,
                   spdlog::logger& log) {
   fs::create_directories(dir);
-  std::vector<Trajectory> trajectories(runs.size());
+  std::vector<ExploredFrames> trajectories(runs.size());
   std::vector<std::vector<double>> scores(runs.size());
   json run_notes = json::array();
   for (std::size_t r = 0; r < runs.size(); ++r) {
@@ -63,14 +63,14 @@ json select_stage(const LearnConfig& cfg, int iteration, const std::vector<Explo
       if (!run.ok && !fs::exists(dump, ec)) {
         note = "failed before dumping a frame";
       } else {
-        trajectories[r] = read_lammps_dump(dump, run.elements);
+        trajectories[r] = read_explored_frames(dump, run.elements);
         scores[r] = scorer.score({run.dir, trajectories[r]});
         if (trajectories[r].truncated) note = "the dump's last frame was cut short and is left out";
       }
     } catch (const DataError& e) {
       if (run.ok) throw;
       // A run that failed may have left a torn file: its frames are lost, the others are not.
-      trajectories[r] = Trajectory{};
+      trajectories[r] = ExploredFrames{};
       scores[r].clear();
       note = std::string("its frames could not be read: ") + e.what();
     }

@@ -1,5 +1,6 @@
 #include "src/train/TrainConfig.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -201,10 +202,10 @@ TrainConfig TrainConfig::from_json(const json& doc, const std::string& file, con
           json(c.device), "must be \"auto\", \"cpu\", \"cuda\" or \"cuda:N\"");
   c.num_threads = get_or<int>(t, "num_threads", 0, "training", file);
   require(c.num_threads >= 0, file, "training.num_threads", json(c.num_threads), "must not be negative");
-  c.calibration_frames =
-      get_or<std::int64_t>(t, "calibration_frames", c.calibration_frames, "training", file);
-  require(c.calibration_frames >= 0, file, "training.calibration_frames", json(c.calibration_frames),
-          "must not be negative");
+  const json frames = t.value("calibration_frames", json("auto"));
+  require(frames == "auto" || (frames.is_number_integer() && frames.get<std::int64_t>() >= 0), file,
+          "training.calibration_frames", frames, "must be \"auto\" or a number of frames, 0 or more");
+  c.calibration_frames = frames == "auto" ? TrainConfig::kCalibrationAuto : frames.get<std::int64_t>();
   return c;
 }
 
@@ -228,12 +229,18 @@ json TrainConfig::to_json() const {
             {"save_ckpt", save_ckpt},
             {"device", device},
             {"num_threads", num_threads},
-            {"calibration_frames", calibration_frames},
+            {"calibration_frames",
+             calibration_frames == kCalibrationAuto ? json("auto") : json(calibration_frames)},
             {"validation_fraction", validation_fraction},
             {"validation_split", validation_split}};
   if (!validation_data.systems.empty()) t["validation_data"] = data(validation_data, true);
   out["training"] = t;
   return out;
+}
+
+std::int64_t TrainConfig::calibration_frames_for(std::int64_t steps) const {
+  if (calibration_frames != kCalibrationAuto) return calibration_frames;
+  return std::clamp<std::int64_t>(steps / 10, 4, 64);
 }
 
 }  // namespace deepkf

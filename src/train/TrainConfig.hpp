@@ -40,8 +40,13 @@ struct TrainConfig {
   std::string device = "auto";  // "cpu", "cuda", "cuda:N" or "auto"
   int num_threads = 0;          // 0: one per core
   // Validation frames the predicted uncertainty is calibrated on at the end of an RLEKF run
-  // (docs/uncertainty.md); 0: no calibration.
-  std::int64_t calibration_frames = 64;
+  // (docs/uncertainty.md); 0: no calibration; kCalibrationAuto: calibration_frames_for(steps).
+  static constexpr std::int64_t kCalibrationAuto = -1;
+  std::int64_t calibration_frames = kCalibrationAuto;
+  // The frames calibrated on after `steps` training steps. "auto": one frame per 10 steps, 4 to 64, since
+  // a frame costs about 1.5 steps (docs/benchmarks.md, Uncertainty): a short run is not made many times
+  // longer by its calibration.
+  std::int64_t calibration_frames_for(std::int64_t steps) const;
 
   std::vector<std::string> ignored_keys;  // DeePMD-kit keys accepted but without effect here
   std::vector<std::string> unused_keys;   // keys of an optimizer other than the one chosen

@@ -338,9 +338,10 @@ void Trainer::Impl::write_checkpoint_now(const std::string& path) {
 void Trainer::Impl::calibrate_uncertainty() {
   calibration = json();  // a calibration restored with the checkpoint belongs to earlier weights
   KalmanFilter* filter = optimizer->kalman_filter();
-  if (filter == nullptr || data.valid.empty() || cfg.calibration_frames == 0) return;
+  const std::int64_t frames = cfg.calibration_frames_for(step);
+  if (filter == nullptr || data.valid.empty() || frames == 0) return;
   const auto start = std::chrono::steady_clock::now();
-  const auto fitted = calibrate(model, *filter, data.valid, cfg.calibration_frames, cfg.seed,
+  const auto fitted = calibrate(model, *filter, data.valid, frames, cfg.seed,
                                 fmt::format("the validation data at step {}", step), *comm);
   calibration = fitted.to_json();
   log->info("uncertainty calibration on {}: s_e {:.4g}, s_f {:.4g} ({:.1f} s)", fitted.fitted_on,

@@ -147,7 +147,7 @@ TEST_CASE("a start structure gives LAMMPS the frame's energy and distances", "[l
   const double direct = test_model(loaded, data, 1).frames.at(0).e_pred;
   CHECK(pe == Approx(direct).epsilon(1e-10));
 
-  const Trajectory t = read_lammps_dump(dir + "/traj.dump", {"Si"});
+  const ExploredFrames t = read_explored_frames(dir + "/traj.dump", {"Si"});
   REQUIRE(t.frames.nframes == 1);
   CHECK(t.steps == std::vector<std::int64_t>{0});
   const auto rows = lammps_box(frame.box.data(), "test").rows();

@@ -43,7 +43,7 @@ ITEM: ATOMS id type x y z
 }  // namespace
 
 TEST_CASE("dump frames are read in atom-ID order with boxes from their bounds", "[learn][dump]") {
-  const Trajectory t = read_lammps_dump(write("two.dump", kTwoFrames), {"O", "H"});
+  const ExploredFrames t = read_explored_frames(write("two.dump", kTwoFrames), {"O", "H"});
   REQUIRE(t.frames.nframes == 2);
   CHECK(t.steps == std::vector<std::int64_t>{0, 10});
   CHECK_FALSE(t.truncated);
@@ -65,36 +65,36 @@ TEST_CASE("dump frames are read in atom-ID order with boxes from their bounds", 
 TEST_CASE("a dump cut inside a frame keeps its complete frames", "[learn][dump]") {
   std::string text = kTwoFrames;
   text = text.substr(0, text.rfind("3.5 2.5 1.5"));  // the last atom line of frame 2 is missing
-  const Trajectory t = read_lammps_dump(write("cut.dump", text), {"O", "H"});
+  const ExploredFrames t = read_explored_frames(write("cut.dump", text), {"O", "H"});
   CHECK(t.truncated);
   CHECK(t.frames.nframes == 1);
   CHECK(t.steps == std::vector<std::int64_t>{0});
   // Cut inside the second frame's first line, and after its last atom's line but before the newline.
   text = kTwoFrames;
-  const Trajectory header =
-      read_lammps_dump(write("header.dump", text.substr(0, text.rfind("STEP"))), {"O", "H"});
+  const ExploredFrames header =
+      read_explored_frames(write("header.dump", text.substr(0, text.rfind("STEP"))), {"O", "H"});
   CHECK(header.truncated);
   CHECK(header.frames.nframes == 1);
-  const Trajectory newline =
-      read_lammps_dump(write("newline.dump", text.substr(0, text.size() - 1)), {"O", "H"});
+  const ExploredFrames newline =
+      read_explored_frames(write("newline.dump", text.substr(0, text.size() - 1)), {"O", "H"});
   CHECK(newline.truncated);
   CHECK(newline.frames.nframes == 1);
 }
 
 TEST_CASE("malformed dumps are errors naming the file and line", "[learn][dump]") {
   std::string text = kTwoFrames;
-  CHECK_THROWS_WITH(read_lammps_dump(write("types.dump", text), {"O"}),
+  CHECK_THROWS_WITH(read_explored_frames(write("types.dump", text), {"O"}),
                     Catch::Contains("types.dump line 10: atom 2 has type 2, outside the 1 types of the run"));
   text.replace(text.find("ITEM: ATOMS id type x y z"), 25, "ITEM: ATOMS id type xu yu zu");
-  CHECK_THROWS_WITH(read_lammps_dump(write("cols.dump", text), {"O", "H"}),
+  CHECK_THROWS_WITH(read_explored_frames(write("cols.dump", text), {"O", "H"}),
                     Catch::Contains("cols.dump line 9: the dump has no 'x' column"));
   text = kTwoFrames;
   text.replace(text.rfind("1 1 1.5"), 7, "1 2 1.5");
-  CHECK_THROWS_WITH(read_lammps_dump(write("swap.dump", text), {"O", "H"}),
+  CHECK_THROWS_WITH(read_explored_frames(write("swap.dump", text), {"O", "H"}),
                     Catch::Contains("frame at step 10 has other atoms or types than the first frame"));
   text = kTwoFrames;
   text.replace(text.find("3.5 2.5 1.5"), 3, "3.x");
-  CHECK_THROWS_WITH(read_lammps_dump(write("num.dump", text), {"O", "H"}),
+  CHECK_THROWS_WITH(read_explored_frames(write("num.dump", text), {"O", "H"}),
                     Catch::Contains("'3.x' is not a number"));
-  CHECK_THROWS_AS(read_lammps_dump("/no/such/file.dump", {"O"}), DataError);
+  CHECK_THROWS_AS(read_explored_frames("/no/such/file.dump", {"O"}), DataError);
 }
