@@ -9,6 +9,7 @@
 
 #include "src/core/AtomicFile.hpp"
 #include "src/core/Error.hpp"
+#include "src/core/JsonFile.hpp"
 #include "src/learn/ExternalProgram.hpp"
 #include "src/learn/ParallelJobs.hpp"
 #include "src/train/DataSetup.hpp"
@@ -29,16 +30,6 @@ void shift_seed(json& section, const std::string& key, int offset) {
   const std::int64_t seed =
       section.contains(key) && section.at(key).is_number_integer() ? section.at(key).get<std::int64_t>() : 1;
   section[key] = seed + offset;
-}
-
-json read_json(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw ConfigError("cannot open " + path);
-  try {
-    return json::parse(in, nullptr, true, /*ignore_comments=*/true);
-  } catch (const json::exception& e) {
-    throw ConfigError(path + " is not valid JSON: " + e.what());
-  }
 }
 
 }  // namespace
@@ -88,7 +79,7 @@ std::vector<TrainedMember> train_ensemble(const LearnConfig& cfg, const Training
       tc.deepkf.empty() ? this_executable() : find_program(tc.deepkf, cfg.base_dir, "train.deepkf", cfg.file);
   const std::string mpirun =
       tc.ranks > 1 ? find_program(tc.mpirun, cfg.base_dir, "train.mpirun", cfg.file) : "";
-  const json base = read_json(tc.input);
+  const json base = read_json_file(tc.input);
   const int at_once = std::min(tc.jobs, tc.models);
   const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   const int threads = std::max(1, cores / (at_once * tc.ranks));
@@ -102,7 +93,7 @@ std::vector<TrainedMember> train_ensemble(const LearnConfig& cfg, const Training
     m.checkpoint = (dir / "model.ckpt").string();
     std::error_code ec;
     if (fs::exists(done, ec)) {  // finished before the loop was stopped
-      const json d = read_json(done.string());
+      const json d = read_json_file(done.string());
       m.steps = d.at("steps").get<std::int64_t>();
       m.wall_s = d.at("wall_s").get<double>();
       log.info("train: member {} was trained before ({} steps)", k, m.steps);

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "src/core/Error.hpp"
+#include "src/core/JsonFile.hpp"
 #include "src/core/JsonKeys.hpp"
 
 namespace deepkf {
@@ -251,14 +252,7 @@ LabelConfig read_label(const Section& l) {
 }  // namespace
 
 LearnConfig LearnConfig::from_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw ConfigError("cannot open input file " + path);
-  json doc;
-  try {
-    doc = json::parse(in, nullptr, true, /*ignore_comments=*/true);
-  } catch (const json::exception& e) {
-    throw ConfigError("input file " + path + " is not valid JSON: " + e.what());
-  }
+  const json doc = read_json_file(path, "input file ");
   LearnConfig c;
   c.file = path;
   c.base_dir = fs::absolute(path).parent_path().lexically_normal().string();

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "src/core/Error.hpp"
+#include "src/core/JsonFile.hpp"
 #include "src/core/JsonKeys.hpp"
 #include "src/model/ModelConfig.hpp"
 #include "src/train/Optimizers.hpp"
@@ -104,14 +105,7 @@ DataSection read_data(const json& s, const std::string& path, const std::string&
 }  // namespace
 
 TrainConfig TrainConfig::from_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw ConfigError("cannot open input file " + path);
-  json doc;
-  try {
-    doc = json::parse(in, nullptr, true, /*ignore_comments=*/true);
-  } catch (const json::exception& e) {  // a syntax error, or a number out of double's range (1e309)
-    throw ConfigError("input file " + path + " is not valid JSON: " + e.what());
-  }
+  const json doc = read_json_file(path, "input file ");
   const fs::path parent = fs::absolute(fs::path(path)).parent_path();
   return from_json(doc, path, parent.string());
 }
