@@ -5,7 +5,8 @@
 // weights (the cost does not depend on them) and the statistics, energy bias and training range of 10
 // frames of water/data_0, so that the tables span the range a trained model's do.
 //
-// usage: bench_lammps [STEPS_SMALL] [STEPS_LARGE]   (defaults 50 and 5; needs ../shared/datasets/water)
+// usage: bench_lammps [STEPS_SMALL] [STEPS_LARGE] [SIZES]   (defaults 50, 5 and "small,large"; SIZES picks
+// the 192-atom rows ("small"), the 12,288-atom rows ("large") or both; needs ../shared/datasets/water)
 //
 // For the uncompressed model the achieved GFLOP/s (5.708 MFLOP per atom-step, bench/support/ModelFlops.hpp,
 // times atom-steps/s) is printed as before; "speed-up" is compressed over uncompressed atom-steps/s of the
@@ -56,6 +57,14 @@ double throughput(const std::string& output) {
 int main(int argc, char** argv) {
   const int steps_small = argc > 1 ? std::stoi(argv[1]) : 50;
   const int steps_large = argc > 2 ? std::stoi(argv[2]) : 5;
+  const std::string sizes = argc > 3 ? argv[3] : "small,large";
+  std::vector<int> reps;
+  if (sizes.find("small") != std::string::npos) reps.push_back(1);
+  if (sizes.find("large") != std::string::npos) reps.push_back(4);
+  if (reps.empty()) {
+    std::fprintf(stderr, "bench_lammps: SIZES must name small, large or both, not '%s'\n", sizes.c_str());
+    return 2;
+  }
   const auto dir = deepkf::test::make_temp_dir("bench-lammps");
   const auto water =
       deepkf::Dataset::load({deepkf::test::require_shared_dataset("water/data_0")}, {"O", "H"});
@@ -75,7 +84,7 @@ int main(int argc, char** argv) {
       fpas / 1e6);
   std::printf("%-9s %3s %6s %8s %12s %6s %14s %9s %9s\n", "system", "np", "atoms", "dtype", "model", "steps",
               "atom-steps/s", "GFLOP/s", "speed-up");
-  for (int rep : {1, 4}) {
+  for (int rep : reps) {
     for (int np : {1, 2}) {
       for (const char* dtype : {"float64", "float32"}) {
         double plain_rate = 0;
