@@ -22,10 +22,10 @@ int main(int argc, char** argv) {
   deepkf::PlotPanel force{"held-out force RMSE", "CP2K frames labelled", "eV/A", false, false, {}};
   deepkf::PlotPanel energy{"held-out energy RMSE", "CP2K frames labelled", "eV/atom", true, false, {}};
   deepkf::PlotPanel candidates{
-      "candidate fraction (model deviation)", "CP2K frames labelled", "fraction", false, false, {}};
+      "candidate fraction (scored runs)", "CP2K frames labelled", "fraction", false, false, {}};
   std::printf(
       "| run | iteration | frames labelled | CP2K s (summed) | test rmse_f (eV/A) | test rmse_e (meV/atom) | "
-      "train rmse_f (eV/A) | candidate fraction |\n|---|---:|---:|---:|---:|---:|---:|---:|\n");
+      "train rmse_f (eV/A) | candidate fraction | training s |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   for (int a = 2; a < argc; ++a) {
     const std::string arg = argv[a];
     const auto eq = arg.find('=');
@@ -43,12 +43,15 @@ int main(int argc, char** argv) {
       const double rmse_f = r.value("test_rmse_f", NAN), rmse_e = r.value("test_rmse_e", NAN);
       f.x.push_back(labelled), f.y.push_back(rmse_f);
       e.x.push_back(labelled), e.y.push_back(rmse_e);
-      const bool deviation = r.value("score", std::string()).find("deviation") != std::string::npos;
-      if (deviation) c.x.push_back(labelled), c.y.push_back(r.value("candidate_fraction", NAN));
-      std::printf("| %s | %d | %.0f | %.0f | %.4f | %.2f | %.4f | %s |\n", name.c_str(),
+      // A run with a score (not frames drawn at random) has a meaningful candidate fraction.
+      const std::string score = r.value("score", std::string());
+      const bool scored = !score.empty() && score.rfind("none", 0) != 0;
+      if (scored) c.x.push_back(labelled), c.y.push_back(r.value("candidate_fraction", NAN));
+      std::printf("| %s | %d | %.0f | %.0f | %.4f | %.2f | %.4f | %s | %.0f |\n", name.c_str(),
                   r.at("iteration").get<int>(), labelled, cp2k_s, rmse_f, 1000 * rmse_e,
                   r.value("train_rmse_f", NAN),
-                  deviation ? fmt::format("{:.3f}", r.value("candidate_fraction", NAN)).c_str() : "-");
+                  scored ? fmt::format("{:.3f}", r.value("candidate_fraction", NAN)).c_str() : "-",
+                  r.value("train_wall_s", NAN));
       labelled += r.value("labelled", 0);
       cp2k_s += r.value("label_cp2k_s", 0.0);
     }

@@ -4,7 +4,8 @@
 #   1. runs/learn-hot:    held-out frames, NVT MD at 1500 K labelled by CP2K (configs/learn/si_hot.json)
 #   2. runs/learn-si:     the loop, frames chosen by the ensemble's force deviation (configs/learn/si_loop.json)
 #   3. runs/learn-random: the same exploration and budget, frames drawn at random (configs/learn/si_random.json)
-#   4. the curves: held-out force and energy RMSE against CP2K frames labelled (markdown table on stdout,
+#   4. runs/learn-kalman: the loop with one model, frames chosen by its Kalman sigma (configs/learn/si_kalman.json)
+#   5. the curves: held-out force and energy RMSE against CP2K frames labelled (markdown table on stdout,
 #      docs/learn-si-benchmark.svg, docs/learn-si-iterations.svg)
 #
 #   bash bench/learn/si_loop_vs_random.sh [BUILD_DIR]       (from the repository root; resumable: run it again)
@@ -16,8 +17,8 @@ build=$(realpath "${1:-$root/build}")
 cd "$root"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mkdir -p runs
-for run in hot loop random; do
-  case $run in hot) name=learn-hot;; loop) name=learn-si;; random) name=learn-random;; esac
+for run in hot loop random kalman; do
+  case $run in hot) name=learn-hot;; loop) name=learn-si;; random) name=learn-random;; kalman) name=learn-kalman;; esac
   config=configs/learn/si_$run.json
   echo "== deepkf learn $config -o runs/$name" >&2
   start=$SECONDS
@@ -27,5 +28,6 @@ for run in hot loop random; do
   echo "$name: $((SECONDS - start)) s wall (this start)" >&2
 done
 "$build/bench/learn/bench_learn_curves" docs/learn-si-benchmark.svg \
-  "model deviation=runs/learn-si/iterations.jsonl" "random frames=runs/learn-random/iterations.jsonl"
+  "model deviation=runs/learn-si/iterations.jsonl" "random frames=runs/learn-random/iterations.jsonl" \
+  "Kalman sigma (1 model)=runs/learn-kalman/iterations.jsonl"
 cp runs/learn-si/iterations.svg docs/learn-si-iterations.svg

@@ -192,11 +192,25 @@ ExploreConfig read_explore(const Section& e) {
 SelectConfig read_select(const Section& s) {
   SelectConfig c;
   c.method = s.get<std::string>("method", c.method);
-  if (c.method != "model_deviation" && c.method != "random") {
+  if (c.method != "model_deviation" && c.method != "kalman_sigma" && c.method != "random") {
     reject_value(s.key("method"), json(c.method),
-                 "must be \"model_deviation\" (the ensemble's maximum force deviation) or \"random\" (frames "
-                 "drawn at random, a baseline); a Kalman-sigma selector is not available yet",
+                 "must be \"model_deviation\" (the ensemble's maximum force deviation), \"kalman_sigma\" "
+                 "(one RLEKF model's predicted force sigma) or \"random\" (frames drawn at random, a "
+                 "baseline)",
                  s.file);
+  }
+  if (s.has("force_atoms") && c.method != "kalman_sigma")
+    reject_value(s.key("force_atoms"), s.s.at("force_atoms"), "is used only with select.method \"kalman_sigma\"",
+                 s.file);
+  if (s.has("force_atoms")) {
+    const json& v = s.s.at("force_atoms");
+    if (v == "all") {
+      c.force_atoms = 0;
+    } else if (v.is_number_integer() && v.get<std::int64_t>() >= 1) {
+      c.force_atoms = v.get<std::int64_t>();
+    } else {
+      reject_value(s.key("force_atoms"), v, "must be a number of atoms (at least 1) or \"all\"", s.file);
+    }
   }
   if (c.method == "random") {
     // Every explored frame is a candidate: there is no window.
@@ -279,7 +293,8 @@ LearnConfig LearnConfig::from_file(const std::string& path) {
        "barostat", "steps", "timestep", "dump_freq", "thermostat_damping", "barostat_damping", "masses"},
       true));
   c.select = read_select(section(doc, "select", path, c.base_dir,
-                                 {"method", "trust_lo", "trust_hi", "relative", "max_frames", "min_distance"},
+                                 {"method", "trust_lo", "trust_hi", "relative", "max_frames", "min_distance",
+                                  "force_atoms"},
                                  true));
   c.label = read_label(section(
       doc, "label", path, c.base_dir,

@@ -51,9 +51,12 @@ struct ExploreConfig {
 };
 
 struct SelectConfig {
-  // The score: "model_deviation", the max force deviation of the ensemble (eV/A); or "random", no score:
-  // every explored frame is a candidate (window -inf, inf), frames are drawn at random (a baseline).
+  // The score: "model_deviation", the max force deviation of the ensemble (eV/A); "kalman_sigma", the max
+  // predicted force sigma of the first member's RLEKF covariance (eV/A when calibrated); or "random", no
+  // score: every explored frame is a candidate (window -inf, inf), frames are drawn at random (a baseline).
   std::string method = "model_deviation";
+  // kalman_sigma: atoms scored per frame (3 backward passes each), drawn at random; 0: every atom.
+  std::int64_t force_atoms = 32;
   double trust_lo = 0.0;  // candidates: trust_lo <= score < trust_hi
   double trust_hi = 0.0;
   bool relative = false;      // trust_lo, trust_hi are multiples of the median score of the first exploration

@@ -73,7 +73,7 @@ LearningLoop::LearningLoop(LearnConfig cfg, std::string dir) : cfg_(std::move(cf
                                        "training.training_data.systems", train.file);
   cp2k_input_ = std::make_unique<Cp2kTemplate>(cfg_.label.template_path, cfg_.label.kinds,
                                                cfg_.label.kpoint_spacing, "label in " + cfg_.file);
-  scorer_ = make_frame_scorer(cfg_.select.method);
+  scorer_ = make_frame_scorer(cfg_.select, cfg_.seed);
   find_program(cfg_.explore.lmp, cfg_.base_dir, "explore.lmp", cfg_.file);
   find_program(cfg_.label.cp2k, cfg_.base_dir, "label.cp2k", cfg_.file);
   if (!cfg_.train.deepkf.empty()) find_program(cfg_.train.deepkf, cfg_.base_dir, "train.deepkf", cfg_.file);
@@ -228,6 +228,10 @@ void LearningLoop::select(int i) {
   std::vector<ExplorationRun> runs;
   const json explored = summary(i, Stage::kExplore);
   for (const auto& r : explored.at("runs")) runs.push_back(ExplorationRun::from_json(r));
+  std::vector<std::string> checkpoints;
+  const json trained = summary(i, Stage::kTrain);  // kept alive for the loop below
+  for (const auto& m : trained.at("members")) checkpoints.push_back(m.at("checkpoint").get<std::string>());
+  scorer_->use_models(checkpoints);
   const json s =
       select_stage(cfg_, i, runs, *scorer_, state_.reference_level, stage_dir(i, Stage::kSelect), *log_);
   finish(i, Stage::kSelect, s);

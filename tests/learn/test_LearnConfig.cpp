@@ -103,6 +103,18 @@ TEST_CASE("every section's keys and values are read", "[learn][config]") {
   CHECK(c.label.kinds.at("Si")[1] == "GTH-PBE-q4");
   CHECK(c.label.kpoint_spacing == 0.3);
   CHECK(c.label.timeout_s == 900);
+
+  // One model's Kalman sigma: no ensemble needed; force_atoms a count or "all".
+  doc = minimal();
+  doc["train"]["models"] = 1;
+  doc["select"].update({{"method", "kalman_sigma"}, {"force_atoms", 12}});
+  const LearnConfig k = LearnConfig::from_file(write_loop(doc));
+  CHECK(k.select.method == "kalman_sigma");
+  CHECK(k.select.force_atoms == 12);
+  doc["select"]["force_atoms"] = "all";
+  CHECK(LearnConfig::from_file(write_loop(doc)).select.force_atoms == 0);
+  doc["select"].erase("force_atoms");
+  CHECK(LearnConfig::from_file(write_loop(doc)).select.force_atoms == 32);
 }
 
 TEST_CASE("mistakes in the loop input are one error naming the file, key and value", "[learn][config]") {
@@ -124,8 +136,18 @@ TEST_CASE("mistakes in the loop input are one error naming the file, key and val
   CHECK_THAT(error_of(doc), Catch::Contains("'train.models' in") &&
                                 Catch::Contains("must be at least 2 with select.method \"model_deviation\""));
   doc = minimal();
+  doc["select"]["method"] = "committee";
+  CHECK_THAT(error_of(doc), Catch::Contains("'select.method' in") && Catch::Contains("is \"committee\"") &&
+                                Catch::Contains("\"kalman_sigma\""));
+  doc = minimal();
+  doc["select"]["force_atoms"] = 8;
+  CHECK_THAT(error_of(doc), Catch::Contains("'select.force_atoms' in") &&
+                                Catch::Contains("is used only with select.method \"kalman_sigma\""));
+  doc = minimal();
   doc["select"]["method"] = "kalman_sigma";
-  CHECK_THAT(error_of(doc), Catch::Contains("'select.method' in") && Catch::Contains("is \"kalman_sigma\""));
+  doc["select"]["force_atoms"] = 0;
+  CHECK_THAT(error_of(doc), Catch::Contains("'select.force_atoms' in") &&
+                                Catch::Contains("must be a number of atoms (at least 1) or \"all\""));
   doc = minimal();
   doc["explore"]["ensemble"] = "npt";
   CHECK_THAT(error_of(doc), Catch::Contains("'explore.pressures' (bar) is required"));

@@ -11,7 +11,9 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -32,12 +34,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string read(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+std::string read(const fs::path& path) { return test::read_text(path.string()); }
 
 json read_json(const fs::path& path) { return json::parse(read(path)); }
 
@@ -77,6 +74,16 @@ void write_inputs(const std::string& dir) {
   std::ofstream(dir + "/loop.json") << loop.dump(2);
 }
 
+// Ends the test process as skipped when CP2K is not installed.
+void require_cp2k() {
+  try {
+    find_program("cp2k.psmp", "/", "cp2k", "test");
+  } catch (const ConfigError&) {
+    std::printf("cp2k.psmp is not installed (apt-get install cp2k cp2k-data): skipped\n");
+    std::exit(77);
+  }
+}
+
 // Processes (other than zombies) whose working folder is `dir`.
 int processes_in(const fs::path& dir) {
   int n = 0;
@@ -96,12 +103,7 @@ int processes_in(const fs::path& dir) {
 }  // namespace
 
 TEST_CASE("two iterations on silicon, killed while labelling and resumed", "[learn][loop][slow]") {
-  try {
-    find_program("cp2k.psmp", "/", "cp2k", "test");
-  } catch (const ConfigError&) {
-    std::printf("cp2k.psmp is not installed (apt-get install cp2k cp2k-data): skipped\n");
-    std::exit(77);
-  }
+  require_cp2k();
   const auto dir = test::make_temp_dir("learn-loop");
   write_inputs(dir);
   const fs::path run = fs::path(dir) / "run";
@@ -226,4 +228,52 @@ TEST_CASE("two iterations on silicon, killed while labelling and resumed", "[lea
   const ProgramRun third{{DEEPKF_EXE, "learn", "loop.json", "-o", "run"}, dir, {}, "third.out", 120};
   CHECK(run_program(third).ok());
   CHECK_THAT(read(fs::path(dir) / "third.out"), Catch::Contains("has already stopped"));
+}
+
+TEST_CASE("one model's Kalman sigma chooses the frames to label", "[learn][loop][slow]") {
+  require_cp2k();
+  const auto dir = test::make_temp_dir("learn-kalman");
+  write_inputs(dir);
+  json loop = read_json(fs::path(dir) / "loop.json");
+  loop["iterations"] = 1;
+  loop["train"]["models"] = 1;
+  loop["train"].erase("jobs");
+  loop["select"].update({{"method", "kalman_sigma"}, {"force_atoms", "all"}, {"max_frames", 1}});
+  std::ofstream(dir + "/loop.json") << loop.dump(2);
+  const ProgramRun learn{{DEEPKF_EXE, "learn", "loop.json", "-o", "run"}, dir, {}, "learn.out", 900};
+  const ProgramResult r = run_program(learn);
+  INFO(failure_text(learn, r));
+  REQUIRE(r.ok());
+
+  const fs::path run = fs::path(dir) / "run";
+  const json select = read_json(run / "iter.000" / "select" / "summary.json");
+  // The training input has no validation data, so the sigma is in the filter's units (docs/uncertainty.md).
+  CHECK(select.at("score") == "max Kalman force sigma (uncalibrated, filter units)");
+  CHECK(select.at("explored") == 7);
+  REQUIRE(select.at("frames").size() == 1);
+  const double picked = select.at("frames")[0].at("score").get<double>();
+  CHECK(picked >= select.at("trust_lo").get<double>());
+  CHECK(picked < select.at("trust_hi").get<double>());
+  // Every explored frame has a positive, finite score, and they differ from frame to frame.
+  std::istringstream table(read(run / "iter.000" / "select" / "scores.tsv"));
+  std::vector<double> scores;
+  for (std::string line; std::getline(table, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream row(line);
+    int r_index = 0;
+    long step = 0;
+    double score = 0;
+    row >> r_index >> step >> score;
+    scores.push_back(score);
+  }
+  REQUIRE(scores.size() == 7);
+  for (const double s : scores) CHECK((std::isfinite(s) && s > 0));
+  CHECK(*std::max_element(scores.begin(), scores.end()) > *std::min_element(scores.begin(), scores.end()));
+  // One model is trained and drives the MD: no ensemble, no model deviation file.
+  CHECK_FALSE(fs::exists(run / "iter.000" / "train" / "model_1"));
+  CHECK_FALSE(fs::exists(run / "iter.000" / "explore" / "run_000" / "model_devi.out"));
+  // The frame was labelled, and the last round trained on with it.
+  const json label = read_json(run / "iter.000" / "label" / "summary.json");
+  CHECK(label.at("labelled").get<int>() + label.at("label_failed").get<int>() == 1);
+  CHECK(fs::exists(run / "iter.001" / "train" / "model_0" / "model.ckpt"));
 }

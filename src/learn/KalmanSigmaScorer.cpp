@@ -1,0 +1,50 @@
+#include "src/learn/KalmanSigmaScorer.hpp"
+
+#include <fmt/format.h>
+
+#include "src/core/Error.hpp"
+#include "src/data/Dataset.hpp"
+#include "src/data/FrameSource.hpp"
+
+namespace deepkf {
+
+KalmanSigmaScorer::KalmanSigmaScorer(std::int64_t force_atoms, std::uint64_t seed) {
+  options_.force_atoms = force_atoms;
+  options_.seed = seed;
+}
+
+KalmanSigmaScorer::~KalmanSigmaScorer() = default;
+
+std::string KalmanSigmaScorer::describe() const {
+  return calibration_.has_force() ? "max Kalman force sigma (eV/A)"
+                                  : "max Kalman force sigma (uncalibrated, filter units)";
+}
+
+void KalmanSigmaScorer::use_models(const std::vector<std::string>& checkpoints) {
+  if (checkpoints.empty()) throw Error("select.method \"kalman_sigma\" needs a trained model's checkpoint");
+  if (checkpoints.front() == checkpoint_path_ && filter_) return;
+  filter_.reset();
+  checkpoint_path_ = checkpoints.front();
+  checkpoint_ = read_checkpoint(checkpoint_path_, torch::kCPU);
+  filter_ = checkpoint_covariance(checkpoint_, checkpoint_path_, make_serial_communicator());
+  calibration_ = checkpoint_.meta.contains("uncertainty_calibration")
+                     ? UncertaintyCalibration::from_json(checkpoint_.meta["uncertainty_calibration"],
+                                                         "checkpoint " + checkpoint_path_)
+                     : UncertaintyCalibration{};
+}
+
+std::vector<double> KalmanSigmaScorer::score(const ExploredRun& run) const {
+  if (!filter_) throw Error("KalmanSigmaScorer::score before use_models");
+  if (run.trajectory.steps.empty()) return {};
+  System frames = run.trajectory.frames;
+  remap_types(frames, checkpoint_.model->config().type_map);
+  FrameSubset set{std::make_shared<MemoryFrameSource>(std::move(frames)), {}};
+  for (std::int64_t f = 0; f < set.source->nframes(); ++f) set.frames.push_back(f);
+  auto comm = make_serial_communicator();
+  const auto scored = score_frames(checkpoint_.model, *filter_, {set}, options_, *comm);
+  std::vector<double> out;
+  for (const auto& frame : scored.frames) out.push_back(frame_sigma(frame, calibration_).sigma_f_max);
+  return out;
+}
+
+}  // namespace deepkf
