@@ -1,5 +1,7 @@
 #include "lammps_plugin/PairDeepkf.hpp"
 
+#include "lammps_plugin/PairDeepkfImpl.hpp"
+
 #include <mpi.h>
 #include <torch/cuda.h>
 #include <torch/types.h>
@@ -34,8 +36,6 @@ namespace LAMMPS_NS {
 
 namespace {
 
-constexpr double kNoRelative = -1.0;
-
 // Runs `body` (deepkf and LibTorch calls only, never LAMMPS's error handler) and returns the message of a
 // deepkf::Error, c10::Error or other std::exception it threw, or an empty string. The caller hands the
 // message to error->one / error->all, so each failure is translated exactly once.
@@ -60,85 +60,6 @@ std::string join(const std::vector<std::string>& names) {
 }
 
 }  // namespace
-
-// Models, device and per-step scratch: everything that needs LibTorch.
-struct PairDeepkf::Impl {
-  struct Model {
-    deepkf::LoadedModel loaded;
-    std::string path;
-    std::vector<int> type_of;           // LAMMPS type (1-based) -> model type index, -1 = NULL (other style)
-    torch::Device device{torch::kCPU};  // compressed models run on the CPU (their kernel has no CUDA version)
-  };
-
-  // One model's output for the packed atoms of a step (float64, CPU).
-  struct Output {
-    double energy = 0.0;              // eV
-    std::vector<double> atom_energy;  // ncentre (eV)
-    std::vector<double> force;        // npacked x 3 (eV/A)
-    std::array<double, 9> virial{};   // W_ab = sum F_a r_b (eV), row-major
-    std::vector<double> atom_virial;  // npacked x 9 (eV), only when asked for
-    std::int64_t beyond_table = 0;    // compressed models: slots beyond the tables' end
-  };
-
-  std::vector<Model> models;
-  torch::Device device{torch::kCPU};
-
-  // Packed atoms of the current step: the centres (the list's ilist) first, then every other local or ghost
-  // atom of a mapped type. packed_of: LAMMPS index -> packed index (-1: not packed).
-  std::vector<int> packed_of;
-  std::vector<int> lammps_of;
-  std::vector<double> x;             // npacked x 3 (A)
-  std::vector<std::int64_t> offset;  // ncentre + 1
-  std::vector<std::int64_t> neigh;   // candidate neighbours (packed indices)
-  std::int64_t ncentre = 0;
-
-  // Model-deviation scratch: forces of every model in LAMMPS order, nall x nmodels x 3.
-  std::vector<double> ensemble_force;
-
-  // The driving model is compressed and some step put neighbours beyond its tables (said once).
-  bool warned_beyond_table = false;
-
-  // Evaluates model m on the packed atoms; need_atom_virial adds the per-atom virial.
-  Output evaluate(std::size_t m, const int* lammps_type, bool need_atom_virial) {
-    auto& model = models[m];
-    const auto& config = model.loaded.config;
-    const auto npacked = static_cast<std::int64_t>(lammps_of.size());
-    std::vector<int> types(static_cast<std::size_t>(npacked));
-    std::vector<std::int64_t> types64(types.size());
-    for (std::int64_t k = 0; k < npacked; ++k) {
-      types[k] = model.type_of[lammps_type[lammps_of[k]]];
-      types64[k] = types[k];
-    }
-    const auto nl = deepkf::sort_neighbors(x.data(), types.data(), ncentre, offset.data(), neigh.data(),
-                                           config.rcut, config.sel);
-    const auto on = model.device;
-    const auto dtype = torch::TensorOptions().dtype(config.precision).device(on);
-    const auto cpu64 = torch::TensorOptions().dtype(torch::kFloat64);
-    const auto cpu_long = torch::TensorOptions().dtype(torch::kInt64);
-    // coord: 1 x npacked x 3 (A); atype: 1 x npacked; nlist: 1 x ncentre x nnei
-    const auto coord =
-        torch::from_blob(const_cast<double*>(x.data()), {1, npacked, 3}, cpu64).to(dtype, false, true);
-    const auto atype = torch::from_blob(types64.data(), {1, npacked}, cpu_long).to(on, false, true);
-    const auto nlist =
-        torch::from_blob(const_cast<std::int64_t*>(nl.index.data()), {1, ncentre, nl.nnei}, cpu_long)
-            .to(on, false, true);
-    auto result = model.loaded.model->evaluate(coord, atype, nlist, torch::Tensor(), false, need_atom_virial);
-
-    Output out;
-    const auto to_vector = [](const torch::Tensor& t) {
-      const auto c = t.detach().to(torch::kCPU, torch::kFloat64).contiguous();
-      return std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
-    };
-    out.energy = result.energy.to(torch::kCPU, torch::kFloat64).item<double>();
-    out.atom_energy = to_vector(result.atom_energy);
-    out.force = to_vector(result.force);
-    const auto w = to_vector(result.virial);
-    std::copy(w.begin(), w.end(), out.virial.begin());
-    if (need_atom_virial) out.atom_virial = to_vector(result.atom_virial);
-    out.beyond_table = result.beyond_table;
-    return out;
-  }
-};
 
 PairDeepkf::PairDeepkf(LAMMPS* lammps) : Pair(lammps), impl_(std::make_unique<Impl>()) {
   single_enable = 0;
@@ -470,67 +391,7 @@ void PairDeepkf::compute(int eflag, int vflag) {
 
   if (im.models.front().loaded.model->compressed() && !im.warned_beyond_table)
     warn_beyond_table(beyond_table);
-  if (!deviation) return;
-  // Forces on ghost atoms to their owners, for every model.
-  comm->reverse_comm_pair(this);
-
-  // Per-atom deviation of this rank's centres (local atoms).
-  std::vector<double> local_forces(static_cast<std::size_t>(inum) * nmodels * 3);
-  for (int ii = 0; ii < inum; ++ii) {
-    std::copy_n(im.ensemble_force.data() + static_cast<std::size_t>(ilist[ii]) * nmodels * 3, nmodels * 3,
-                local_forces.data() + static_cast<std::size_t>(ii) * nmodels * 3);
-  }
-  const auto devi = deepkf::force_deviation(local_forces.data(), static_cast<std::size_t>(inum), nmodels,
-                                            relative_ ? relative_level_ : kNoRelative);
-
-  // Extremes over this rank's atoms, then over all ranks (src/model/ModelDeviation.hpp).
-  deepkf::DeviationExtremes local, all;
-  local.add(devi);
-  MPI_Reduce(&local.max, &all.max, 1, MPI_DOUBLE, MPI_MAX, 0, world);
-  MPI_Reduce(&local.min, &all.min, 1, MPI_DOUBLE, MPI_MIN, 0, world);
-  MPI_Reduce(&local.sum, &all.sum, 1, MPI_DOUBLE, MPI_SUM, 0, world);
-  MPI_Reduce(&local.count, &all.count, 1, MPI_DOUBLE, MPI_SUM, 0, world);
-  std::vector<double> total_virials(model_virials.size(), 0.0);
-  MPI_Reduce(model_virials.data(), total_virials.data(), static_cast<int>(model_virials.size()), MPI_DOUBLE,
-             MPI_SUM, 0, world);
-
-  // Per-atom values in atom-ID order on rank 0 (keyword atomic).
-  std::vector<double> all_devi;
-  if (atomic_) {
-    const int me = comm->me, nprocs = comm->nprocs;
-    std::vector<double> pairs(2 * static_cast<std::size_t>(inum));  // (atom ID, deviation)
-    for (int ii = 0; ii < inum; ++ii) {
-      pairs[2 * ii] = static_cast<double>(atom->tag[ilist[ii]]);
-      pairs[2 * ii + 1] = devi[ii];
-    }
-    const int count = 2 * inum;
-    std::vector<int> counts(static_cast<std::size_t>(nprocs)), displs(static_cast<std::size_t>(nprocs));
-    MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, world);
-    std::vector<double> gathered;
-    if (me == 0) {
-      std::exclusive_scan(counts.begin(), counts.end(), displs.begin(), 0);
-      gathered.resize(static_cast<std::size_t>(displs.back() + counts.back()));
-    }
-    MPI_Gatherv(pairs.data(), count, MPI_DOUBLE, gathered.data(), counts.data(), displs.data(), MPI_DOUBLE, 0,
-                world);
-    if (me == 0) {
-      std::vector<std::pair<double, double>> by_id(gathered.size() / 2);
-      for (std::size_t k = 0; k < by_id.size(); ++k) by_id[k] = {gathered[2 * k], gathered[2 * k + 1]};
-      std::sort(by_id.begin(), by_id.end());
-      for (const auto& p : by_id) all_devi.push_back(p.second);
-    }
-  }
-
-  if (comm->me != 0 || out_ == nullptr) return;
-  const auto row =
-      deepkf::deviation_row(all, deepkf::virial_deviation(total_virials.data(), nmodels, all.count));
-  FILE* fp = static_cast<FILE*>(out_);
-  std::fprintf(fp, "%12lld %18.10e %18.10e %18.10e %18.10e %18.10e %18.10e",
-               static_cast<long long>(update->ntimestep), row.max_devi_v, row.min_devi_v, row.avg_devi_v,
-               row.max_devi_f, row.min_devi_f, row.avg_devi_f);
-  for (double e : all_devi) std::fprintf(fp, " %18.10e", e);
-  std::fprintf(fp, "\n");
-  std::fflush(fp);
+  if (deviation) write_deviation(inum, ilist, model_virials);
 }
 
 // Collective: the first time any rank saw neighbours beyond the compressed model's tables, rank 0 says so.
@@ -547,25 +408,6 @@ void PairDeepkf::warn_beyond_table(long long local) {
                        " (atoms closer than the tables reach): evaluated on the tables' tangent line "
                        "there; compress again with a larger --extrapolate or --min-distance, or run the "
                        "uncompressed model (said once)");
-}
-
-int PairDeepkf::pack_reverse_comm(int n, int first, double* buf) {
-  const std::size_t width = 3 * impl_->models.size();
-  int m = 0;
-  for (int i = first; i < first + n; ++i) {
-    const double* src = impl_->ensemble_force.data() + static_cast<std::size_t>(i) * width;
-    for (std::size_t c = 0; c < width; ++c) buf[m++] = src[c];
-  }
-  return m;
-}
-
-void PairDeepkf::unpack_reverse_comm(int n, int* send_list, double* buf) {
-  const std::size_t width = 3 * impl_->models.size();
-  int m = 0;
-  for (int i = 0; i < n; ++i) {
-    double* dst = impl_->ensemble_force.data() + static_cast<std::size_t>(send_list[i]) * width;
-    for (std::size_t c = 0; c < width; ++c) dst[c] += buf[m++];
-  }
 }
 
 }  // namespace LAMMPS_NS

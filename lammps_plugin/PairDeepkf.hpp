@@ -43,6 +43,10 @@ class PairDeepkf : public Pair {
   [[noreturn]] void fail_on_this_rank(const std::string& msg);
   // Collective: warns once when any rank saw `local` > 0 neighbour slots beyond a compressed model's tables.
   void warn_beyond_table(long long local);
+  // Collective, on model-deviation steps: every model's ghost forces to their owners, the deviation of this
+  // rank's centres (ilist[0, inum)) and the models' virials (9 per model, this rank's) reduced to rank 0,
+  // which writes the row of out_file (PairDeepkfDeviation.cpp).
+  void write_deviation(int inum, const int* ilist, const std::vector<double>& model_virials);
 
   std::unique_ptr<Impl> impl_;
   std::vector<std::string> model_paths_;

@@ -27,6 +27,7 @@ class LineReader {
   bool next(std::string& line) {
     if (!std::getline(in_, line)) return false;
     ++line_;
+    if (in_.eof()) torn_ = true;  // the last line has no newline: its writer was stopped inside it
     if (!line.empty() && line.back() == '\r') line.pop_back();
     return true;
   }
@@ -37,8 +38,14 @@ class LineReader {
     return line;
   }
   std::string where() const { return fmt::format("{} line {}", path_, line_); }
+  // Whether nothing is left to read but, at most, a last line cut short: a failure now is the file ending
+  // inside a snapshot.
+  bool at_end() { return torn_ || in_.peek() == std::char_traits<char>::eof(); }
+  // Whether the last line read had no newline (its last number may be cut short).
+  bool torn() const { return torn_; }
 
  private:
+  bool torn_ = false;
   std::string path_;
   std::ifstream in_;
   std::int64_t line_ = 0;
@@ -270,11 +277,24 @@ bool is_lammps_dump(const std::string& path) {
   return false;
 }
 
-LammpsDump read_lammps_dump(const std::string& path, const std::vector<std::string>& type_elements) {
+LammpsDump read_lammps_dump(const std::string& path, const std::vector<std::string>& type_elements,
+                           DumpEnd end) {
   LineReader in(path);
   LammpsDump out;
   Snapshot s;
-  while (read_snapshot(in, type_elements, s)) {
+  while (true) {
+    try {
+      if (!read_snapshot(in, type_elements, s)) break;
+      if (end == DumpEnd::kMayBeCut && in.torn()) {
+        out.cut_short = true;
+        break;
+      }
+    } catch (const DataError&) {
+      // A run still writing (or killed while writing) leaves a last snapshot cut short.
+      if (end != DumpEnd::kMayBeCut || !in.at_end()) throw;
+      out.cut_short = true;
+      break;
+    }
     // The system with the same elements in id order and the same periodicity, or a new one.
     std::size_t k = 0;
     for (; k < out.systems.size(); ++k) {
@@ -304,7 +324,8 @@ LammpsDump read_lammps_dump(const std::string& path, const std::vector<std::stri
     ++sys.nframes;
     out.timesteps[k].push_back(s.timestep);
   }
-  if (out.systems.empty()) throw DataError(fmt::format("LAMMPS dump {} has no snapshot", path));
+  if (out.systems.empty() && end == DumpEnd::kComplete)
+    throw DataError(fmt::format("LAMMPS dump {} has no snapshot", path));
   for (std::size_t k = 0; k < out.systems.size(); ++k)
     out.systems[k].source = k == 0 ? path : fmt::format("{}:{}", path, k);
   return out;

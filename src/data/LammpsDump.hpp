@@ -22,7 +22,14 @@ namespace deepkf {
 struct LammpsDump {
   std::vector<System> systems;                       // energy, force and virial empty
   std::vector<std::vector<std::int64_t>> timesteps;  // per system, each frame's step number
+  bool cut_short = false;  // DumpEnd::kMayBeCut: the file ended inside its last snapshot, which is left out
 };
+
+// How a dump may end. kComplete: every snapshot whole (a finished run's file; the default). kMayBeCut: the
+// file may end anywhere inside its last snapshot (a run still writing it, or stopped): that snapshot is left
+// out and a file without a complete snapshot gives no systems; a malformed line before the file's last one
+// is still an error.
+enum class DumpEnd { kComplete, kMayBeCut };
 
 // Whether `path` is a regular file whose first non-blank line is "ITEM: TIMESTEP".
 bool is_lammps_dump(const std::string& path);
@@ -34,6 +41,7 @@ bool is_lammps_dump(const std::string& path);
 // the K-th system (K >= 1) when there are several. Throws DataError naming the file, line, item and value
 // for a malformed or truncated snapshot, a missing column, a type without an element, a repeated atom
 // id, partial periodicity, a singular cell, or units other than metal and real.
-LammpsDump read_lammps_dump(const std::string& path, const std::vector<std::string>& type_elements);
+LammpsDump read_lammps_dump(const std::string& path, const std::vector<std::string>& type_elements,
+                           DumpEnd end = DumpEnd::kComplete);
 
 }  // namespace deepkf

@@ -1,7 +1,6 @@
 #pragma once
-// The frames an exploration run dumped: a LAMMPS text dump (`dump custom` with columns id, type, x, y, z in
-// any order, sorted or not; orthogonal or triclinic boxes). A minimal reader for what the loop's own input
-// scripts write (LammpsInput.hpp), kept inside the learning layer.
+// The frames an exploration run dumped, read by the data layer's LAMMPS dump reader (src/data/LammpsDump.hpp)
+// with the rules of a run that may have been stopped: one system (the run's atoms), every frame periodic.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -16,11 +15,9 @@ struct ExploredFrames {
   bool truncated = false;  // the file ended inside a frame (a run that was stopped), which was left out
 };
 
-// Reads every complete frame of `path`. LAMMPS type t is element elements[t - 1]. Positions are Cartesian
-// (A) relative to the box origin; the box rows are a = (xhi - xlo, 0, 0), b = (xy, yhi - ylo, 0),
-// c = (xz, yz, zhi - zlo) from the (tilt-extended) bounds. Throws DataError naming the file and line for
-// anything else: a frame whose atoms or types differ from the first's, a type outside elements, a missing
-// column, a non-number.
+// Reads every complete frame of `path`. LAMMPS type t is element elements[t - 1], and the frames' type map
+// is `elements`. Throws DataError naming the file (and line, for a malformed one) for a frame whose atoms or
+// types differ from the first's, a box that is not periodic, or anything read_lammps_dump rejects.
 ExploredFrames read_explored_frames(const std::string& path, const std::vector<std::string>& elements);
 
 }  // namespace deepkf

@@ -9,22 +9,13 @@
 
 namespace fs = std::filesystem;
 
-namespace {
-std::string read(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-}  // namespace
-
 TEST_CASE("atomic writes replace the file whole or not at all", "[core][io]") {
   const std::string dir = deepkf::test::make_temp_dir("atomic");
   const std::string path = dir + "/out.txt";
   deepkf::write_text_atomically(path, "first\n");
-  CHECK(read(path) == "first\n");
+  CHECK(deepkf::test::read_text(path) == "first\n");
   deepkf::write_text_atomically(path, "second\n");
-  CHECK(read(path) == "second\n");
+  CHECK(deepkf::test::read_text(path) == "second\n");
 
   // A writer that fails half-way leaves the old content and no temporary file behind.
   CHECK_THROWS_WITH(deepkf::write_atomically(path,
@@ -33,7 +24,7 @@ TEST_CASE("atomic writes replace the file whole or not at all", "[core][io]") {
                                                throw deepkf::Error("disk full");
                                              }),
                     "disk full");
-  CHECK(read(path) == "second\n");
+  CHECK(deepkf::test::read_text(path) == "second\n");
   std::size_t files = 0;
   for ([[maybe_unused]] const auto& entry : fs::directory_iterator(dir)) ++files;
   CHECK(files == 1);

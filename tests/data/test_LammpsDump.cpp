@@ -129,3 +129,35 @@ TEST_CASE("malformed dumps are errors naming the file, line and value", "[data][
         "before its BOX BOUNDS");
   CHECK_FALSE(deepkf::is_lammps_dump(dump_file("3\nwater\nO 0 0 0\n")));
 }
+
+TEST_CASE("a dump cut inside its last snapshot keeps the whole ones when the run may have been stopped",
+          "[data][lammps_dump]") {
+  const std::vector<std::string> oh = {"O", "H"};
+  const auto first = snapshot(0, "pp pp pp", kOrthoBounds, "id type x y z", {"1 1 1 1 1", "2 2 2 2 2"});
+  const auto second = snapshot(10, "pp pp pp", kOrthoBounds, "id type x y z", {"2 2 3 3 3", "1 1 4 4 4"});
+  using deepkf::DumpEnd;
+  // Whole: nothing is left out.
+  const auto whole = read_lammps_dump(dump_file(first + second), oh, DumpEnd::kMayBeCut);
+  CHECK_FALSE(whole.cut_short);
+  CHECK(whole.timesteps.at(0) == std::vector<std::int64_t>{0, 10});
+  // Cut after the second snapshot's header, inside an atom line, and just before the final newline (its
+  // last number may be cut short): the first snapshot alone, and a cut file is no error.
+  for (const std::size_t keep : {first.size() + 16, first.size() + second.size() - 4,
+                                 first.size() + second.size() - 1}) {
+    INFO("file cut after " << keep << " characters");
+    const auto path = dump_file((first + second).substr(0, keep));
+    const auto cut = read_lammps_dump(path, oh, DumpEnd::kMayBeCut);
+    CHECK(cut.cut_short);
+    REQUIRE(cut.systems.size() == 1);
+    CHECK(cut.timesteps[0] == std::vector<std::int64_t>{0});
+    CHECK(cut.systems[0].coord == std::vector<double>{1, 1, 1, 2, 2, 2});
+    // A finished run's dump must be whole (a missing final newline alone is no error there).
+    if (keep < first.size() + second.size() - 1) CHECK_THROWS_WITH(read_lammps_dump(path, oh), Contains(path));
+  }
+  // Cut inside the only snapshot: no system, no error.
+  CHECK(read_lammps_dump(dump_file(first.substr(0, 40)), oh, DumpEnd::kMayBeCut).systems.empty());
+  // A malformed line before the last one is still an error.
+  std::string bad = first + second;
+  bad.replace(bad.find("2 2 2 2 2"), 9, "2 2 2 x 2");
+  CHECK_THROWS_WITH(read_lammps_dump(dump_file(bad), oh, DumpEnd::kMayBeCut), Contains("'x'"));
+}

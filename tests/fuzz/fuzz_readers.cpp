@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "src/core/Error.hpp"
+#include "tests/support/TestData.hpp"
 #include "tests/fuzz/Mutator.hpp"
 #include "tests/fuzz/Readers.hpp"
 
@@ -60,13 +61,6 @@ struct Tally {
   std::int64_t unnamed = 0;  // clean errors whose line names neither the file nor its folder
   std::vector<std::string> findings;
 };
-
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 void write_file(const fs::path& p, const std::string& data) {
   std::ofstream out(p, std::ios::binary | std::ios::trunc);
@@ -146,7 +140,7 @@ fs::path make_mutant(const Target& t, const fs::path& seed, Mutator& mutator, co
   } else {
     fs::copy_file(seed, target);
   }
-  const std::string data = read_file(victim);
+  const std::string data = deepkf::test::read_text(victim.string());
   const bool text = t.kind != "bytes" || victim.extension() == ".raw";
   write_file(victim, t.kind == "json" ? mutator.json(data) : text ? mutator.text(data) : mutator.bytes(data));
   return target;

@@ -141,13 +141,6 @@ void write_data_file(const std::string& path, const Frame& frame, const std::vec
   std::fclose(fp);
 }
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 namespace {
 
 LammpsResult run_lmp(const std::string& dir, const std::string& arguments, int np) {

@@ -6,6 +6,8 @@
 #include <utility>
 #include <vector>
 
+#include "tests/support/TestData.hpp"  // read_text
+
 namespace deepkf::test {
 
 // One periodic frame: natoms x 3 coordinates (A), types (water frames: 0 = O, 1 = H), box rows a b c (A,
@@ -59,7 +61,5 @@ std::vector<std::vector<double>> read_last_dump(const std::string& path);
 
 // The thermo rows printed by `run` in the log text (lines that start with the step number), as numbers.
 std::vector<std::vector<double>> thermo_rows(const std::string& output, int ncolumns);
-
-std::string read_text(const std::string& path);
 
 }  // namespace deepkf::test

@@ -31,12 +31,6 @@ std::string cp2k_or_skip() {
   }
 }
 
-std::string read(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // One CP2K run of frame 2 of data/si_cp2k.h5#/Si8, made once per test run.
 struct Reference {
@@ -58,7 +52,7 @@ const Reference& reference() {
   ProgramRun run{{cp2k, "-i", "in.inp"}, dir, {{"OMP_NUM_THREADS", "1"}}, "out.log", 900.0};
   const ProgramResult result = run_program(run);
   REQUIRE(result.ok());
-  r.output = read(dir + "/out.log");
+  r.output = test::read_text(dir + "/out.log");
   r.wall_s = result.wall_s;
   return r;
 }

@@ -3,7 +3,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <random>
+#include <sstream>
 
 namespace fs = std::filesystem;
 
@@ -33,6 +35,13 @@ std::string make_temp_dir(const std::string& tag) {
   const fs::path dir = fs::temp_directory_path() / ("deepkf-test-" + tag + "-" + std::to_string(rd()));
   fs::create_directories(dir);
   return dir.string();
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
 }
 
 }  // namespace deepkf::test

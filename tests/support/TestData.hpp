@@ -16,6 +16,9 @@ std::string require_shared_dataset(const std::string& relative);
 // A fresh empty directory under the system temp dir for one test's files.
 std::string make_temp_dir(const std::string& tag);
 
+// The whole content of a file, bytes as they are; "" when it cannot be read.
+std::string read_text(const std::string& path);
+
 // Runs f with the current directory set to `dir`, and returns to where it was (also when f throws).
 template <typename F>
 void in_directory(const std::string& dir, F&& f) {

@@ -16,11 +16,13 @@
 #include "src/train/StopSignal.hpp"
 #include "src/train/Trainer.hpp"
 #include "tests/support/TestData.hpp"
+#include "tests/train/TrainerTestSupport.hpp"
 
 namespace fs = std::filesystem;
 using deepkf::TrainConfig;
 using deepkf::Trainer;
 using deepkf::TrainerOptions;
+using deepkf::test::config_of;
 using json = nlohmann::json;
 
 namespace {
@@ -51,8 +53,6 @@ json small_input(const std::vector<std::string>& train, const std::vector<std::s
   }
   return doc;
 }
-
-TrainConfig config_of(const json& doc) { return TrainConfig::from_json(doc, "test-input.json", "/"); }
 
 double max_abs_diff(const std::vector<double>& a, const std::vector<double>& b) {
   REQUIRE(a.size() == b.size());

@@ -12,10 +12,13 @@
 #include "src/data/DeepmdHdf5.hpp"
 #include "src/train/Trainer.hpp"
 #include "tests/support/TestData.hpp"
+#include "tests/train/TrainerTestSupport.hpp"
 
 using deepkf::TrainConfig;
 using deepkf::Trainer;
 using deepkf::TrainerOptions;
+using deepkf::test::config_of;
+using deepkf::test::options_in;
 using json = nlohmann::json;
 
 namespace {
@@ -36,23 +39,6 @@ json small_input(const std::vector<std::string>& systems, std::int64_t steps) {
   doc["training"]["training_data"]["systems"] = systems;
   doc["training"]["numb_steps"] = steps;
   return doc;
-}
-
-TrainConfig config_of(const json& doc) { return TrainConfig::from_json(doc, "test-input.json", "/"); }
-
-TrainerOptions options_in(const std::string& dir) {
-  TrainerOptions o;
-  o.output_dir = dir;
-  o.progress = 0;
-  o.write_model = false;
-  return o;
-}
-
-std::string read(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 }  // namespace
@@ -94,7 +80,7 @@ TEST_CASE(
   Trainer fresh(config_of(small_input({dir + "/one.h5"}, 3)), weights_only, comm);
   fresh.run();
   CHECK(fresh.flat_parameters() != continued.flat_parameters());
-  CHECK_THAT(read(dir + "/continue/train.log"),
+  CHECK_THAT(deepkf::test::read_text(dir + "/continue/train.log"),
              Catch::Contains("continuing from " + checkpoint + " at step 3"));
 }
 
@@ -114,7 +100,7 @@ TEST_CASE("a continued run on grown data counts steps on and takes the new data'
   CHECK(continued.step() == 4);
   const auto result = continued.run();
   CHECK(result.steps == 10);
-  const std::string log = read(dir + "/continue/train.log");
+  const std::string log = deepkf::test::read_text(dir + "/continue/train.log");
   CHECK_THAT(log, Catch::Contains("training data: 2 systems, 11 frames"));
   CHECK_THAT(log, Catch::Contains("training_data.repeat: 16 frame visits per epoch (11 frames)"));
   // The learning curve of the continued run starts after the checkpoint's step.

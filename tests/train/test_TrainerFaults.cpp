@@ -21,12 +21,15 @@
 #include "src/train/Trainer.hpp"
 #include "tests/support/SmallModel.hpp"
 #include "tests/support/TestData.hpp"
+#include "tests/train/TrainerTestSupport.hpp"
 
 namespace fs = std::filesystem;
 using Catch::Matchers::Contains;
 using deepkf::TrainConfig;
 using deepkf::Trainer;
 using deepkf::TrainerOptions;
+using deepkf::test::config_of;
+using deepkf::test::options_in;
 using json = nlohmann::json;
 
 namespace {
@@ -52,16 +55,6 @@ json small_input(const std::string& optimizer, std::int64_t steps) {
     doc["optimizer"] = {{"type", "RLEKF"}, {"kf_blocksize", 256}, {"p0", 10.0}};
   }
   return doc;
-}
-
-TrainConfig config_of(const json& doc) { return TrainConfig::from_json(doc, "test-input.json", "/"); }
-
-TrainerOptions options_in(const std::string& dir) {
-  TrainerOptions o;
-  o.output_dir = dir;
-  o.progress = 0;
-  o.write_model = false;
-  return o;
 }
 
 // The step column of a learning curve.

@@ -27,12 +27,15 @@
 #include "src/train/StopSignal.hpp"
 #include "src/train/Trainer.hpp"
 #include "tests/support/TestData.hpp"
+#include "tests/train/TrainerTestSupport.hpp"
 
 namespace fs = std::filesystem;
 using deepkf::Communicator;
 using deepkf::TrainConfig;
 using deepkf::Trainer;
 using deepkf::TrainerOptions;
+using deepkf::test::config_of;
+using deepkf::test::options_in;
 using json = nlohmann::json;
 
 namespace {
@@ -69,15 +72,7 @@ json input_doc(const std::vector<std::string>& train, std::int64_t steps) {
   return doc;
 }
 
-TrainConfig config_of(const json& doc) { return TrainConfig::from_json(doc, "test-input.json", "/"); }
 TrainConfig config(std::int64_t steps) { return config_of(input_doc(train_systems(), steps)); }
-
-TrainerOptions options_in(const std::string& dir) {
-  TrainerOptions o;
-  o.output_dir = dir;
-  o.progress = 0;
-  return o;
-}
 
 std::shared_ptr<Communicator> world() { return std::make_shared<deepkf::MpiCommunicator>(MPI_COMM_WORLD); }
 
@@ -118,7 +113,7 @@ const Reference& serial_reference(Communicator& comm) {
     Reference r;
     const std::string dir =
         deepkf::test::make_temp_dir("trainer-mpi-serial-rank" + std::to_string(comm.rank()));
-    Trainer serial(config(kSteps), options_in(dir), deepkf::make_serial_communicator());
+    Trainer serial(config(kSteps), options_in(dir, true), deepkf::make_serial_communicator());
     r.covariance_bytes = serial.covariance_bytes();
     r.result = serial.run();
     r.weights = serial.flat_parameters();
@@ -154,7 +149,7 @@ TEST_CASE(
   const std::string dir = shared_temp_dir(*comm, "trainer-mpi");
   // Rank 1 gets a directory of its own that nobody creates: it must stay absent.
   const std::string out = rank == 0 ? dir + "/run" : dir + "/rank1-must-not-exist";
-  Trainer parallel(config(kSteps), options_in(out), comm);
+  Trainer parallel(config(kSteps), options_in(out, true), comm);
   const auto result = parallel.run();
   REQUIRE(result.steps == kSteps);
   const auto weights = parallel.flat_parameters();
@@ -219,10 +214,10 @@ TEST_CASE("the automatic p0 is the same on 2 ranks as on 1, and so are the weigh
     return json::parse(in)["optimizer"]["p0"];
   };
   const std::string serial_dir = deepkf::test::make_temp_dir("p0-serial-rank" + std::to_string(comm->rank()));
-  Trainer serial(config_of(doc), options_in(serial_dir), deepkf::make_serial_communicator());
+  Trainer serial(config_of(doc), options_in(serial_dir, true), deepkf::make_serial_communicator());
   serial.run();
   const std::string dir = shared_temp_dir(*comm, "p0-mpi");
-  Trainer parallel(config_of(doc), options_in(dir), comm);
+  Trainer parallel(config_of(doc), options_in(dir, true), comm);
   parallel.run();
   const json p0_serial = p0_of(serial_dir);
   REQUIRE(p0_serial.is_number());
@@ -248,10 +243,10 @@ TEST_CASE("Adam on 2 ranks equals 1 rank when the batches split unevenly", "[tra
   const TrainConfig cfg = config_of(doc);
   const std::string dir = shared_temp_dir(*comm, "trainer-mpi-adam");
 
-  Trainer serial(cfg, options_in(dir + "/serial-rank" + std::to_string(comm->rank())),
+  Trainer serial(cfg, options_in(dir + "/serial-rank" + std::to_string(comm->rank()), true),
                  deepkf::make_serial_communicator());
   serial.run();
-  Trainer parallel(cfg, options_in(dir + "/parallel"), comm);
+  Trainer parallel(cfg, options_in(dir + "/parallel", true), comm);
   const auto result = parallel.run();
   REQUIRE(result.steps == kSteps);
   CHECK(parallel.covariance_bytes() == 0);
@@ -271,7 +266,7 @@ TEST_CASE("a checkpoint written on 1 rank resumes on 2 ranks, and one written on
   SECTION("1 rank for 3 steps, then 2 ranks to the end") {
     std::string checkpoint;
     if (rank == 0) {
-      Trainer first(config(3), options_in(dir + "/first"), deepkf::make_serial_communicator());
+      Trainer first(config(3), options_in(dir + "/first", true), deepkf::make_serial_communicator());
       const auto part = first.run();
       REQUIRE(part.steps == 3);
       checkpoint = part.checkpoint;
@@ -279,7 +274,7 @@ TEST_CASE("a checkpoint written on 1 rank resumes on 2 ranks, and one written on
     checkpoint = from_root(*comm, checkpoint);
     REQUIRE(fs::exists(checkpoint));
 
-    TrainerOptions again = options_in(rank == 0 ? dir + "/first" : dir + "/rank1-must-not-exist");
+    TrainerOptions again = options_in(rank == 0 ? dir + "/first" : dir + "/rank1-must-not-exist", true);
     again.restart = checkpoint;
     Trainer resumed(config(kSteps), again, comm);
     CHECK(resumed.step() == 3);
@@ -301,7 +296,7 @@ TEST_CASE("a checkpoint written on 1 rank resumes on 2 ranks, and one written on
   SECTION("2 ranks stopped by a signal on rank 1 after 1 step, then 1 rank to the end") {
     // The stop request reaches rank 1 only; the collective check stops both after the same step.
     if (rank == 1) deepkf::StopSignal::raise_for_test(15);
-    Trainer stopped(config(kSteps), options_in(rank == 0 ? dir + "/stopped" : dir + "/rank1-must-not-exist"),
+    Trainer stopped(config(kSteps), options_in(rank == 0 ? dir + "/stopped" : dir + "/rank1-must-not-exist", true),
                     comm);
     const auto part = stopped.run();
     deepkf::StopSignal::reset();
@@ -312,7 +307,7 @@ TEST_CASE("a checkpoint written on 1 rank resumes on 2 ranks, and one written on
     CHECK_FALSE(fs::exists(dir + "/rank1-must-not-exist"));
 
     // Each rank resumes the 2-rank checkpoint alone (the covariance blocks of both ranks are in it).
-    TrainerOptions again = options_in(dir + "/resumed-alone-rank" + std::to_string(rank));
+    TrainerOptions again = options_in(dir + "/resumed-alone-rank" + std::to_string(rank), true);
     again.restart = checkpoint;
     Trainer resumed(config(kSteps), again, deepkf::make_serial_communicator());
     CHECK(resumed.step() == 1);
@@ -335,7 +330,7 @@ TEST_CASE("a failure on one rank only ends the set-up on both ranks with its mes
     auto systems = train_systems();
     if (rank == 1) systems.push_back(dir + "/missing_system");
     const std::string message =
-        construction_error(config_of(input_doc(systems, 2)), options_in(dir + "/out"), comm);
+        construction_error(config_of(input_doc(systems, 2)), options_in(dir + "/out", true), comm);
     INFO("error: " << message);
     CHECK(message.find("missing_system") != std::string::npos);
     if (rank == 0) CHECK(message.find("rank 1 failed") != std::string::npos);
@@ -345,7 +340,7 @@ TEST_CASE("a failure on one rank only ends the set-up on both ranks with its mes
     // A regular file in the way of the output directory, seen by rank 0 only (only it writes files).
     if (rank == 0) std::ofstream(dir + "/blocker") << "not a directory\n";
     comm->barrier();
-    const std::string message = construction_error(config(2), options_in(dir + "/blocker/out"), comm);
+    const std::string message = construction_error(config(2), options_in(dir + "/blocker/out", true), comm);
     INFO("error: " << message);
     CHECK_FALSE(message.empty());
     if (rank == 1) CHECK(message.find("rank 0 failed") != std::string::npos);
@@ -355,7 +350,7 @@ TEST_CASE("a failure on one rank only ends the set-up on both ranks with its mes
     auto systems = train_systems();
     if (rank == 1) systems.pop_back();
     const std::string message =
-        construction_error(config_of(input_doc(systems, 2)), options_in(dir + "/out"), comm);
+        construction_error(config_of(input_doc(systems, 2)), options_in(dir + "/out", true), comm);
     INFO("error: " << message);
     CHECK(message.find("ranks read different training data") != std::string::npos);
   }

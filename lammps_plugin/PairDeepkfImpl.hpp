@@ -1,0 +1,57 @@
+#pragma once
+// What pair_style deepkf keeps behind its LAMMPS-facing class: the models, their device and the packed atoms
+// of the current step; everything that needs LibTorch (PairDeepkf.hpp keeps LibTorch out of LAMMPS's view).
+#include <torch/types.h>
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "lammps_plugin/PairDeepkf.hpp"
+#include "src/model/ModelFile.hpp"
+
+namespace LAMMPS_NS {
+
+// Models, device and per-step scratch: everything that needs LibTorch.
+struct PairDeepkf::Impl {
+  struct Model {
+    deepkf::LoadedModel loaded;
+    std::string path;
+    std::vector<int> type_of;           // LAMMPS type (1-based) -> model type index, -1 = NULL (other style)
+    torch::Device device{torch::kCPU};  // compressed models run on the CPU (their kernel has no CUDA version)
+  };
+
+  // One model's output for the packed atoms of a step (float64, CPU).
+  struct Output {
+    double energy = 0.0;              // eV
+    std::vector<double> atom_energy;  // ncentre (eV)
+    std::vector<double> force;        // npacked x 3 (eV/A)
+    std::array<double, 9> virial{};   // W_ab = sum F_a r_b (eV), row-major
+    std::vector<double> atom_virial;  // npacked x 9 (eV), only when asked for
+    std::int64_t beyond_table = 0;    // compressed models: slots beyond the tables' end
+  };
+
+  std::vector<Model> models;
+  torch::Device device{torch::kCPU};
+
+  // Packed atoms of the current step: the centres (the list's ilist) first, then every other local or ghost
+  // atom of a mapped type. packed_of: LAMMPS index -> packed index (-1: not packed).
+  std::vector<int> packed_of;
+  std::vector<int> lammps_of;
+  std::vector<double> x;             // npacked x 3 (A)
+  std::vector<std::int64_t> offset;  // ncentre + 1
+  std::vector<std::int64_t> neigh;   // candidate neighbours (packed indices)
+  std::int64_t ncentre = 0;
+
+  // Model-deviation scratch: forces of every model in LAMMPS order, nall x nmodels x 3.
+  std::vector<double> ensemble_force;
+
+  // The driving model is compressed and some step put neighbours beyond its tables (said once).
+  bool warned_beyond_table = false;
+
+  // Evaluates model m on the packed atoms; need_atom_virial adds the per-atom virial.
+  Output evaluate(std::size_t m, const int* lammps_type, bool need_atom_virial);
+};
+
+}  // namespace LAMMPS_NS

@@ -1,0 +1,81 @@
+#pragma once
+// The state of a training run behind Trainer's interface, shared by the files that implement it:
+// TrainerSetup.cpp (data, model, optimizer, restarts), TrainerSteps.cpp (a step, validation, checkpoints,
+// calibration) and Trainer.cpp (the loop). Not part of the train layer's interface.
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "src/core/Together.hpp"
+#include "src/eval/ErrorMetrics.hpp"
+#include "src/model/Batch.hpp"
+#include "src/model/DeepPot.hpp"
+#include "src/train/BatchSampler.hpp"
+#include "src/train/DataSetup.hpp"
+#include "src/train/Optimizers.hpp"
+#include "src/train/Trainer.hpp"
+
+namespace deepkf {
+
+struct Trainer::Impl {
+  TrainConfig cfg;
+  TrainerOptions opt;
+  std::shared_ptr<Communicator> comm;
+  torch::Device device{torch::kCPU};
+  ModelConfig mcfg;
+  DeepPot model{nullptr};
+  // Frames are read from the files when a batch needs them; only shapes and types stay in memory.
+  TrainingData data;
+  std::unique_ptr<BatchSampler> sampler;
+  std::unique_ptr<TrainingStep> optimizer;  // RLEKF or Adam, one step per batch
+  std::int64_t step = 0;
+  std::int64_t valid_cursor = 0;  // next validation (system, frame) position, cycles through all frames
+  std::shared_ptr<spdlog::logger> log;
+  double wall_before = 0.0;  // training seconds of earlier runs (restarts)
+  nlohmann::json calibration;  // of the predicted uncertainty (docs/uncertainty.md), null until fitted
+
+  Impl(const TrainConfig& c, const TrainerOptions& o, std::shared_ptr<Communicator> cm)
+      : cfg(c), opt(o), comm(std::move(cm)) {}
+
+  bool root() const { return comm->rank() == 0; }
+  std::string out(const std::string& name) const {
+    return (std::filesystem::path(opt.output_dir) / name).string();
+  }
+
+  void setup();
+  void setup_threads_and_device();
+  // `restored`: the checkpoint's optimizer settings when restoring (StepResources::restored).
+  void build_optimizer(const nlohmann::json& restored = nlohmann::json());
+  // same_data: --restart (the data order goes on from the checkpoint's position); otherwise
+  // --continue (the input's data, which may differ, from the start of a new order).
+  void restore(const std::string& path, bool same_data);
+  // The checkpoint the run started from (--restart or --continue), or "".
+  const std::string& resumed_from() const { return opt.restart.empty() ? opt.continue_from : opt.restart; }
+  // Lets the optimizer look at the run's first batches before the first step (RLEKF's automatic p0).
+  void prepare_optimizer();
+
+  // This rank's share [begin, end) of a global batch of n frames.
+  std::pair<std::size_t, std::size_t> my_share(std::size_t n) const { return rank_share(n, *comm); }
+  Batch local_batch(const std::vector<FrameSubset>& parts, const BatchRef& ref) const;
+  void reduce(std::vector<double>& values) const {
+    if (comm->size() > 1) comm->allreduce_sum(values.data(), values.size());
+  }
+  // Runs f on every rank; if it fails on any, every rank throws (src/core/Together.hpp).
+  template <typename F>
+  void together(F&& f) {
+    deepkf::together(*comm, std::forward<F>(f));
+  }
+
+  ErrorMetrics train_step(const BatchRef& ref);
+  ErrorMetrics validate(bool all_frames);
+  void write_checkpoint_now(const std::string& path);
+  // Fits the uncertainty calibration on validation frames (RLEKF runs with validation data). Collective.
+  void calibrate_uncertainty();
+  nlohmann::json provenance() const;
+};
+
+}  // namespace deepkf

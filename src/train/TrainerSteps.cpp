@@ -1,0 +1,142 @@
+// One training step, validation, checkpoints and the uncertainty calibration of a Trainer.
+#include "src/train/TrainerImpl.hpp"
+
+#include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+
+#include "src/core/AtomicFile.hpp"
+#include "src/core/Error.hpp"
+#include "src/core/Together.hpp"
+#include "src/model/Batch.hpp"
+#include "src/model/DeepPot.hpp"
+#include "src/model/ModelFile.hpp"
+#include "src/train/BatchSampler.hpp"
+#include "src/train/Checkpoint.hpp"
+#include "src/train/DataSetup.hpp"
+#include "src/train/LearningCurve.hpp"
+#include "src/train/Optimizers.hpp"
+#include "src/train/ProgressBar.hpp"
+#include "src/train/StopSignal.hpp"
+#include "src/train/TrainingDevice.hpp"
+#include "src/train/TrainingLog.hpp"
+#include "src/train/UncertaintyCalibration.hpp"
+
+namespace deepkf {
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+Batch Trainer::Impl::local_batch(const std::vector<FrameSubset>& parts, const BatchRef& ref) const {
+  const auto [begin, end] = my_share(ref.frames.size());
+  std::vector<std::int64_t> mine(ref.frames.begin() + static_cast<std::ptrdiff_t>(begin),
+                                 ref.frames.begin() + static_cast<std::ptrdiff_t>(end));
+  // Only this rank's frames are read from the file.
+  const System frames = parts[static_cast<std::size_t>(ref.system)].read(mine);
+  std::vector<std::int64_t> all(mine.size());
+  std::iota(all.begin(), all.end(), std::int64_t{0});
+  return make_batch(frames, all, mcfg, device, mcfg.precision);
+}
+
+ErrorMetrics Trainer::Impl::train_step(const BatchRef& ref) {
+  const Batch b = local_batch(data.train, ref);
+  // Which labels exist is a property of the system, not of this rank's share (which may be empty).
+  const SystemInfo& info = data.train[static_cast<std::size_t>(ref.system)].info();
+  const StepInput in{b, info, static_cast<std::int64_t>(ref.frames.size()),
+                     static_cast<std::int64_t>(my_share(ref.frames.size()).first), step};
+  return optimizer->take(in);
+}
+
+ErrorMetrics Trainer::Impl::validate(bool all_frames) {
+  ErrorMetrics metrics;
+  if (data.valid.empty()) return metrics;
+  std::int64_t total = 0;
+  for (const auto& s : data.valid) total += s.nframes();
+  // numb_btch batches per display, cycling through all validation frames in order.
+  const std::int64_t wanted =
+      all_frames
+          ? total
+          : std::min<std::int64_t>(
+                total, static_cast<std::int64_t>(cfg.validation_data.numb_btch) *
+                           std::max(1, cfg.validation_data.batch_auto ? 1 : cfg.validation_data.batch_size));
+  std::int64_t done = 0;
+  std::int64_t cursor = all_frames ? 0 : valid_cursor;
+  while (done < wanted) {
+    // Locate the system holding frame number `cursor` of the concatenated validation set.
+    std::int64_t c = cursor % total, s = 0;
+    while (c >= data.valid[static_cast<std::size_t>(s)].nframes())
+      c -= data.valid[static_cast<std::size_t>(s++)].nframes();
+    const auto& sys = data.valid[static_cast<std::size_t>(s)];
+    const std::int64_t n =
+        std::min({static_cast<std::int64_t>(data.valid_batch_size[static_cast<std::size_t>(s)]),
+                  sys.nframes() - c, wanted - done});
+    BatchRef ref{static_cast<int>(s), {}};
+    for (std::int64_t f = c; f < c + n; ++f) ref.frames.push_back(f);
+    const Batch b = local_batch(data.valid, ref);
+    if (b.coord.size(0) > 0) metrics.add(model->evaluate(b.coord, b.atype, b.nlist, b.shift, false), b);
+    done += n;
+    cursor += n;
+  }
+  if (!all_frames) valid_cursor = cursor % total;
+  auto packed = metrics.pack();
+  reduce(packed);
+  metrics.unpack(packed);
+  return metrics;
+}
+
+json Trainer::Impl::provenance() const {
+  json p;
+  p["program"] = "deepkf 0.1.0";
+  p["training_data"] = cfg.training_data.systems;
+  p["validation_data"] = cfg.validation_data.systems;
+  p["input"] = cfg.file;
+  p["steps"] = step;
+  p["optimizer"] = optimizer->settings();
+  p["ranks"] = comm->size();
+  const auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  char date[64];
+  std::strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  p["date"] = date;
+  return p;
+}
+
+void Trainer::Impl::write_checkpoint_now(const std::string& path) {
+  json meta;
+  meta["step"] = step;
+  meta["epoch"] = sampler->epoch();
+  meta["position"] = sampler->position();
+  meta["valid_cursor"] = valid_cursor;
+  meta["optimizer"] = cfg.optimizer;
+  meta["optimizer_settings"] = optimizer->settings();
+  meta["config"] = cfg.to_json();
+  meta["model"] = mcfg.to_json();
+  meta["training_range"] = model->training_range().to_json();
+  meta["provenance"] = provenance();
+  meta["ranks"] = comm->size();
+  if (!calibration.is_null()) meta["uncertainty_calibration"] = calibration;
+  write_training_checkpoint(path, model, meta, *optimizer, *comm);
+}
+
+void Trainer::Impl::calibrate_uncertainty() {
+  calibration = json();  // a calibration restored with the checkpoint belongs to earlier weights
+  KalmanFilter* filter = optimizer->kalman_filter();
+  const std::int64_t frames = cfg.calibration_frames_for(step);
+  if (filter == nullptr || data.valid.empty() || frames == 0) return;
+  const auto start = std::chrono::steady_clock::now();
+  const auto fitted = calibrate(model, *filter, data.valid, frames, cfg.seed,
+                                fmt::format("the validation data at step {}", step), *comm);
+  calibration = fitted.to_json();
+  log->info("uncertainty calibration on {}: s_e {:.4g}, s_f {:.4g} ({:.1f} s)", fitted.fitted_on,
+            fitted.energy, fitted.force,
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+}
+
+
+}  // namespace deepkf
