@@ -19,7 +19,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: %s OUT.svg NAME=iterations.jsonl [NAME=...]\n", argv[0]);
     return 2;
   }
-  deepkf::PlotPanel force{"held-out force RMSE", "CP2K frames labelled", "eV/A", false, false, {}};
+  // Log scales: a diverged training is orders of magnitude above the others.
+  deepkf::PlotPanel force{"held-out force RMSE", "CP2K frames labelled", "eV/A", true, false, {}};
   deepkf::PlotPanel energy{"held-out energy RMSE", "CP2K frames labelled", "eV/atom", true, false, {}};
   deepkf::PlotPanel candidates{
       "candidate fraction (scored runs)", "CP2K frames labelled", "fraction", false, false, {}};

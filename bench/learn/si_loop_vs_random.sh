@@ -9,6 +9,8 @@
 #      docs/learn-si-benchmark.svg, docs/learn-si-iterations.svg)
 #
 #   bash bench/learn/si_loop_vs_random.sh [BUILD_DIR]       (from the repository root; resumable: run it again)
+#   SEEDS="1 2 3" bash bench/learn/si_loop_vs_random.sh     replicates of steps 2 to 4 (deepkf learn --seed: other MD
+#                                                            velocities and draws; seed 1 is the inputs' own)
 #
 # Needs cp2k.psmp (scripts/install_deps.sh) and the LAMMPS of scripts/build_lammps.sh in BUILD_DIR/lammps.
 set -euo pipefail
@@ -17,17 +19,27 @@ build=$(realpath "${1:-$root/build}")
 cd "$root"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mkdir -p runs
-for run in hot loop random kalman; do
-  case $run in hot) name=learn-hot;; loop) name=learn-si;; random) name=learn-random;; kalman) name=learn-kalman;; esac
-  config=configs/learn/si_$run.json
-  echo "== deepkf learn $config -o runs/$name" >&2
-  start=$SECONDS
-  "$build/src/cli/deepkf" learn "$config" -o "runs/$name" > "runs/$name.out" 2>&1 ||
+learn() {  # CONFIG NAME [deepkf learn options]
+  local config=configs/learn/$1.json name=$2
+  shift 2
+  echo "== deepkf learn $config -o runs/$name $*" >&2
+  local start=$SECONDS
+  "$build/src/cli/deepkf" learn "$config" -o "runs/$name" "$@" > "runs/$name.out" 2>&1 ||
     { tail -20 "runs/$name.out" >&2; exit 1; }
   tail -6 "runs/$name.out" >&2
   echo "$name: $((SECONDS - start)) s wall (this start)" >&2
+}
+learn si_hot learn-hot
+curves=()
+for seed in ${SEEDS:-1}; do
+  suffix=$([ "$seed" = 1 ] && echo "" || echo "-s$seed")
+  label=$([ "$seed" = 1 ] && echo "" || echo " (seed $seed)")
+  learn si_loop "learn-si$suffix" --seed "$seed"
+  learn si_random "learn-random$suffix" --seed "$seed"
+  learn si_kalman "learn-kalman$suffix" --seed "$seed"
+  curves+=("model deviation$label=runs/learn-si$suffix/iterations.jsonl"
+           "random frames$label=runs/learn-random$suffix/iterations.jsonl"
+           "Kalman sigma, 1 model$label=runs/learn-kalman$suffix/iterations.jsonl")
 done
-"$build/bench/learn/bench_learn_curves" docs/learn-si-benchmark.svg \
-  "model deviation=runs/learn-si/iterations.jsonl" "random frames=runs/learn-random/iterations.jsonl" \
-  "Kalman sigma (1 model)=runs/learn-kalman/iterations.jsonl"
+"$build/bench/learn/bench_learn_curves" docs/learn-si-benchmark.svg "${curves[@]}"
 cp runs/learn-si/iterations.svg docs/learn-si-iterations.svg

@@ -1,9 +1,11 @@
-// deepkf learn LOOP.json [-o DIR]: online learning (src/learn/LearningLoop.hpp). Started again on the same
+// deepkf learn LOOP.json [-o DIR] [--seed N]: online learning (src/learn/LearningLoop.hpp). Started again on the same
 // folder, it resumes after the last completed stage.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <optional>
+#include <utility>
 
 #include "src/cli/Commands.hpp"
 #include "src/learn/LearnConfig.hpp"
@@ -15,10 +17,13 @@ namespace {
 struct LearnArgs {
   std::string input;
   std::string output_dir = ".";
+  std::optional<std::uint64_t> seed;  // replaces the input's seed (a replicate of the same loop)
 };
 
 void run_learn(const LearnArgs& args) {
-  LearningLoop loop(LearnConfig::from_file(args.input), args.output_dir);
+  LearnConfig cfg = LearnConfig::from_file(args.input);
+  if (args.seed) cfg.seed = *args.seed;
+  LearningLoop loop(std::move(cfg), args.output_dir);
   const std::string why = loop.run();
   namespace fs = std::filesystem;
   const fs::path dir = fs::absolute(args.output_dir).lexically_normal();
@@ -39,6 +44,8 @@ void add_learn_command(CLI::App& app) {
   cmd->add_option("INPUT", args->input, "loop input (loop.json)")->required()->check(CLI::ExistingFile);
   cmd->add_option("-o,--output", args->output_dir, "folder of the loop (resumed when it holds one)")
       ->capture_default_str();
+  cmd->add_option("--seed", args->seed,
+                  "replaces the input's seed (MD velocities, the order candidates are drawn in): a replicate");
   cmd->callback([args] { run_learn(*args); });
 }
 

@@ -2,9 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <limits>
+
 #include "src/core/Error.hpp"
 #include "src/data/Dataset.hpp"
 #include "src/data/FrameSource.hpp"
+#include "src/geometry/NeighborList.hpp"
 
 namespace deepkf {
 
@@ -35,15 +38,27 @@ void KalmanSigmaScorer::use_models(const std::vector<std::string>& checkpoints) 
 
 std::vector<double> KalmanSigmaScorer::score(const ExploredRun& run) const {
   if (!filter_) throw Error("KalmanSigmaScorer::score before use_models");
-  if (run.trajectory.steps.empty()) return {};
+  const std::int64_t nframes = run.trajectory.frames.nframes;
+  // A frame with atoms on top of each other (an MD run that blew up) cannot be evaluated: it scores +inf,
+  // beyond any trust window, as the ensemble's deviation of such a frame would be.
+  std::vector<double> out(static_cast<std::size_t>(nframes), std::numeric_limits<double>::infinity());
   System frames = run.trajectory.frames;
   remap_types(frames, checkpoint_.model->config().type_map);
-  FrameSubset set{std::make_shared<MemoryFrameSource>(std::move(frames)), {}};
-  for (std::int64_t f = 0; f < set.source->nframes(); ++f) set.frames.push_back(f);
+  FrameSubset set{nullptr, {}};
+  for (std::int64_t f = 0; f < nframes; ++f) {
+    try {
+      const CloseContact c = find_close_contact(frames.coord.data() + 3 * f * frames.natoms, frames.natoms,
+                                                frames.box.data() + 9 * f, kMinAtomDistance);
+      if (!c.found) set.frames.push_back(f);
+    } catch (const DataError&) {  // a degenerate cell
+    }
+  }
+  if (set.frames.empty()) return out;
+  set.source = std::make_shared<MemoryFrameSource>(std::move(frames));
   auto comm = make_serial_communicator();
   const auto scored = score_frames(checkpoint_.model, *filter_, {set}, options_, *comm);
-  std::vector<double> out;
-  for (const auto& frame : scored.frames) out.push_back(frame_sigma(frame, calibration_).sigma_f_max);
+  for (std::size_t k = 0; k < scored.frames.size(); ++k)
+    out[static_cast<std::size_t>(set.frames[k])] = frame_sigma(scored.frames[k], calibration_).sigma_f_max;
   return out;
 }
 

@@ -4,7 +4,8 @@
 // scores max_i sigma_f,i over its scored atoms, sigma_f,i = sqrt(sum_a sigma_ia^2): the counterpart of the
 // ensemble's max force deviation, from one model instead of several. The factor fitted at the end of training
 // (training.calibration_frames, with validation data) puts it in eV/A; without one it is sqrt(h^T P h) in
-// the filter's units, which a relative trust window (select.relative) compares as well.
+// the filter's units, which a relative trust window (select.relative) compares as well. A frame with two
+// atoms closer than kMinAtomDistance (an MD run that blew up) scores +inf: beyond any window.
 #include <cstdint>
 #include <memory>
 #include <string>

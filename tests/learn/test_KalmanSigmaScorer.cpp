@@ -108,6 +108,14 @@ TEST_CASE("the Kalman sigma scorer gives the checkpoint's calibrated force sigma
   INFO("mean score of the data's Si8 frames " << mean_near << " eV/A, shaken by 0.3 A " << mean_far);
   CHECK(mean_far > 1.5 * mean_near);
   CHECK(scorer->score({dir, ExploredFrames{}}).empty());
+
+  // Atoms on top of each other (a run that blew up): that frame scores +inf, the others as before.
+  ExploredFrames broken = dumped_si8(0.0);
+  for (int d = 0; d < 3; ++d) broken.frames.coord[3 + d] = broken.frames.coord[d] + 0.03;  // frame 0, atom 1
+  const auto with_broken = scorer->score({dir, broken});
+  REQUIRE(with_broken.size() == scores.size());
+  CHECK(std::isinf(with_broken[0]));
+  for (std::size_t f = 1; f < scores.size(); ++f) CHECK(with_broken[f] == Approx(scores[f]).epsilon(1e-12));
 }
 
 TEST_CASE("the Kalman sigma scorer needs an RLEKF checkpoint and says whose", "[learn][select][uncertainty]") {
