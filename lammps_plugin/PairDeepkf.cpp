@@ -1,7 +1,5 @@
 #include "lammps_plugin/PairDeepkf.hpp"
 
-#include "lammps_plugin/PairDeepkfImpl.hpp"
-
 #include <mpi.h>
 #include <torch/cuda.h>
 #include <torch/types.h>
@@ -21,6 +19,7 @@
 #include "domain.h"
 #include "error.h"
 #include "force.h"
+#include "lammps_plugin/PairDeepkfImpl.hpp"
 #include "memory.h"
 #include "neigh_list.h"
 #include "neigh_request.h"

@@ -7,7 +7,8 @@
 
 namespace LAMMPS_NS {
 
-PairDeepkf::Impl::Output PairDeepkf::Impl::evaluate(std::size_t m, const int* lammps_type, bool need_atom_virial) {
+PairDeepkf::Impl::Output PairDeepkf::Impl::evaluate(std::size_t m, const int* lammps_type,
+                                                    bool need_atom_virial) {
   auto& model = models[m];
   const auto& config = model.loaded.config;
   const auto npacked = static_cast<std::int64_t>(lammps_of.size());

@@ -26,7 +26,8 @@ int main(int argc, char** argv) {
       "candidate fraction (scored runs)", "CP2K frames labelled", "fraction", false, false, {}};
   std::printf(
       "| run | iteration | frames labelled | CP2K s (summed) | test rmse_f (eV/A) | test rmse_e (meV/atom) | "
-      "train rmse_f (eV/A) | candidate fraction | training s |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+      "train rmse_f (eV/A) | candidate fraction | training s "
+      "|\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   for (int a = 2; a < argc; ++a) {
     const std::string arg = argv[a];
     const auto eq = arg.find('=');

@@ -1,5 +1,5 @@
-// deepkf learn LOOP.json [-o DIR] [--seed N]: online learning (src/learn/LearningLoop.hpp). Started again on the same
-// folder, it resumes after the last completed stage.
+// deepkf learn LOOP.json [-o DIR] [--seed N]: online learning (src/learn/LearningLoop.hpp). Started again on
+// the same folder, it resumes after the last completed stage.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <filesystem>
@@ -44,8 +44,9 @@ void add_learn_command(CLI::App& app) {
   cmd->add_option("INPUT", args->input, "loop input (loop.json)")->required()->check(CLI::ExistingFile);
   cmd->add_option("-o,--output", args->output_dir, "folder of the loop (resumed when it holds one)")
       ->capture_default_str();
-  cmd->add_option("--seed", args->seed,
-                  "replaces the input's seed (MD velocities, the order candidates are drawn in): a replicate");
+  cmd->add_option(
+      "--seed", args->seed,
+      "replaces the input's seed (MD velocities, the order candidates are drawn in): a replicate");
   cmd->callback([args] { run_learn(*args); });
 }
 

@@ -278,7 +278,7 @@ bool is_lammps_dump(const std::string& path) {
 }
 
 LammpsDump read_lammps_dump(const std::string& path, const std::vector<std::string>& type_elements,
-                           DumpEnd end) {
+                            DumpEnd end) {
   LineReader in(path);
   LammpsDump out;
   Snapshot s;

@@ -42,6 +42,6 @@ bool is_lammps_dump(const std::string& path);
 // for a malformed or truncated snapshot, a missing column, a type without an element, a repeated atom
 // id, partial periodicity, a singular cell, or units other than metal and real.
 LammpsDump read_lammps_dump(const std::string& path, const std::vector<std::string>& type_elements,
-                           DumpEnd end = DumpEnd::kComplete);
+                            DumpEnd end = DumpEnd::kComplete);
 
 }  // namespace deepkf

@@ -106,7 +106,9 @@ std::vector<TrainedMember> train_ensemble(const LearnConfig& cfg, const Training
     ProgramRun run;
     if (tc.ranks > 1) run.argv = {mpirun, "-np", std::to_string(tc.ranks)};
     run.argv.insert(run.argv.end(), {deepkf, "train", "input.json", "-o", ".", "--no-progress"});
-    if (!round.checkpoints.empty()) {
+    if (k < round.restart_from.size() && !round.restart_from[k].empty()) {
+      run.argv.insert(run.argv.end(), {"--init-model", round.restart_from[k]});
+    } else if (!round.checkpoints.empty()) {
       run.argv.insert(run.argv.end(), {"--continue", round.checkpoints.at(k)});
     } else if (!tc.init_models.empty()) {
       run.argv.insert(run.argv.end(), {"--init-model", tc.init_models[k % tc.init_models.size()]});

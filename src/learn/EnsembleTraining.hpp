@@ -21,6 +21,9 @@ struct TrainingRound {
   std::vector<std::string> label_groups;  // labelled frames, oldest first ("labels.h5#/iter.000", ...)
   std::int64_t numb_steps = 0;            // total steps every member reaches
   std::vector<std::string> checkpoints;   // one per member to continue, or empty for the first round
+  // Per member, "" or a model file to start from with a fresh covariance instead of continuing its
+  // checkpoint (a member that diverged; it then trains all numb_steps steps).
+  std::vector<std::string> restart_from;
 };
 
 struct TrainedMember {

@@ -19,8 +19,8 @@ ExploredFrames read_explored_frames(const std::string& path, const std::vector<s
   }
   if (dump.systems.size() > 1)
     throw DataError(fmt::format(
-        "LAMMPS dump {}: the frame at step {} has other atoms, types or periodicity than the first frame", path,
-        dump.timesteps[1].front()));
+        "LAMMPS dump {}: the frame at step {} has other atoms, types or periodicity than the first frame",
+        path, dump.timesteps[1].front()));
   if (!dump.systems[0].periodic)
     throw DataError(fmt::format("LAMMPS dump {}: the box is not periodic in x, y and z", path));
   t.frames = std::move(dump.systems[0]);

@@ -94,6 +94,10 @@ LearnTrainConfig read_train(const Section& t) {
   c.steps = t.required<std::int64_t>("steps");
   if (c.steps < 1) reject_value(t.key("steps"), json(c.steps), "must be at least 1", t.file);
   c.new_frame_repeat = t.count("new_frame_repeat", c.new_frame_repeat);
+  c.reset_factor = t.get<double>("reset_factor", c.reset_factor);
+  if (!(c.reset_factor >= 0.0) || !std::isfinite(c.reset_factor))
+    reject_value(t.key("reset_factor"), json(c.reset_factor), "must be a number >= 0 (0: never reset)",
+                 t.file);
   for (const auto& m : t.list<std::string>("init_models"))
     c.init_models.push_back(t.existing_path(m, "init_models"));
   if (!c.init_models.empty() && c.init_models.size() != 1 &&
@@ -200,8 +204,8 @@ SelectConfig read_select(const Section& s) {
                  s.file);
   }
   if (s.has("force_atoms") && c.method != "kalman_sigma")
-    reject_value(s.key("force_atoms"), s.s.at("force_atoms"), "is used only with select.method \"kalman_sigma\"",
-                 s.file);
+    reject_value(s.key("force_atoms"), s.s.at("force_atoms"),
+                 "is used only with select.method \"kalman_sigma\"", s.file);
   if (s.has("force_atoms")) {
     const json& v = s.s.at("force_atoms");
     if (v == "all") {
@@ -285,17 +289,16 @@ LearnConfig LearnConfig::from_file(const std::string& path) {
 
   c.train = read_train(section(doc, "train", path, c.base_dir,
                                {"input", "models", "init_steps", "steps", "new_frame_repeat", "init_models",
-                                "deepkf", "mpirun", "ranks", "jobs"},
+                                "reset_factor", "deepkf", "mpirun", "ranks", "jobs"},
                                true));
   c.explore = read_explore(section(
       doc, "explore", path, c.base_dir,
       {"lmp", "plugin", "mpirun", "ranks", "jobs", "structures", "ensemble", "temperatures", "pressures",
        "barostat", "steps", "timestep", "dump_freq", "thermostat_damping", "barostat_damping", "masses"},
       true));
-  c.select = read_select(section(doc, "select", path, c.base_dir,
-                                 {"method", "trust_lo", "trust_hi", "relative", "max_frames", "min_distance",
-                                  "force_atoms"},
-                                 true));
+  c.select = read_select(section(
+      doc, "select", path, c.base_dir,
+      {"method", "trust_lo", "trust_hi", "relative", "max_frames", "min_distance", "force_atoms"}, true));
   c.label = read_label(section(
       doc, "label", path, c.base_dir,
       {"cp2k", "mpirun", "template", "kinds", "kpoint_spacing", "ranks", "threads", "jobs", "timeout"},

@@ -12,11 +12,14 @@ namespace deepkf {
 
 // Program names as given (a path or a name looked up in PATH, src/learn/ExternalProgram.hpp).
 struct LearnTrainConfig {
-  std::string input;                     // training input (model, optimizer, initial data); absolute path
-  int models = 4;                        // ensemble members (different seeds)
-  std::int64_t init_steps = 0;           // steps of the first training
-  std::int64_t steps = 0;                // steps each later iteration adds, continuing the same state
-  int new_frame_repeat = 4;              // visits per epoch of the frames labelled by the last iteration
+  std::string input;            // training input (model, optimizer, initial data); absolute path
+  int models = 4;               // ensemble members (different seeds)
+  std::int64_t init_steps = 0;  // steps of the first training
+  std::int64_t steps = 0;       // steps each later iteration adds, continuing the same state
+  int new_frame_repeat = 4;     // visits per epoch of the frames labelled by the last iteration
+  // A continued member whose training force RMSE comes out above reset_factor times its previous round's has
+  // diverged: it is trained again from its previous round's weights with a fresh covariance; 0: never.
+  double reset_factor = 3.0;
   std::vector<std::string> init_models;  // start the first training from these model files (one per member)
   std::string deepkf;                    // "" : the running deepkf
   std::string mpirun = "mpirun";         // used when ranks > 1

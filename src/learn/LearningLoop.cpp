@@ -4,6 +4,7 @@
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -192,15 +193,54 @@ void LearningLoop::train(int i) {
   }
   log_->info("iteration {}: train {} models to step {} on the user's data and {} labelled iterations", i,
              cfg_.train.models, round.numb_steps, round.label_groups.size());
-  const auto members = train_ensemble(cfg_, round, *log_);
-  json s{{"numb_steps", round.numb_steps}, {"label_groups", round.label_groups}, {"members", json::array()}};
-  for (const auto& m : members)
-    s["members"].push_back(
-        {{"model", m.model}, {"checkpoint", m.checkpoint}, {"steps", m.steps}, {"wall_s", m.wall_s}});
-  // The errors of the model that drives the exploration, on all training frames and on the test data.
+  auto members = train_ensemble(cfg_, round, *log_);
+  // The errors of every member on all training frames (model 0's also drives the exploration).
   std::vector<std::string> training = user_systems_;
   training.insert(training.end(), round.label_groups.begin(), round.label_groups.end());
-  s["train_errors"] = errors_of(members.front().model, training);
+  std::vector<json> errors;
+  for (const auto& m : members) errors.push_back(errors_of(m.model, training));
+  std::vector<json> resets(members.size());
+  if (i > 0 && cfg_.train.reset_factor > 0.0) {
+    // A continued filter can diverge (docs/online-learning.md, "Known limits"): such a member is trained
+    // again from its previous weights with a fresh covariance, and the diverged run is kept beside it.
+    const json previous = summary(i - 1, Stage::kTrain);
+    round.restart_from.assign(members.size(), "");
+    for (std::size_t k = 0; k < members.size(); ++k) {
+      const json& before = previous.at("members").at(k);
+      const double was = before.contains("train_rmse_f")
+                             ? before.at("train_rmse_f").get<double>()
+                             : previous.at("train_errors").at("rmse_f").get<double>();
+      const double now = errors[k].at("rmse_f").get<double>();
+      if (now <= cfg_.train.reset_factor * was) continue;  // a nan is a divergence too
+      const fs::path dir = fs::path(round.dir) / fmt::format("model_{}", k);
+      const fs::path kept = fs::path(round.dir) / fmt::format("model_{}.diverged", k);
+      log_->warn(
+          "train: member {} diverged (training force RMSE {:.4g} eV/A, {:.4g} before; reset_factor {:g}): "
+          "trained again from {} with a fresh covariance; the diverged run is kept in {}",
+          k, now, was, cfg_.train.reset_factor, before.at("model").get<std::string>(), kept.string());
+      fs::remove_all(kept);
+      fs::rename(dir, kept);
+      round.restart_from[k] = before.at("model").get<std::string>();
+      resets[k] = {{"diverged_rmse_f", now}, {"previous_rmse_f", was}, {"kept", kept.string()}};
+    }
+    if (std::any_of(resets.begin(), resets.end(), [](const json& r) { return !r.is_null(); })) {
+      members = train_ensemble(cfg_, round, *log_);  // only the reset members train: the others are done
+      for (std::size_t k = 0; k < members.size(); ++k)
+        if (!resets[k].is_null()) errors[k] = errors_of(members[k].model, training);
+    }
+  }
+  json s{{"numb_steps", round.numb_steps}, {"label_groups", round.label_groups}, {"members", json::array()}};
+  for (std::size_t k = 0; k < members.size(); ++k) {
+    const auto& m = members[k];
+    json j{{"model", m.model},
+           {"checkpoint", m.checkpoint},
+           {"steps", m.steps},
+           {"wall_s", m.wall_s},
+           {"train_rmse_f", errors[k].at("rmse_f")}};
+    if (!resets[k].is_null()) j["reset"] = resets[k];
+    s["members"].push_back(j);
+  }
+  s["train_errors"] = errors.front();
   if (!cfg_.test_data.empty()) s["test_errors"] = errors_of(members.front().model, cfg_.test_data);
   s["wall_s"] = seconds_since(start);
   log_->info("iteration {}: model 0: training force RMSE {:.4f} eV/A{}", i,

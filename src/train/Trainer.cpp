@@ -1,6 +1,5 @@
 // The training loop: Trainer's interface and run(), steps, validation, checkpoints and stops in order.
 #include "src/train/Trainer.hpp"
-#include "src/train/TrainerImpl.hpp"
 
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
@@ -27,6 +26,7 @@
 #include "src/train/Optimizers.hpp"
 #include "src/train/ProgressBar.hpp"
 #include "src/train/StopSignal.hpp"
+#include "src/train/TrainerImpl.hpp"
 #include "src/train/TrainingDevice.hpp"
 #include "src/train/TrainingLog.hpp"
 #include "src/train/UncertaintyCalibration.hpp"
@@ -64,7 +64,6 @@ std::vector<double> flatten_cpu(const std::vector<torch::Tensor>& tensors) {
 }
 
 }  // namespace
-
 
 Trainer::Trainer(const TrainConfig& config, const TrainerOptions& options, std::shared_ptr<Communicator> comm)
     : impl_(std::make_unique<Impl>(config, options, std::move(comm))) {

@@ -35,7 +35,7 @@ struct Trainer::Impl {
   std::int64_t step = 0;
   std::int64_t valid_cursor = 0;  // next validation (system, frame) position, cycles through all frames
   std::shared_ptr<spdlog::logger> log;
-  double wall_before = 0.0;  // training seconds of earlier runs (restarts)
+  double wall_before = 0.0;    // training seconds of earlier runs (restarts)
   nlohmann::json calibration;  // of the predicted uncertainty (docs/uncertainty.md), null until fitted
 
   Impl(const TrainConfig& c, const TrainerOptions& o, std::shared_ptr<Communicator> cm)

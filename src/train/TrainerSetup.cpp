@@ -1,6 +1,4 @@
 // Trainer set-up: threads and device, data and model, the optimizer, and restoring a checkpoint.
-#include "src/train/TrainerImpl.hpp"
-
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
@@ -26,6 +24,7 @@
 #include "src/train/Optimizers.hpp"
 #include "src/train/ProgressBar.hpp"
 #include "src/train/StopSignal.hpp"
+#include "src/train/TrainerImpl.hpp"
 #include "src/train/TrainingDevice.hpp"
 #include "src/train/TrainingLog.hpp"
 #include "src/train/UncertaintyCalibration.hpp"
@@ -40,7 +39,6 @@ void Trainer::Impl::setup_threads_and_device() {
   device = training_device(cfg, *comm);
   log->info("ranks {}, threads per rank {}, device {}", comm->size(), threads, device.str());
 }
-
 
 void Trainer::Impl::build_optimizer(const json& restored) {
   StepResources res = step_resources(device, *comm, data, mcfg);
@@ -157,6 +155,5 @@ void Trainer::Impl::restore(const std::string& path, bool same_data) {
   valid_cursor = ckpt.meta.value("valid_cursor", std::int64_t{0});
   log->info("restarted from {} at step {}", path, step);
 }
-
 
 }  // namespace deepkf

@@ -1,6 +1,4 @@
 // One training step, validation, checkpoints and the uncertainty calibration of a Trainer.
-#include "src/train/TrainerImpl.hpp"
-
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
@@ -26,6 +24,7 @@
 #include "src/train/Optimizers.hpp"
 #include "src/train/ProgressBar.hpp"
 #include "src/train/StopSignal.hpp"
+#include "src/train/TrainerImpl.hpp"
 #include "src/train/TrainingDevice.hpp"
 #include "src/train/TrainingLog.hpp"
 #include "src/train/UncertaintyCalibration.hpp"
@@ -137,6 +136,5 @@ void Trainer::Impl::calibrate_uncertainty() {
             fitted.energy, fitted.force,
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
 }
-
 
 }  // namespace deepkf

@@ -142,8 +142,8 @@ TEST_CASE("a dump cut inside its last snapshot keeps the whole ones when the run
   CHECK(whole.timesteps.at(0) == std::vector<std::int64_t>{0, 10});
   // Cut after the second snapshot's header, inside an atom line, and just before the final newline (its
   // last number may be cut short): the first snapshot alone, and a cut file is no error.
-  for (const std::size_t keep : {first.size() + 16, first.size() + second.size() - 4,
-                                 first.size() + second.size() - 1}) {
+  for (const std::size_t keep :
+       {first.size() + 16, first.size() + second.size() - 4, first.size() + second.size() - 1}) {
     INFO("file cut after " << keep << " characters");
     const auto path = dump_file((first + second).substr(0, keep));
     const auto cut = read_lammps_dump(path, oh, DumpEnd::kMayBeCut);
@@ -152,7 +152,8 @@ TEST_CASE("a dump cut inside its last snapshot keeps the whole ones when the run
     CHECK(cut.timesteps[0] == std::vector<std::int64_t>{0});
     CHECK(cut.systems[0].coord == std::vector<double>{1, 1, 1, 2, 2, 2});
     // A finished run's dump must be whole (a missing final newline alone is no error there).
-    if (keep < first.size() + second.size() - 1) CHECK_THROWS_WITH(read_lammps_dump(path, oh), Contains(path));
+    if (keep < first.size() + second.size() - 1)
+      CHECK_THROWS_WITH(read_lammps_dump(path, oh), Contains(path));
   }
   // Cut inside the only snapshot: no system, no error.
   CHECK(read_lammps_dump(dump_file(first.substr(0, 40)), oh, DumpEnd::kMayBeCut).systems.empty());

@@ -36,9 +36,9 @@
 #include <vector>
 
 #include "src/core/Error.hpp"
-#include "tests/support/TestData.hpp"
 #include "tests/fuzz/Mutator.hpp"
 #include "tests/fuzz/Readers.hpp"
+#include "tests/support/TestData.hpp"
 
 namespace fs = std::filesystem;
 using deepkf::fuzz::Mutator;

@@ -31,7 +31,6 @@ std::string cp2k_or_skip() {
   }
 }
 
-
 // One CP2K run of frame 2 of data/si_cp2k.h5#/Si8, made once per test run.
 struct Reference {
   System frame;        // the stored frame with its labels

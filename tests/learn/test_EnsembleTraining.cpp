@@ -45,7 +45,7 @@ TEST_CASE("a member's input adds the labelled groups, weighs the newest and shif
   json own = base;
   own["training"]["training_data"]["repeat"] = 2;
   own["training"]["num_threads"] = 1;
-  const json first = member_input(own, dir + "/train.json", TrainingRound{"", {}, 100, {}}, 0, 5, 3);
+  const json first = member_input(own, dir + "/train.json", TrainingRound{"", {}, 100, {}, {}}, 0, 5, 3);
   CHECK(first.at("training").at("training_data").at("repeat") == json({2}));
   CHECK(first.at("training").at("num_threads") == 1);
   CHECK(first.at("training").at("seed") == 3);

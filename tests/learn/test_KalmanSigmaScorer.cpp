@@ -97,7 +97,8 @@ TEST_CASE("the Kalman sigma scorer gives the checkpoint's calibrated force sigma
     CHECK(scores[f] == Approx(frame_sigma(direct.frames[f], calibration).sigma_f_max).epsilon(1e-9));
     // sigma_f,i of the largest atom is at least that of any one of its components, calibrated.
     double largest = 0.0;
-    for (const double v : direct.frames[f].var_f) largest = std::max(largest, calibration.force * std::sqrt(v));
+    for (const double v : direct.frames[f].var_f)
+      largest = std::max(largest, calibration.force * std::sqrt(v));
     CHECK(scores[f] >= largest * (1 - 1e-12));
   }
 
@@ -118,7 +119,8 @@ TEST_CASE("the Kalman sigma scorer gives the checkpoint's calibrated force sigma
   for (std::size_t f = 1; f < scores.size(); ++f) CHECK(with_broken[f] == Approx(scores[f]).epsilon(1e-12));
 }
 
-TEST_CASE("the Kalman sigma scorer needs an RLEKF checkpoint and says whose", "[learn][select][uncertainty]") {
+TEST_CASE("the Kalman sigma scorer needs an RLEKF checkpoint and says whose",
+          "[learn][select][uncertainty]") {
   const auto dir = test::make_temp_dir("kalman-scorer-adam");
   const std::string checkpoint = train("Adam", dir + "/adam");
   SelectConfig select;

@@ -1,5 +1,6 @@
 // An exploration run's dump as the loop reads it (src/data/LammpsDump.cpp does the parsing; its own tests
-// cover the formats): the run's elements as the type map, one system, a file cut short keeps its whole frames.
+// cover the formats): the run's elements as the type map, one system, a file cut short keeps its whole
+// frames.
 #include <catch2/catch.hpp>
 #include <fstream>
 
@@ -76,8 +77,8 @@ TEST_CASE("a dump cut inside a frame keeps its complete frames", "[learn][dump]"
 
 TEST_CASE("dumps the loop cannot use are errors naming the file", "[learn][dump]") {
   std::string text = kTwoFrames;
-  CHECK_THROWS_WITH(read_explored_frames(write("types.dump", text), {"O"}), Catch::Contains("types.dump line") &&
-                                                                              Catch::Contains("has type 2"));
+  CHECK_THROWS_WITH(read_explored_frames(write("types.dump", text), {"O"}),
+                    Catch::Contains("types.dump line") && Catch::Contains("has type 2"));
   text.replace(text.rfind("1 1 1.5"), 7, "1 2 1.5");
   CHECK_THROWS_WITH(read_explored_frames(write("swap.dump", text), {"O", "H"}),
                     Catch::Contains("swap.dump: the frame at step 10 has other atoms"));

@@ -92,6 +92,7 @@ TEST_CASE("every section's keys and values are read", "[learn][config]") {
   CHECK(c.seed == 7);
   CHECK(c.test_data.size() == 1);
   CHECK(c.train.models == 2);
+  CHECK(c.train.reset_factor == 3.0);  // the default
   CHECK(c.explore.pressures == std::vector<double>{1.0, 1000.0});
   CHECK(c.explore.barostat == "tri");
   CHECK(c.explore.steps.size() == 3);
@@ -139,6 +140,10 @@ TEST_CASE("mistakes in the loop input are one error naming the file, key and val
   doc["select"]["method"] = "committee";
   CHECK_THAT(error_of(doc), Catch::Contains("'select.method' in") && Catch::Contains("is \"committee\"") &&
                                 Catch::Contains("\"kalman_sigma\""));
+  doc = minimal();
+  doc["train"]["reset_factor"] = -1;
+  CHECK_THAT(error_of(doc),
+             Catch::Contains("'train.reset_factor' in") && Catch::Contains("must be a number >= 0"));
   doc = minimal();
   doc["select"]["force_atoms"] = 8;
   CHECK_THAT(error_of(doc), Catch::Contains("'select.force_atoms' in") &&

@@ -10,8 +10,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <catch2/catch.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -239,6 +239,8 @@ TEST_CASE("one model's Kalman sigma chooses the frames to label", "[learn][loop]
   loop["train"]["models"] = 1;
   loop["train"].erase("jobs");
   loop["select"].update({{"method", "kalman_sigma"}, {"force_atoms", "all"}, {"max_frames", 1}});
+  // So small that the closing round's continued member counts as diverged: the reset path runs for real.
+  loop["train"]["reset_factor"] = 1e-6;
   std::ofstream(dir + "/loop.json") << loop.dump(2);
   const ProgramRun learn{{DEEPKF_EXE, "learn", "loop.json", "-o", "run"}, dir, {}, "learn.out", 900};
   const ProgramResult r = run_program(learn);
@@ -276,4 +278,24 @@ TEST_CASE("one model's Kalman sigma chooses the frames to label", "[learn][loop]
   const json label = read_json(run / "iter.000" / "label" / "summary.json");
   CHECK(label.at("labelled").get<int>() + label.at("label_failed").get<int>() == 1);
   CHECK(fs::exists(run / "iter.001" / "train" / "model_0" / "model.ckpt"));
+
+  // The closing round's member was "diverged" (reset_factor 1e-6): its continued run is kept, and it was
+  // trained again from iteration 0's weights with a fresh covariance, all 60 steps.
+  const json trained = read_json(run / "iter.001" / "train" / "summary.json");
+  const json& member = trained.at("members").at(0);
+  REQUIRE(member.contains("reset"));
+  CHECK(member.at("reset").at("previous_rmse_f").get<double>() > 0);
+  CHECK(fs::exists(run / "iter.001" / "train" / "model_0.diverged" / "model.ckpt"));
+  CHECK_THAT(read(run / "iter.001" / "train" / "model_0.diverged" / "train.log"),
+             Catch::Contains("continuing from"));
+  const std::string again = read(run / "iter.001" / "train" / "model_0" / "train.log");
+  CHECK_THAT(again, Catch::Contains(read_json(run / "iter.000" / "train" / "summary.json")
+                                        .at("members")
+                                        .at(0)
+                                        .at("model")
+                                        .get<std::string>()));
+  CHECK_THAT(again, !Catch::Contains("continuing from"));
+  CHECK(member.at("steps") == 60);
+  CHECK(member.at("train_rmse_f").get<double>() > 0);
+  CHECK_THAT(read(run / "learn.log"), Catch::Contains("train: member 0 diverged"));
 }

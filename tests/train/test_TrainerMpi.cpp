@@ -296,8 +296,8 @@ TEST_CASE("a checkpoint written on 1 rank resumes on 2 ranks, and one written on
   SECTION("2 ranks stopped by a signal on rank 1 after 1 step, then 1 rank to the end") {
     // The stop request reaches rank 1 only; the collective check stops both after the same step.
     if (rank == 1) deepkf::StopSignal::raise_for_test(15);
-    Trainer stopped(config(kSteps), options_in(rank == 0 ? dir + "/stopped" : dir + "/rank1-must-not-exist", true),
-                    comm);
+    Trainer stopped(config(kSteps),
+                    options_in(rank == 0 ? dir + "/stopped" : dir + "/rank1-must-not-exist", true), comm);
     const auto part = stopped.run();
     deepkf::StopSignal::reset();
     REQUIRE(part.interrupted);
