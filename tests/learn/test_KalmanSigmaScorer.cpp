@@ -62,16 +62,21 @@ ExploredFrames dumped_si8(double shake) {
   return t;
 }
 
+// The scorer of select.method "kalman_sigma" with `force_atoms` atoms per frame (0: every atom).
+std::unique_ptr<FrameScorer> kalman_scorer(std::int64_t force_atoms) {
+  SelectConfig select;
+  select.method = "kalman_sigma";
+  select.force_atoms = force_atoms;
+  return make_frame_scorer(select, 1);
+}
+
 }  // namespace
 
 TEST_CASE("the Kalman sigma scorer gives the checkpoint's calibrated force sigma per frame",
           "[learn][select][uncertainty]") {
   const auto dir = test::make_temp_dir("kalman-scorer");
   const std::string checkpoint = train("RLEKF", dir + "/rlekf");
-  SelectConfig select;
-  select.method = "kalman_sigma";
-  select.force_atoms = 0;  // every atom
-  const auto scorer = make_frame_scorer(select, 1);
+  const auto scorer = kalman_scorer(0);
   scorer->use_models({checkpoint, "another member's checkpoint, not read"});
   CHECK(scorer->describe() == "max Kalman force sigma (eV/A)");
 
@@ -123,11 +128,10 @@ TEST_CASE("the Kalman sigma scorer needs an RLEKF checkpoint and says whose",
           "[learn][select][uncertainty]") {
   const auto dir = test::make_temp_dir("kalman-scorer-adam");
   const std::string checkpoint = train("Adam", dir + "/adam");
-  SelectConfig select;
-  select.method = "kalman_sigma";
-  const auto scorer = make_frame_scorer(select, 1);
+  const auto scorer = kalman_scorer(32);
   CHECK_THROWS_AS(scorer->use_models({checkpoint}), ConfigError);
   CHECK_THROWS_WITH(scorer->use_models({checkpoint}), Catch::Matchers::Contains(checkpoint));
-  select.method = "committee";
-  CHECK_THROWS_AS(make_frame_scorer(select, 1), ConfigError);
+  SelectConfig unknown;
+  unknown.method = "committee";
+  CHECK_THROWS_AS(make_frame_scorer(unknown, 1), ConfigError);
 }
