@@ -6,7 +6,8 @@
 // frames of water/data_0, so that the tables span the range a trained model's do.
 //
 // usage: bench_lammps [STEPS_SMALL] [STEPS_LARGE] [SIZES]   (defaults 50, 5 and "small,large"; SIZES picks
-// the 192-atom rows ("small"), the 12,288-atom rows ("large") or both; needs ../shared/datasets/water)
+// the 192-atom rows ("small"), the 12,288-atom rows ("large") or both; needs the shared water dataset, found
+// as the tests find it: tests/support/TestData.hpp)
 //
 // For the uncompressed model the achieved GFLOP/s (5.708 MFLOP per atom-step, bench/support/ModelFlops.hpp,
 // times atom-steps/s) is printed as before; "speed-up" is compressed over uncompressed atom-steps/s of the

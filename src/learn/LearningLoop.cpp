@@ -176,6 +176,42 @@ bool LearningLoop::converged(int iteration) const {
              cfg_.stop_candidate_fraction;
 }
 
+// A continued filter can diverge (docs/online-learning.md, "Known limits"): a member whose training force
+// RMSE exceeds reset_factor times its previous round's is trained again from its previous weights with a
+// fresh covariance, and the diverged run is kept beside it. Updates members and errors; one record per
+// member, null for those kept.
+std::vector<json> LearningLoop::reset_diverged(int i, TrainingRound& round,
+                                               std::vector<TrainedMember>& members, std::vector<json>& errors,
+                                               const std::vector<std::string>& training) {
+  std::vector<json> resets(members.size());
+  const json previous = summary(i - 1, Stage::kTrain);
+  round.restart_from.assign(members.size(), "");
+  for (std::size_t k = 0; k < members.size(); ++k) {
+    const json& before = previous.at("members").at(k);
+    const double was = before.contains("train_rmse_f")
+                           ? before.at("train_rmse_f").get<double>()
+                           : previous.at("train_errors").at("rmse_f").get<double>();
+    const double now = errors[k].at("rmse_f").get<double>();
+    if (now <= cfg_.train.reset_factor * was) continue;  // a nan is a divergence too
+    const fs::path dir = fs::path(round.dir) / fmt::format("model_{}", k);
+    const fs::path kept = fs::path(round.dir) / fmt::format("model_{}.diverged", k);
+    log_->warn(
+        "train: member {} diverged (training force RMSE {:.4g} eV/A, {:.4g} before; reset_factor {:g}): "
+        "trained again from {} with a fresh covariance; the diverged run is kept in {}",
+        k, now, was, cfg_.train.reset_factor, before.at("model").get<std::string>(), kept.string());
+    fs::remove_all(kept);
+    fs::rename(dir, kept);
+    round.restart_from[k] = before.at("model").get<std::string>();
+    resets[k] = {{"diverged_rmse_f", now}, {"previous_rmse_f", was}, {"kept", kept.string()}};
+  }
+  if (std::any_of(resets.begin(), resets.end(), [](const json& r) { return !r.is_null(); })) {
+    members = train_ensemble(cfg_, round, *log_);  // only the reset members train: the others are done
+    for (std::size_t k = 0; k < members.size(); ++k)
+      if (!resets[k].is_null()) errors[k] = errors_of(members[k].model, training);
+  }
+  return resets;
+}
+
 void LearningLoop::train(int i) {
   const auto start = std::chrono::steady_clock::now();
   TrainingRound round;
@@ -199,36 +235,9 @@ void LearningLoop::train(int i) {
   training.insert(training.end(), round.label_groups.begin(), round.label_groups.end());
   std::vector<json> errors;
   for (const auto& m : members) errors.push_back(errors_of(m.model, training));
-  std::vector<json> resets(members.size());
-  if (i > 0 && cfg_.train.reset_factor > 0.0) {
-    // A continued filter can diverge (docs/online-learning.md, "Known limits"): such a member is trained
-    // again from its previous weights with a fresh covariance, and the diverged run is kept beside it.
-    const json previous = summary(i - 1, Stage::kTrain);
-    round.restart_from.assign(members.size(), "");
-    for (std::size_t k = 0; k < members.size(); ++k) {
-      const json& before = previous.at("members").at(k);
-      const double was = before.contains("train_rmse_f")
-                             ? before.at("train_rmse_f").get<double>()
-                             : previous.at("train_errors").at("rmse_f").get<double>();
-      const double now = errors[k].at("rmse_f").get<double>();
-      if (now <= cfg_.train.reset_factor * was) continue;  // a nan is a divergence too
-      const fs::path dir = fs::path(round.dir) / fmt::format("model_{}", k);
-      const fs::path kept = fs::path(round.dir) / fmt::format("model_{}.diverged", k);
-      log_->warn(
-          "train: member {} diverged (training force RMSE {:.4g} eV/A, {:.4g} before; reset_factor {:g}): "
-          "trained again from {} with a fresh covariance; the diverged run is kept in {}",
-          k, now, was, cfg_.train.reset_factor, before.at("model").get<std::string>(), kept.string());
-      fs::remove_all(kept);
-      fs::rename(dir, kept);
-      round.restart_from[k] = before.at("model").get<std::string>();
-      resets[k] = {{"diverged_rmse_f", now}, {"previous_rmse_f", was}, {"kept", kept.string()}};
-    }
-    if (std::any_of(resets.begin(), resets.end(), [](const json& r) { return !r.is_null(); })) {
-      members = train_ensemble(cfg_, round, *log_);  // only the reset members train: the others are done
-      for (std::size_t k = 0; k < members.size(); ++k)
-        if (!resets[k].is_null()) errors[k] = errors_of(members[k].model, training);
-    }
-  }
+  const std::vector<json> resets = i > 0 && cfg_.train.reset_factor > 0.0
+                                       ? reset_diverged(i, round, members, errors, training)
+                                       : std::vector<json>(members.size());
   json s{{"numb_steps", round.numb_steps}, {"label_groups", round.label_groups}, {"members", json::array()}};
   for (std::size_t k = 0; k < members.size(); ++k) {
     const auto& m = members[k];

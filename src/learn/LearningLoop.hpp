@@ -18,7 +18,9 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
+#include "src/learn/EnsembleTraining.hpp"
 #include "src/learn/LearnConfig.hpp"
 #include "src/learn/LoopState.hpp"
 
@@ -47,6 +49,10 @@ class LearningLoop {
   void finish(int iteration, Stage stage, const nlohmann::json& summary);
 
   void train(int iteration);
+  std::vector<nlohmann::json> reset_diverged(int iteration, TrainingRound& round,
+                                             std::vector<TrainedMember>& members,
+                                             std::vector<nlohmann::json>& errors,
+                                             const std::vector<std::string>& training);
   void explore(int iteration);
   void select(int iteration);
   void label(int iteration);
