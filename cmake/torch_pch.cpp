@@ -1,0 +1,1 @@
+// The translation unit that owns the shared precompiled <torch/torch.h> (cmake/DeepkfTorchPch.cmake).
