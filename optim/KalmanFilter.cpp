@@ -41,6 +41,11 @@ KalmanFilter::KalmanFilter(std::vector<torch::Tensor> params, const KalmanOption
   if (!(options_.p0 > 0.0) || !std::isfinite(options_.p0)) {
     throw OptimError("kalman optimizer: initial covariance p0 is " + num(options_.p0) + ", must be positive");
   }
+  if (!(options_.p_cap >= 0.0) || !std::isfinite(options_.p_cap)) {
+    throw OptimError("kalman optimizer: p_cap is " + num(options_.p_cap) +
+                     ", must not be negative (0: no cap)");
+  }
+  p0_ = options_.p0;
   if (options_.p_dtype != torch::kFloat64 && options_.p_dtype != torch::kFloat32) {
     throw OptimError(std::string("kalman optimizer: covariance dtype ") + c10::toString(options_.p_dtype) +
                      " is not float32 or float64");
@@ -92,6 +97,7 @@ void KalmanFilter::set_p0(double p0) {
   }
   cov_.scale(p0 / options_.p0);  // P is p0_old I until the first step
   options_.p0 = p0;
+  p0_ = p0;
 }
 
 std::int64_t KalmanFilter::covariance_bytes() const { return cov_.bytes(); }
@@ -164,6 +170,9 @@ void KalmanFilter::update(double e, const std::vector<torch::Tensor>& grads) {
 
   // P_i <- (P_i - K_i K_i^T / a) / lambda, applied by the next sweep (or a flush before P is read).
   cov_.defer_update(K, a, lambda_);
+  // Directions no measurement has constrained grow by 1 / lambda every step, by e^15 over the forgetting
+  // schedule's course at the defaults: bounded at p_cap p0, released to half of it (docs/rlekf.md).
+  if (options_.p_cap > 0.0) interval_capped_ += cov_.cap_diagonal(options_.p_cap * p0_, 0.5);
 
   allgather_weights(w);
   layout_.scatter(w, params_);
@@ -202,7 +211,7 @@ std::vector<double> KalmanFilter::quadratic_forms(const torch::Tensor& H) {
 KalmanDiagnostics KalmanFilter::take_diagnostics() {
   // This rank's |dw|^2 and tr(P_i) over its blocks; every rank has the same updates and e^2 / a.
   std::vector<double> sums = {interval_step2_.defined() ? interval_step2_.item<double>() : 0.0,
-                              cov_.diagonal_sum()};
+                              cov_.diagonal_sum(), static_cast<double>(interval_capped_)};
   comm_->allreduce_sum(sums.data(), sums.size());
   KalmanDiagnostics d;
   d.updates = interval_updates_;
@@ -211,7 +220,9 @@ KalmanDiagnostics KalmanFilter::take_diagnostics() {
     d.rms_step = std::sqrt(sums[0] / static_cast<double>(d.updates));
   }
   d.mean_p_diag = sums[1] / static_cast<double>(layout_.num_parameters());
+  d.capped = static_cast<std::int64_t>(sums[2]);
   interval_updates_ = 0;
+  interval_capped_ = 0;
   interval_nis_ = 0.0;
   interval_step2_ = torch::Tensor();
   return d;
@@ -248,6 +259,7 @@ void KalmanFilter::write_scalars(torch::serialize::OutputArchive& state) const {
   state.write("lambda", torch::full({}, lambda_, torch::kFloat64));
   state.write("steps", torch::full({}, steps_, torch::kInt64));
   state.write("blocksize", torch::full({}, options_.blocksize, torch::kInt64));
+  state.write("p0", torch::full({}, p0_, torch::kFloat64));
   std::vector<std::int64_t> sizes;
   for (const auto& b : layout_.blocks()) sizes.push_back(b.size());
   state.write("block_sizes", torch::tensor(sizes, torch::kInt64));
@@ -343,6 +355,10 @@ void KalmanFilter::load(torch::serialize::InputArchive& archive,
   }
   lambda_ = lambda;
   steps_ = steps;
+  // The initial p0, the cap's unit; states written before the cap existed lack it, and the options' p0
+  // (the trainer restores it from the checkpoint's settings) stands in.
+  torch::Tensor p0;
+  if (state.try_read("p0", p0)) p0_ = p0.item<double>();
 }
 
 }  // namespace deepkf

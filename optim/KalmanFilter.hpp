@@ -32,10 +32,12 @@
 namespace deepkf {
 
 struct KalmanOptions {
-  std::int64_t blocksize = 5120;                // kf_blocksize b
-  double lambda0 = 0.98;                        // initial forgetting factor
-  double nu = 0.9987;                           // lambda <- nu * lambda + 1 - nu
-  double p0 = 1.0;                              // P_i = p0 * I at the start
+  std::int64_t blocksize = 5120;  // kf_blocksize b
+  double lambda0 = 0.98;          // initial forgetting factor
+  double nu = 0.9987;             // lambda <- nu * lambda + 1 - nu
+  double p0 = 1.0;                // P_i = p0 * I at the start
+  // The diagonal of P is kept at or below p_cap * p0 (docs/rlekf.md, "Bounded covariance"); 0: unbounded.
+  double p_cap = 0.0;
   torch::ScalarType p_dtype = torch::kFloat64;  // covariance precision; scalars (a, lambda) stay float64
 };
 
@@ -46,6 +48,7 @@ struct KalmanDiagnostics {
   double mean_nis = 0.0;     // mean of e^2 / a over them: the normalised innovation squared
   double rms_step = 0.0;     // root mean square of the weight change |dw| = |e / a| |K| over them
   double mean_p_diag = 0.0;  // tr(P) / N now: how much the filter still lets the weights move
+  std::int64_t capped = 0;   // diagonal values brought down to the cap in the interval (all ranks)
 };
 
 class KalmanFilter final : public Optimizer {
@@ -139,9 +142,11 @@ class KalmanFilter final : public Optimizer {
   PackedCovariance cov_;                  // this rank's blocks [first_block_, end_block_)
   double lambda_ = 0.98;
   std::int64_t steps_ = 0;
+  double p0_ = 1.0;  // the P_i = p0 I the filter started from (restored with the state): the cap's unit
   // Sums for take_diagnostics over the updates since its last call: of e^2 / a, and (on P's device, so
   // that no update waits for it) of this rank's |dw|^2.
   std::int64_t interval_updates_ = 0;
+  std::int64_t interval_capped_ = 0;
   double interval_nis_ = 0.0;
   torch::Tensor interval_step2_;
 };

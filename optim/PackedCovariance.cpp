@@ -62,7 +62,8 @@ PackedCovariance::PackedCovariance(std::vector<std::int64_t> sizes, double p0, t
     // P = p0 I: the diagonal values sit at the row offsets.
     std::vector<std::int64_t> diagonal(static_cast<std::size_t>(n));
     for (std::int64_t r = 0; r < n; ++r) diagonal[static_cast<std::size_t>(r)] = packed::row_offset(n, r);
-    P.index_fill_(0, torch::tensor(diagonal, torch::kInt64).to(device_), p0);
+    diagonal_at_.push_back(torch::tensor(diagonal, torch::kInt64).to(device_));
+    P.index_fill_(0, diagonal_at_.back(), p0);
     blocks_.push_back(P);
     first_task_.push_back(static_cast<std::int64_t>(tasks_.size()));
     if (device_.is_cpu()) {
@@ -258,23 +259,56 @@ void PackedCovariance::flush_cuda() {
 }
 #endif
 
+torch::Tensor PackedCovariance::diagonal(std::size_t j) const {
+  auto diag = blocks_[j].index_select(0, diagonal_at_[j]).to(torch::kFloat64);
+  if (has_pending()) {
+    // (p_rr - K_r^2 / a) / lambda
+    const auto K = pending_K_.narrow(0, offsets_[j], sizes_[j]);
+    diag = (diag - K * K * pending_inv_a_) * pending_inv_lambda_;
+  }
+  return diag;
+}
+
 double PackedCovariance::diagonal_sum() const {
   auto total = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(device_));
-  for (std::size_t j = 0; j < sizes_.size(); ++j) {
-    const auto n = sizes_[j];
-    std::vector<std::int64_t> rows(static_cast<std::size_t>(n));
-    for (std::int64_t r = 0; r < n; ++r)
-      rows[static_cast<std::size_t>(r)] = packed::row_offset(n, r);  // p_rr
-    const auto at = torch::tensor(rows, torch::kInt64).to(device_);
-    auto diag = blocks_[j].index_select(0, at).to(torch::kFloat64);
-    if (has_pending()) {
-      // (p_rr - K_r^2 / a) / lambda
-      const auto K = pending_K_.narrow(0, offsets_[j], n);
-      diag = (diag - K * K * pending_inv_a_) * pending_inv_lambda_;
-    }
-    total += diag.sum();
-  }
+  for (std::size_t j = 0; j < sizes_.size(); ++j) total += diagonal(j).sum();
   return total.item<double>();  // one wait for the device, not one per block
+}
+
+std::int64_t PackedCovariance::cap_diagonal(double cap, double release) {
+  if (sizes_.empty()) return 0;
+  std::vector<torch::Tensor> diagonals, largest;
+  for (std::size_t j = 0; j < sizes_.size(); ++j) {
+    diagonals.push_back(diagonal(j));
+    largest.push_back(diagonals.back().max());
+  }
+  const auto over = torch::stack(largest).to(torch::kCPU);  // one wait for the device
+  const double target = cap * release;
+  std::int64_t scaled = 0;
+  for (std::size_t j = 0; j < sizes_.size(); ++j) {
+    if (!(over[static_cast<std::int64_t>(j)].item<double>() > cap)) continue;
+    flush();
+    const auto& d = diagonals[j];
+    const auto s = torch::where(d > target, (target / d).sqrt(), torch::ones_like(d)).contiguous();
+    scaled += (d > target).sum().item<std::int64_t>();
+    const auto n = sizes_[j];
+    with_type(dtype_, [&](auto zero) {
+      using T = decltype(zero);
+      T* P = blocks_[j].data_ptr<T>();
+      if (device_.is_cpu()) {
+        const auto first = first_task_[j];
+        for_each_task(first_task_[j + 1] - first, [&](std::int64_t t) {
+          const Task& task = tasks_[static_cast<std::size_t>(first + t)];
+          packed::scale_rows(P, n, task.r0, task.r1, s.data_ptr<double>());
+        });
+      } else {
+#ifdef DEEPKF_WITH_CUDA
+        packed::cuda::scale<T>(P, n, s.data_ptr<double>(), at::cuda::getCurrentCUDAStream().stream());
+#endif
+      }
+    });
+  }
+  return scaled;
 }
 
 const torch::Tensor& PackedCovariance::packed(std::int64_t j) {

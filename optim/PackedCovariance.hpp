@@ -43,6 +43,14 @@ class PackedCovariance {
   void scale(double factor);
   // sum_j tr(P_j), the pending update included, without applying it (n_j reads per block).
   double diagonal_sum() const;
+  // Keeps every diagonal value at or below `cap` (docs/rlekf.md, "Bounded covariance"). A block whose
+  // largest p_rr (the pending update included) exceeds cap is flushed and scaled P_j <- S P_j S with
+  // s_r = sqrt(cap * release / p_rr) where p_rr > cap * release, s_r = 1 elsewhere: those values come down
+  // to cap * release, the others and every correlation stay. `release` in (0, 1] leaves headroom, so that
+  // values growing under lambda < 1 trigger a scaling pass only every ln(1 / release) / ln(1 / lambda) steps.
+  // Blocks decide alone, so the result does not depend on which rank holds which block. Returns the number
+  // of diagonal values scaled.
+  std::int64_t cap_diagonal(double cap, double release);
   bool has_pending() const { return pending_K_.defined(); }
 
   std::int64_t num_blocks() const { return static_cast<std::int64_t>(sizes_.size()); }
@@ -64,6 +72,8 @@ class PackedCovariance {
   struct Task {
     std::int64_t block, r0, r1, partial;
   };
+  // Block j's diagonal [n_j] float64 on the blocks' device, the pending update included.
+  torch::Tensor diagonal(std::size_t j) const;
   void sweep_cpu(const torch::Tensor& h, torch::Tensor& K);
   void flush_cpu();
 #ifdef DEEPKF_WITH_CUDA
@@ -75,11 +85,12 @@ class PackedCovariance {
   std::vector<std::int64_t> offsets_{0};  // block j covers [offsets_[j], offsets_[j + 1]) of h and K
   torch::ScalarType dtype_ = torch::kFloat64;
   torch::Device device_ = torch::kCPU;
-  std::vector<torch::Tensor> blocks_;     // packed, one tensor per block (each its own aligned allocation)
-  std::vector<Task> tasks_;               // ordered by block, then row
-  std::vector<std::int64_t> first_task_;  // tasks of block j: [first_task_[j], first_task_[j + 1])
-  torch::Tensor workspace_;               // float64 partial vectors of all tasks (CPU)
-  torch::Tensor pending_K_;               // undefined: no pending update
+  std::vector<torch::Tensor> blocks_;       // packed, one tensor per block (each its own aligned allocation)
+  std::vector<torch::Tensor> diagonal_at_;  // positions of p_rr in each block (int64 on the blocks' device)
+  std::vector<Task> tasks_;                 // ordered by block, then row
+  std::vector<std::int64_t> first_task_;    // tasks of block j: [first_task_[j], first_task_[j + 1])
+  torch::Tensor workspace_;                 // float64 partial vectors of all tasks (CPU)
+  torch::Tensor pending_K_;                 // undefined: no pending update
   double pending_inv_a_ = 0.0;
   double pending_inv_lambda_ = 1.0;
 };

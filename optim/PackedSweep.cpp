@@ -130,6 +130,16 @@ DEEPKF_INLINE void update_range(T* P, std::int64_t n, std::int64_t r0, std::int6
   }
 }
 
+template <typename T>
+DEEPKF_INLINE void scale_range(T* P, std::int64_t n, std::int64_t r0, std::int64_t r1, const double* s) {
+  for (std::int64_t r = r0; r < r1; ++r) {
+    T* row = P + row_offset(n, r) - r;
+    const double sr = s[r];
+#pragma omp simd
+    for (std::int64_t c = r; c < n; ++c) row[c] = static_cast<T>(static_cast<double>(row[c]) * (sr * s[c]));
+  }
+}
+
 // With a pending update the sweep reads and writes P; without one it only reads it.
 template <typename T>
 DEEPKF_INLINE void sweep_any(T* P, std::int64_t n, std::int64_t r0, std::int64_t r1, const RankOneUpdate& u,
@@ -160,6 +170,15 @@ DEEPKF_CLONES void update_f64(double* P, std::int64_t n, std::int64_t r0, std::i
 DEEPKF_CLONES_F32 void update_f32(float* P, std::int64_t n, std::int64_t r0, std::int64_t r1,
                                   const RankOneUpdate& u) {
   update_range(P, n, r0, r1, u);
+}
+
+DEEPKF_CLONES void scale_f64(double* P, std::int64_t n, std::int64_t r0, std::int64_t r1, const double* s) {
+  scale_range(P, n, r0, r1, s);
+}
+
+DEEPKF_CLONES_F32 void scale_f32(float* P, std::int64_t n, std::int64_t r0, std::int64_t r1,
+                                 const double* s) {
+  scale_range(P, n, r0, r1, s);
 }
 
 }  // namespace
@@ -195,6 +214,14 @@ void update_rows(double* P, std::int64_t n, std::int64_t r0, std::int64_t r1, co
 
 void update_rows(float* P, std::int64_t n, std::int64_t r0, std::int64_t r1, const RankOneUpdate& update) {
   update_f32(P, n, r0, r1, update);
+}
+
+void scale_rows(double* P, std::int64_t n, std::int64_t r0, std::int64_t r1, const double* s) {
+  scale_f64(P, n, r0, r1, s);
+}
+
+void scale_rows(float* P, std::int64_t n, std::int64_t r0, std::int64_t r1, const double* s) {
+  scale_f32(P, n, r0, r1, s);
 }
 
 template <typename T>

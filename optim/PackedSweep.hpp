@@ -48,6 +48,11 @@ void sweep_rows(float* P, std::int64_t n, std::int64_t r0, std::int64_t r1, cons
 void update_rows(double* P, std::int64_t n, std::int64_t r0, std::int64_t r1, const RankOneUpdate& update);
 void update_rows(float* P, std::int64_t n, std::int64_t r0, std::int64_t r1, const RankOneUpdate& update);
 
+// Rows [r0, r1) of P <- S P S, S = diag(s): p_rc <- s_r s_c p_rc. A congruence, so P stays positive
+// definite; it caps the covariance's diagonal (PackedCovariance::cap_diagonal).
+void scale_rows(double* P, std::int64_t n, std::int64_t r0, std::int64_t r1, const double* s);
+void scale_rows(float* P, std::int64_t n, std::int64_t r0, std::int64_t r1, const double* s);
+
 // Full symmetric n x n (row-major) from the packed triangle, and back (the upper triangle is taken).
 template <typename T>
 void unpack(const T* P, std::int64_t n, T* dense);

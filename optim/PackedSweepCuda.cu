@@ -122,6 +122,16 @@ __global__ void dot_kernel(const double* a, const double* b, std::int64_t begin,
   if (threadIdx.x == 0) *out = part[0];
 }
 
+// Row r = blockIdx.x of P <- S P S: p_rc <- s_r s_c p_rc for c >= r, the threads striding over c.
+template <typename T>
+__global__ void scale_kernel(T* P, std::int64_t n, const double* s) {
+  const std::int64_t r = blockIdx.x;
+  T* row = P + row_start(n, r) - r;  // row[c] = p_rc for c >= r
+  const double sr = s[r];
+  for (std::int64_t c = r + threadIdx.x; c < n; c += blockDim.x)
+    row[c] = static_cast<T>(static_cast<double>(row[c]) * (sr * s[c]));
+}
+
 std::int64_t tiles_of(std::int64_t n) { return (n + kTile - 1) / kTile; }
 
 }  // namespace
@@ -161,6 +171,13 @@ void update(T* P, std::int64_t n, const RankOneUpdate& update, CUstream_st* stre
   check("packed covariance update");
 }
 
+template <typename T>
+void scale(T* P, std::int64_t n, const double* s, CUstream_st* stream) {
+  if (n == 0) return;
+  scale_kernel<T><<<static_cast<unsigned>(n), 256, 0, stream>>>(P, n, s);
+  check("packed covariance scaling");
+}
+
 void segment_dots(const double* a, const double* b, const std::vector<std::int64_t>& offsets, double* out,
                   CUstream_st* stream) {
   for (std::size_t j = 0; j + 1 < offsets.size(); ++j) {
@@ -175,5 +192,7 @@ template void sweep<double>(double*, std::int64_t, const RankOneUpdate&, const d
                             CUstream_st*);
 template void update<float>(float*, std::int64_t, const RankOneUpdate&, CUstream_st*);
 template void update<double>(double*, std::int64_t, const RankOneUpdate&, CUstream_st*);
+template void scale<float>(float*, std::int64_t, const double*, CUstream_st*);
+template void scale<double>(double*, std::int64_t, const double*, CUstream_st*);
 
 }  // namespace deepkf::packed::cuda

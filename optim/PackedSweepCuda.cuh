@@ -34,6 +34,10 @@ void sweep(T* P, std::int64_t n, const RankOneUpdate& update, const double* h, d
 template <typename T>
 void update(T* P, std::int64_t n, const RankOneUpdate& update, CUstream_st* stream);
 
+// P <- S P S with S = diag(s), s: n float64 values on the device (PackedSweep.hpp, scale_rows).
+template <typename T>
+void scale(T* P, std::int64_t n, const double* s, CUstream_st* stream);
+
 // out[j] = sum_{i in [offsets[j], offsets[j+1])} a_i b_i for each segment j, each summed in a fixed order.
 // a, b, out on the device; offsets on the host (offsets.size() - 1 segments).
 void segment_dots(const double* a, const double* b, const std::vector<std::int64_t>& offsets, double* out,

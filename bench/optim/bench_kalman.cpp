@@ -11,6 +11,8 @@
 //
 // Usage: bench_kalman [min MiB (512)] [threads (2)] [blocksizes ... (1024 2048 4096 5120 8192 10240)]
 // DEEPKF_BENCH_DEVICE=cuda runs the filter, the pass and the dense step on the GPU (a CUDA build).
+// DEEPKF_BENCH_P_CAP=c times the steps with the covariance's diagonal capped at c p0 (p0 1; the check of
+// every step, and a scaling pass in the steps where the cap is reached).
 #include <torch/cuda.h>
 #include <torch/torch.h>
 
@@ -107,6 +109,7 @@ int main(int argc, char** argv) {
   const auto device = bench_device();
   std::printf("device %s, torch threads %d; each problem: nb blocks of b, packed P >= %.0f MiB\n",
               device.str().c_str(), torch::get_num_threads(), min_mib);
+  if (const char* cap = std::getenv("DEEPKF_BENCH_P_CAP")) std::printf("p_cap %s\n", cap);
 
   const auto shapes = water_shapes();
   std::printf("\nwater reference model: %lld parameters\n",
@@ -144,6 +147,8 @@ int main(int argc, char** argv) {
         deepkf::KalmanOptions o;
         o.blocksize = b;
         o.p_dtype = dtype;
+        const char* cap = std::getenv("DEEPKF_BENCH_P_CAP");
+        o.p_cap = cap && *cap ? std::atof(cap) : 0.0;
         deepkf::KalmanFilter kf(params, o);
         auto Q = torch::ones({static_cast<std::int64_t>(bytes / elem)}, opts);
         kf.update(0.01, {h});  // the first step has no pending update; every later one does

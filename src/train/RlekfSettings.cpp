@@ -35,6 +35,11 @@ RlekfSettings RlekfSettings::read(const OptimizerInput& in) {
       [](const nlohmann::json& v) { return v == "auto" || (v.is_number() && v.get<double>() > 0.0); },
       "must be a positive number or \"auto\"");
   s.p0 = p0.is_string() ? 0.0 : p0.get<double>();
+  const auto p_cap = in.get<nlohmann::json>(
+      filter_key("p_cap"), nlohmann::json(s.p_cap),
+      [](const nlohmann::json& v) { return v == "none" || (v.is_number() && v.get<double>() >= 1.0); },
+      "must be a number of at least 1 or \"none\"");
+  s.p_cap = p_cap.is_string() ? 0.0 : p_cap.get<double>();
   s.nselect = in.get<int>(
       filter_key("nselect"), s.nselect, [](const int& v) { return v >= 1; }, "must be at least 1");
   const int nselect = s.nselect;
@@ -63,6 +68,7 @@ nlohmann::json RlekfSettings::to_json() const {
           {"kalman_lambda", lambda0},
           {"kalman_nue", nu},
           {"p0", p0 > 0.0 ? nlohmann::json(p0) : nlohmann::json("auto")},
+          {"p_cap", p_cap > 0.0 ? nlohmann::json(p_cap) : nlohmann::json("none")},
           {"nselect", nselect},
           {"groupsize", groupsize},
           {"kf_start_pref_e", start_pref_e},

@@ -15,6 +15,9 @@ struct RlekfSettings {
   double lambda0 = 0.98;       // kalman_lambda
   double nu = 0.9987;          // kalman_nue
   double p0 = 0.0;             // initial covariance P_i = p0 I; 0: "auto", chosen at the start (AutoP0.hpp)
+  // The diagonal of P stays at or below p_cap * p0 (docs/rlekf.md, "Bounded covariance"); 0 ("none"):
+  // unbounded, as in DeePMD-kit.
+  double p_cap = 0.0;
   int nselect = 24;            // atoms drawn per frame for the force steps
   int groupsize = 6;           // atoms per force Kalman step
   double start_pref_e = 1.0, limit_pref_e = 1.0;

@@ -18,6 +18,7 @@ KalmanOptions kalman_options(const RlekfSettings& k) {
   o.lambda0 = k.lambda0;
   o.nu = k.nu;
   o.p0 = k.p0 > 0.0 ? k.p0 : 1.0;  // "auto": set by prepare() before the first step
+  o.p_cap = k.p_cap;
   o.p_dtype = k.p_precision == "float32" ? torch::kFloat32 : torch::kFloat64;
   return o;
 }
@@ -179,8 +180,8 @@ std::string RlekfStep::status_line(std::int64_t) {
   std::string line = fmt::format("lambda {:.6g}", filter_.lambda());
   if (!options_.log_filter) return line;
   const KalmanDiagnostics d = filter_.take_diagnostics();  // collective
-  return line + fmt::format("  filter: {} updates, e^2/a {:.3g}, |dw| {:.3g}, tr(P)/N {:.3g}", d.updates,
-                            d.mean_nis, d.rms_step, d.mean_p_diag);
+  return line + fmt::format("  filter: {} updates, e^2/a {:.3g}, |dw| {:.3g}, tr(P)/N {:.3g}, capped {}",
+                            d.updates, d.mean_nis, d.rms_step, d.mean_p_diag, d.capped);
 }
 
 void RlekfStep::save(torch::serialize::OutputArchive& archive) {

@@ -77,4 +77,23 @@ void train_batch(const ToyPotential& model, const torch::Tensor& x, const ToyPot
   update(measured(virial_measurement(model.evaluate(x).virial, ref.virial, natoms, 1.0), model.params));
 }
 
+// Training data labelled by a teacher potential (seed 99): 12 batches of 2 frames of 6 atoms, positions
+// 1.2 x standard normal from a generator seeded 5.
+struct TeacherData {
+  std::vector<torch::Tensor> positions;
+  std::vector<ToyPotential::Output> labels;
+};
+
+inline TeacherData teacher_data() {
+  const ToyPotential teacher(99);
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(5);
+  TeacherData d;
+  for (int b = 0; b < 12; ++b) {
+    d.positions.push_back(1.2 * at::randn({2, 6, 3}, gen, torch::kFloat64));
+    auto out = teacher.evaluate(d.positions.back(), false);
+    d.labels.push_back({out.energy.detach(), out.force.detach(), out.virial.detach()});
+  }
+  return d;
+}
+
 }  // namespace deepkf::test

@@ -11,6 +11,7 @@
 #include "optim/BlockLayout.hpp"
 #include "optim/KalmanFilter.hpp"
 #include "src/core/Error.hpp"
+#include "tests/optim/DenseFilter.hpp"
 #include "tests/optim/OptimTestSupport.hpp"
 #include "tests/optim/ToyPotential.hpp"
 #include "tests/support/TestData.hpp"
@@ -119,69 +120,12 @@ TEST_CASE("block layout flattens 2-d weights transposed and scatters back in pla
   CHECK_THROWS_AS(layout.gather({b, w.t()}, torch::kFloat64), deepkf::OptimError);
 }
 
-// The dense formulation of the filter, written out as the definition states it: P as an N x N matrix that is
-// zero outside the diagonal blocks, updated out of place after every step.
-struct DenseFilter {
-  torch::Tensor P, mask, w;
-  double lambda;
-  double nblocks;
-  KalmanOptions options;
-
-  DenseFilter(const KalmanFilter& kf, const std::vector<torch::Tensor>& params) : options(kf.options()) {
-    const auto n = kf.layout().num_parameters();
-    P = torch::zeros({n, n}, torch::kFloat64);
-    mask = torch::zeros({n, n}, torch::kFloat64);
-    for (const auto& b : kf.layout().blocks())
-      mask.narrow(0, b.begin, b.size()).narrow(1, b.begin, b.size()).fill_(1.0);
-    P.diagonal().fill_(options.p0);
-    w = flatten_by_definition(params);
-    lambda = options.lambda0;
-    nblocks = static_cast<double>(kf.layout().num_blocks());
-  }
-
-  void update(double e, const std::vector<torch::Tensor>& grads) {
-    const auto h = flatten_by_definition(grads);
-    // a = sum_i (lambda + h_i^T P_i h_i) = L lambda + h^T P h for block-diagonal P
-    const auto K = P.mv(h);
-    const double a = nblocks * lambda + h.dot(K).item<double>();
-    // w += (e / a) K ; P = (P - mask * K K^T / a) / lambda
-    w = w + (e / a) * K;
-    P = (P - mask * torch::outer(K, K) / a) / lambda;
-    lambda = options.nu * lambda + 1.0 - options.nu;
-    ++updates;
-    nis_sum += e * e / a;
-    step2_sum += (e / a) * (e / a) * K.dot(K).item<double>();
-  }
-
-  // Sums since the last diagnostics, as KalmanDiagnostics defines them.
-  std::int64_t updates = 0;
-  double nis_sum = 0.0, step2_sum = 0.0;
-  deepkf::KalmanDiagnostics take_diagnostics() {
-    deepkf::KalmanDiagnostics d;
-    d.updates = updates;
-    d.mean_nis = nis_sum / static_cast<double>(updates);
-    d.rms_step = std::sqrt(step2_sum / static_cast<double>(updates));
-    d.mean_p_diag = P.trace().item<double>() / static_cast<double>(P.size(0));
-    updates = 0;
-    nis_sum = step2_sum = 0.0;
-    return d;
-  }
-};
-
 TEST_CASE("kalman update equals dense block-diagonal algebra over energy, force and virial measurements",
           "[optim][kalman]") {
   // Labels from a teacher potential; the student's weights are trained by RLEKF on 12 batches of 2 frames of
   // 6 atoms: per batch one energy step, 3 force-group steps and one virial step (60 steps). The dense
   // filter takes the same h and e; the weights and every block must agree.
-  const ToyPotential teacher(99);
-  auto gen = at::make_generator<at::CPUGeneratorImpl>(5);
-  std::vector<torch::Tensor> positions;
-  std::vector<ToyPotential::Output> labels;
-  for (int b = 0; b < 12; ++b) {
-    positions.push_back(1.2 * at::randn({2, 6, 3}, gen, torch::kFloat64));
-    auto out = teacher.evaluate(positions.back(), false);
-    labels.push_back({out.energy.detach(), out.force.detach(), out.virial.detach()});
-  }
+  const auto [positions, labels] = teacher_data();
   // 105 parameters in tensors of 16, 8, 64, 8, 8, 1: blocks of 1, a mixed layout, one split tensor, GEKF.
   for (const std::int64_t blocksize : {1, 20, 40, 105}) {
     for (const auto p_dtype : {torch::kFloat64, torch::kFloat32}) {
@@ -419,6 +363,9 @@ TEST_CASE("kalman filter rejects bad options and non-finite steps", "[optim][kal
   CHECK_THROWS_AS(KalmanFilter(params, options), deepkf::OptimError);
   options = KalmanOptions();
   options.p0 = -1.0;
+  CHECK_THROWS_AS(KalmanFilter(params, options), deepkf::OptimError);
+  options = KalmanOptions();
+  options.p_cap = -2.0;
   CHECK_THROWS_AS(KalmanFilter(params, options), deepkf::OptimError);
   options = KalmanOptions();
   options.p_dtype = torch::kInt32;

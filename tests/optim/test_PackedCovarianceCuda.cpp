@@ -51,6 +51,19 @@ TEST_CASE("the CUDA sweep equals the CPU sweep to round-off and repeats its own 
       CHECK(relative_difference(gpu.dense(j), cpu.dense(j)) < (dtype == torch::kFloat64 ? 1e-12 : 1e-5));
       CHECK(torch::equal(gpu.packed(j), gpu_flushed.packed(j)));
     }
+    // The diagonal's cap (scaling kernel) on the device as on the CPU: with one more update that only
+    // divides by lambda, the least constrained diagonal values reach 0.7 / 0.98^7 = 0.80, above a cap of
+    // 0.75.
+    cpu.defer_update(torch::zeros({N}, torch::kFloat64), 2.0, 0.98);
+    gpu.defer_update(torch::zeros({N}, torch::TensorOptions().dtype(torch::kFloat64).device(torch::kCUDA)),
+                     2.0, 0.98);
+    const auto scaled = cpu.cap_diagonal(0.75, 0.5);
+    CHECK(scaled > 0);
+    CHECK(gpu.cap_diagonal(0.75, 0.5) == scaled);
+    for (std::int64_t j = 0; j < cpu.num_blocks(); ++j) {
+      INFO("capped block " << j);
+      CHECK(relative_difference(gpu.dense(j), cpu.dense(j)) < (dtype == torch::kFloat64 ? 1e-12 : 1e-5));
+    }
   }
   // The same sweep twice gives the same bits (partial sums in a fixed order, no atomics).
   PackedCovariance a(kSizes, 1.0, torch::kFloat64, torch::kCUDA),

@@ -60,16 +60,18 @@ TEST_CASE("defaults and the optimizer section", "[train][config]") {
   CHECK(c.optimizer == "RLEKF");
   CHECK(c.optimizer_settings.at("kf_blocksize") == "auto");  // the memory plan chooses
   CHECK(c.optimizer_settings.at("p_precision") == "auto");
-  CHECK(c.optimizer_settings.at("p0") == "auto");  // chosen from the first batches (AutoP0.hpp)
+  CHECK(c.optimizer_settings.at("p0") == "auto");     // chosen from the first batches (AutoP0.hpp)
+  CHECK(c.optimizer_settings.at("p_cap") == "none");  // the covariance's diagonal is not bounded
   CHECK(c.optimizer_settings.at("kalman_lambda") == 0.98);
   CHECK(c.optimizer_settings.at("kalman_nue") == 0.9987);
   CHECK(c.optimizer_settings.at("nselect") == 24);
   CHECK(c.optimizer_settings.at("groupsize") == 6);
   CHECK(c.training_data.batch_size == 2);
 
-  doc["optimizer"] =
-      json::parse(R"({"type": "LKF", "kf_blocksize": 10240, "kf_start_pref_f": 2, "p0": 0.01})");
+  doc["optimizer"] = json::parse(
+      R"({"type": "LKF", "kf_blocksize": 10240, "kf_start_pref_f": 2, "p0": 0.01, "p_cap": 1e4})");
   c = TrainConfig::from_json(doc, "in.json", "/tmp");
+  CHECK(c.optimizer_settings.at("p_cap") == 1e4);
   CHECK(c.optimizer_settings.at("kf_blocksize") == 10240);
   CHECK(c.optimizer_settings.at("kf_start_pref_f") == 2);
   CHECK(c.optimizer_settings.at("p0") == 0.01);
@@ -145,6 +147,8 @@ TEST_CASE("misspelt and bad keys name the key, the file and a suggestion", "[tra
   CHECK(error_of(doc) == "'optimizer.p0' in in.json is \"large\": must be a positive number or \"auto\"");
   doc["optimizer"]["p0"] = 0;
   CHECK(error_of(doc) == "'optimizer.p0' in in.json is 0: must be a positive number or \"auto\"");
+  doc["optimizer"] = {{"type", "RLEKF"}, {"p_cap", 0.5}};
+  CHECK(error_of(doc) == "'optimizer.p_cap' in in.json is 0.5: must be a number of at least 1 or \"none\"");
 
   doc = minimal();
   doc["training"]["training_data"]["batch_size"] = 0;
@@ -308,11 +312,13 @@ TEST_CASE("training_data.repeat is one count or one per system path", "[train][c
   CHECK(c.to_json()["training"]["training_data"]["repeat"] == json({1, 4}));
   CHECK(TrainConfig::from_json(minimal(), "in.json", "/tmp").training_data.repeat.empty());
   doc["training"]["training_data"]["repeat"] = {1, 4, 2};
-  CHECK(error_of(doc) == "'training.training_data.repeat' in in.json is [1,4,2]: must be a positive integer or a "
-                         "list of one per system path (2)");
+  CHECK(error_of(doc) ==
+        "'training.training_data.repeat' in in.json is [1,4,2]: must be a positive integer or a "
+        "list of one per system path (2)");
   doc["training"]["training_data"]["repeat"] = 0;
-  CHECK(error_of(doc) == "'training.training_data.repeat' in in.json is 0: must be a positive integer or a list of "
-                         "one per system path (2)");
+  CHECK(error_of(doc) ==
+        "'training.training_data.repeat' in in.json is 0: must be a positive integer or a list of "
+        "one per system path (2)");
   doc = minimal();
   doc["training"]["validation_data"] = {{"systems", "c"}, {"repeat", 2}};
   CHECK_THAT(error_of(doc), Catch::Contains("unknown key 'repeat' in training.validation_data"));

@@ -1,0 +1,84 @@
+#pragma once
+// The dense formulation of RLEKF for the optimizer tests: P as an N x N matrix that is zero outside the
+// diagonal blocks, updated out of place after every step, as docs/rlekf.md defines it.
+#include <torch/torch.h>
+
+#include <cmath>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "optim/KalmanFilter.hpp"
+#include "tests/optim/OptimTestSupport.hpp"
+
+namespace deepkf::test {
+
+struct DenseFilter {
+  torch::Tensor P, mask, w;
+  double lambda;
+  double nblocks;
+  deepkf::KalmanOptions options;
+  std::vector<std::pair<std::int64_t, std::int64_t>> ranges;  // [begin, size) of each block
+
+  DenseFilter(const deepkf::KalmanFilter& kf, const std::vector<torch::Tensor>& params)
+      : options(kf.options()) {
+    const auto n = kf.layout().num_parameters();
+    P = torch::zeros({n, n}, torch::kFloat64);
+    mask = torch::zeros({n, n}, torch::kFloat64);
+    for (const auto& b : kf.layout().blocks()) {
+      mask.narrow(0, b.begin, b.size()).narrow(1, b.begin, b.size()).fill_(1.0);
+      ranges.emplace_back(b.begin, b.size());
+    }
+    P.diagonal().fill_(options.p0);
+    w = flatten_by_definition(params);
+    lambda = options.lambda0;
+    nblocks = static_cast<double>(kf.layout().num_blocks());
+  }
+
+  void update(double e, const std::vector<torch::Tensor>& grads) {
+    const auto h = flatten_by_definition(grads);
+    // a = sum_i (lambda + h_i^T P_i h_i) = L lambda + h^T P h for block-diagonal P
+    const auto K = P.mv(h);
+    const double a = nblocks * lambda + h.dot(K).item<double>();
+    // w += (e / a) K ; P = (P - mask * K K^T / a) / lambda
+    w = w + (e / a) * K;
+    P = (P - mask * torch::outer(K, K) / a) / lambda;
+    lambda = options.nu * lambda + 1.0 - options.nu;
+    if (options.p_cap > 0.0) cap(options.p_cap * options.p0, 0.5);
+    ++updates;
+    nis_sum += e * e / a;
+    step2_sum += (e / a) * (e / a) * K.dot(K).item<double>();
+  }
+
+  // The bound on P's diagonal, block by block as docs/rlekf.md states it: a block with a diagonal value above
+  // cap gets P_i <- S P_i S, s_r = sqrt(cap release / p_rr) where p_rr > cap release, 1 elsewhere.
+  void cap(double cap, double release) {
+    for (const auto& [begin, size] : ranges) {
+      auto Pi = P.narrow(0, begin, size).narrow(1, begin, size);
+      const auto d = Pi.diagonal().clone();
+      if (!(d.max().item<double>() > cap)) continue;
+      const double target = cap * release;
+      const auto s = torch::where(d > target, (target / d).sqrt(), torch::ones_like(d));
+      Pi.copy_(Pi * torch::outer(s, s));
+      capped += (d > target).sum().item<std::int64_t>();
+    }
+  }
+
+  // Sums since the last diagnostics, as KalmanDiagnostics defines them.
+  std::int64_t updates = 0, capped = 0;
+  double nis_sum = 0.0, step2_sum = 0.0;
+  deepkf::KalmanDiagnostics take_diagnostics() {
+    deepkf::KalmanDiagnostics d;
+    d.updates = updates;
+    d.mean_nis = nis_sum / static_cast<double>(updates);
+    d.rms_step = std::sqrt(step2_sum / static_cast<double>(updates));
+    d.mean_p_diag = P.trace().item<double>() / static_cast<double>(P.size(0));
+    d.capped = capped;
+    updates = 0;
+    capped = 0;
+    nis_sum = step2_sum = 0.0;
+    return d;
+  }
+};
+
+}  // namespace deepkf::test
