@@ -289,8 +289,9 @@ std::int64_t PackedCovariance::cap_diagonal(double cap, double release) {
     if (!(over[static_cast<std::int64_t>(j)].item<double>() > cap)) continue;
     flush();
     const auto& d = diagonals[j];
-    const auto s = torch::where(d > target, (target / d).sqrt(), torch::ones_like(d)).contiguous();
-    scaled += (d > target).sum().item<std::int64_t>();
+    const auto above = d > target;
+    const auto s = torch::where(above, (target / d).sqrt(), torch::ones_like(d)).contiguous();
+    scaled += above.sum().item<std::int64_t>();
     const auto n = sizes_[j];
     with_type(dtype_, [&](auto zero) {
       using T = decltype(zero);

@@ -64,6 +64,12 @@ struct DenseFilter {
     }
   }
 
+  // Block i of P, in the block order of the filter's layout.
+  torch::Tensor block(std::size_t i) const {
+    const auto [begin, size] = ranges[i];
+    return P.narrow(0, begin, size).narrow(1, begin, size);
+  }
+
   // Sums since the last diagnostics, as KalmanDiagnostics defines them.
   std::int64_t updates = 0, capped = 0;
   double nis_sum = 0.0, step2_sum = 0.0;
