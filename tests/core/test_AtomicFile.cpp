@@ -1,10 +1,10 @@
-#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "src/core/AtomicFile.hpp"
 #include "src/core/Error.hpp"
+#include "tests/support/Catch.hpp"
 #include "tests/support/TestData.hpp"
 
 namespace fs = std::filesystem;

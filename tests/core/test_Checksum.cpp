@@ -1,7 +1,7 @@
-#include <catch2/catch.hpp>
 #include <string>
 
 #include "src/core/Checksum.hpp"
+#include "tests/support/Catch.hpp"
 
 using deepkf::Crc32;
 

@@ -1,6 +1,5 @@
-#include <catch2/catch.hpp>
-
 #include "src/core/Communicator.hpp"
+#include "tests/support/Catch.hpp"
 
 TEST_CASE("serial communicator is the identity", "[core]") {
   auto comm = deepkf::make_serial_communicator();

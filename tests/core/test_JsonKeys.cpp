@@ -1,7 +1,6 @@
-#include <catch2/catch.hpp>
-
 #include "src/core/Error.hpp"
 #include "src/core/JsonKeys.hpp"
+#include "tests/support/Catch.hpp"
 
 using Catch::Matchers::Contains;
 

@@ -1,10 +1,10 @@
 #include <mpi.h>
 
-#include <catch2/catch.hpp>
 #include <cstdint>
 #include <vector>
 
 #include "src/core/MpiCommunicator.hpp"
+#include "tests/support/Catch.hpp"
 
 TEST_CASE("mpi communicator reduces, gathers and agrees on errors", "[core][mpi]") {
   deepkf::MpiCommunicator comm(MPI_COMM_WORLD);

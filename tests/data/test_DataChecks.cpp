@@ -3,7 +3,6 @@
 // (periodic images included), and headers or count lines that claim more than the file holds.
 #include <hdf5.h>
 
-#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -18,6 +17,7 @@
 #include "src/data/NpyFile.hpp"
 #include "src/geometry/NeighborList.hpp"
 #include "tests/data/DataTestSupport.hpp"
+#include "tests/support/Catch.hpp"
 #include "tests/support/TestData.hpp"
 
 namespace fs = std::filesystem;

@@ -1,7 +1,6 @@
 // Datasets of many systems: the real DFT datasets, the global type map, round trips through the
 // converters, unit plausibility and the seeded splits.
 #include <algorithm>
-#include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
 #include <set>
@@ -14,6 +13,7 @@
 #include "src/data/DeepmdNpy.hpp"
 #include "src/data/SystemStatistics.hpp"
 #include "tests/data/DataTestSupport.hpp"
+#include "tests/support/Catch.hpp"
 #include "tests/support/TestData.hpp"
 
 namespace fs = std::filesystem;

@@ -1,7 +1,6 @@
 // Frames read on demand (what a rank of a data-parallel job does): any frames, in any order, across set
 // boundaries, from npy folders and hdf5 groups, equal the same frames of a whole read; bad values are found
 // when their frame is read and named by set and frame; statistics of parts merge to those of the whole.
-#include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -14,6 +13,7 @@
 #include "src/data/DeepmdNpy.hpp"
 #include "src/data/SystemStatistics.hpp"
 #include "tests/data/DataTestSupport.hpp"
+#include "tests/support/Catch.hpp"
 #include "tests/support/TestData.hpp"
 
 namespace fs = std::filesystem;

@@ -2,13 +2,13 @@
 // LAMMPS's definitions: orthogonal and tilted boxes, scaled coordinates, atoms out of id order, several
 // timesteps and systems, and one error per malformed input. (A dump written by the real LAMMPS is read in
 // tests/lammps_plugin/test_LammpsDump.cpp.)
-#include <catch2/catch.hpp>
 #include <string>
 #include <vector>
 
 #include "src/core/Error.hpp"
 #include "src/data/LammpsDump.hpp"
 #include "tests/data/DataTestSupport.hpp"
+#include "tests/support/Catch.hpp"
 #include "tests/support/TestData.hpp"
 
 using Catch::Matchers::Contains;

@@ -1,7 +1,6 @@
 // Readers and writers of the DeePMD npy, deepmd/hdf5 and extended XYZ layouts, and their error messages.
 #include <hdf5.h>
 
-#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -15,6 +14,7 @@
 #include "src/data/ExtXyz.hpp"
 #include "src/data/NpyFile.hpp"
 #include "tests/data/DataTestSupport.hpp"
+#include "tests/support/Catch.hpp"
 #include "tests/support/TestData.hpp"
 
 namespace fs = std::filesystem;

@@ -3,13 +3,13 @@
 // from the rows alone.
 #include <torch/torch.h>
 
-#include <catch2/catch.hpp>
 #include <cmath>
 #include <sstream>
 #include <string>
 
 #include "src/core/Error.hpp"
 #include "src/eval/ModelTest.hpp"
+#include "tests/support/Catch.hpp"
 #include "tests/support/SmallModel.hpp"
 
 namespace {

@@ -1,10 +1,10 @@
 // Rank agreement of a predicted uncertainty with the actual error: Spearman's rho against the textbook
 // formula without ties and hand-computed values with ties, and the share of the worst frames caught.
-#include <catch2/catch.hpp>
 #include <cmath>
 #include <vector>
 
 #include "src/eval/RankAgreement.hpp"
+#include "tests/support/Catch.hpp"
 
 using deepkf::ranks;
 using deepkf::spearman;

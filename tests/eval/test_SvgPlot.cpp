@@ -1,6 +1,5 @@
-#include <catch2/catch.hpp>
-
 #include "src/eval/SvgPlot.hpp"
+#include "tests/support/Catch.hpp"
 
 TEST_CASE("parity plots place points on the diagonal where prediction equals reference", "[train][plot]") {
   deepkf::PlotPanel panel;

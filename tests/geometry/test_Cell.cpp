@@ -1,11 +1,11 @@
 #include <array>
-#include <catch2/catch.hpp>
 #include <cmath>
 #include <limits>
 #include <random>
 
 #include "src/core/Error.hpp"
 #include "src/geometry/Cell.hpp"
+#include "tests/support/Catch.hpp"
 
 using deepkf::Cell;
 using deepkf::DataError;

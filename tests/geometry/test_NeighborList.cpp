@@ -1,6 +1,5 @@
 #include <algorithm>
 #include <array>
-#include <catch2/catch.hpp>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -14,6 +13,7 @@
 
 #include "src/core/Error.hpp"
 #include "src/geometry/NeighborList.hpp"
+#include "tests/support/Catch.hpp"
 #include "tests/support/TestData.hpp"
 
 using deepkf::NeighborList;

@@ -5,7 +5,6 @@
 #include <torch/torch.h>  // before Catch2: glog's CHECK must not replace Catch2's
 
 #include <algorithm>
-#include <catch2/catch.hpp>
 #include <cmath>
 #include <sstream>
 #include <string>
@@ -17,6 +16,7 @@
 #include "src/geometry/Cell.hpp"
 #include "src/model/ModelFile.hpp"
 #include "tests/lammps_plugin/LammpsRunner.hpp"
+#include "tests/support/Catch.hpp"
 #include "tests/support/TestData.hpp"
 
 using namespace deepkf;

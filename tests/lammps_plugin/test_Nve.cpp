@@ -4,7 +4,6 @@
 //
 // A random (untrained) model is no good here: nothing keeps atoms apart, two atoms pass within 0.05 A of
 // each other within 40 fs, and near r = 0 the 1/r environment matrix varies faster than any time step.
-#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -14,6 +13,7 @@
 #include "src/data/Dataset.hpp"
 #include "src/train/Trainer.hpp"
 #include "tests/lammps_plugin/LammpsRunner.hpp"
+#include "tests/support/Catch.hpp"
 #include "tests/support/TestData.hpp"
 
 using namespace deepkf::test;

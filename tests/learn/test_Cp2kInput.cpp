@@ -1,9 +1,9 @@
 // CP2K inputs from a template: the k-point mesh, the placeholders and the template's mistakes.
-#include <catch2/catch.hpp>
 #include <fstream>
 
 #include "src/core/Error.hpp"
 #include "src/learn/Cp2kInput.hpp"
+#include "tests/support/Catch.hpp"
 #include "tests/support/TestData.hpp"
 
 using namespace deepkf;

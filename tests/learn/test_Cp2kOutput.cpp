@@ -2,7 +2,6 @@
 // configs/learn/si_cp2k.inp (the settings that made it) and the parsed energy, forces and virial must equal
 // the stored ones, whose units and signs tests/data_cp2k pins with finite differences. Then damaged copies of
 // that real output are each rejected with the reason. Needs cp2k.psmp (Debian's cp2k); skipped without it.
-#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -16,6 +15,7 @@
 #include "src/learn/Cp2kInput.hpp"
 #include "src/learn/Cp2kOutput.hpp"
 #include "src/learn/ExternalProgram.hpp"
+#include "tests/support/Catch.hpp"
 #include "tests/support/TestData.hpp"
 
 using namespace deepkf;

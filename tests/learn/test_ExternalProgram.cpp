@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <catch2/catch.hpp>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +13,7 @@
 #include "src/core/Error.hpp"
 #include "src/learn/ExternalProgram.hpp"
 #include "src/learn/ParallelJobs.hpp"
+#include "tests/support/Catch.hpp"
 #include "tests/support/TestData.hpp"
 
 using namespace deepkf;

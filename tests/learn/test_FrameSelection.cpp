@@ -1,9 +1,9 @@
 // The trust window, the distance between frames and the choice of candidates.
-#include <catch2/catch.hpp>
 #include <cmath>
 #include <set>
 
 #include "src/learn/FrameSelection.hpp"
+#include "tests/support/Catch.hpp"
 
 using namespace deepkf;
 

@@ -4,13 +4,13 @@
 #include <spdlog/sinks/null_sink.h>
 #include <sys/stat.h>
 
-#include <catch2/catch.hpp>
 #include <fstream>
 
 #include "src/data/Dataset.hpp"
 #include "src/data/DeepmdHdf5.hpp"
 #include "src/learn/LabelStore.hpp"
 #include "src/learn/Labelling.hpp"
+#include "tests/support/Catch.hpp"
 #include "tests/support/TestData.hpp"
 
 using namespace deepkf;

@@ -2,7 +2,6 @@
 // LAMMPS's form) written as a data file must give LAMMPS the same energy and the same interatomic distances
 // as the frame itself (the model is rotation-invariant, so any error in the rotation, the tilt reduction or
 // the wrapping shows), and the dump LAMMPS writes must read back as the data that went in.
-#include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -15,6 +14,7 @@
 #include "src/learn/LammpsInput.hpp"
 #include "src/learn/LammpsTrajectory.hpp"
 #include "src/model/ModelFile.hpp"
+#include "tests/support/Catch.hpp"
 #include "tests/support/SmallModel.hpp"
 #include "tests/support/TestData.hpp"
 

@@ -1,11 +1,11 @@
 // An exploration run's dump as the loop reads it (src/data/LammpsDump.cpp does the parsing; its own tests
 // cover the formats): the run's elements as the type map, one system, a file cut short keeps its whole
 // frames.
-#include <catch2/catch.hpp>
 #include <fstream>
 
 #include "src/core/Error.hpp"
 #include "src/learn/LammpsTrajectory.hpp"
+#include "tests/support/Catch.hpp"
 #include "tests/support/TestData.hpp"
 
 using namespace deepkf;

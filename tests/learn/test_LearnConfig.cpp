@@ -1,11 +1,11 @@
 // The loop input: defaults, paths relative to loop.json, and one clear error per mistake.
-#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "src/core/Error.hpp"
 #include "src/learn/LearnConfig.hpp"
+#include "tests/support/Catch.hpp"
 #include "tests/support/TestData.hpp"
 
 using namespace deepkf;

@@ -11,7 +11,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <catch2/catch.hpp>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -26,6 +25,7 @@
 #include "src/data/Dataset.hpp"
 #include "src/data/DeepmdHdf5.hpp"
 #include "src/learn/ExternalProgram.hpp"
+#include "tests/support/Catch.hpp"
 #include "tests/support/TestData.hpp"
 
 using namespace deepkf;

@@ -1,9 +1,9 @@
 // DeepPot-SE against independent truth: a per-atom brute-force reference, finite differences of the energy
 // (forces, virial by cell strain), symmetries, smoothness at the cutoff, precision and the ghost-atom path.
-#include <catch2/catch.hpp>
 #include <numeric>
 
 #include "tests/model/ModelTestSupport.hpp"
+#include "tests/support/Catch.hpp"
 
 using deepkf::DeepPot;
 using deepkf::ModelOutput;

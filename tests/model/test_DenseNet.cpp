@@ -4,9 +4,8 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
 
-#include <catch2/catch.hpp>
-
 #include "src/model/DenseNet.hpp"
+#include "tests/support/Catch.hpp"
 
 using deepkf::DenseNet;
 using deepkf::DenseNetImpl;

@@ -3,7 +3,6 @@
 // (value) and h^5 (slope), the tangent line beyond the table, and the grid covering the training range.
 #include <torch/torch.h>
 
-#include <catch2/catch.hpp>
 #include <cmath>
 #include <random>
 
@@ -11,6 +10,7 @@
 #include "src/model/EmbeddingTable.hpp"
 #include "src/model/SwitchFunction.hpp"
 #include "tests/model/ModelTestSupport.hpp"
+#include "tests/support/Catch.hpp"
 
 using namespace deepkf;
 using namespace deepkf::test;

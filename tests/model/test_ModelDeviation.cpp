@@ -1,8 +1,8 @@
 // Model deviation formulas against hand-computed values.
-#include <catch2/catch.hpp>
 #include <cmath>
 
 #include "src/model/ModelDeviation.hpp"
+#include "tests/support/Catch.hpp"
 
 using Approx = Catch::Detail::Approx;
 

@@ -2,13 +2,13 @@
 // the tables, and files written before either existed.
 #include <torch/torch.h>
 
-#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 
 #include "src/core/Error.hpp"
 #include "src/model/ModelFile.hpp"
 #include "tests/model/ModelTestSupport.hpp"
+#include "tests/support/Catch.hpp"
 #include "tests/support/TestData.hpp"
 
 using namespace deepkf;

@@ -1,5 +1,4 @@
 // ModelConfig, parameter counts, statistics, the model file and batches of real data.
-#include <catch2/catch.hpp>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -10,6 +9,7 @@
 #include "src/model/ModelFile.hpp"
 #include "src/model/Statistics.hpp"
 #include "tests/model/ModelTestSupport.hpp"
+#include "tests/support/Catch.hpp"
 #include "tests/support/TestData.hpp"
 
 using namespace deepkf;

@@ -6,7 +6,6 @@
 #include <torch/torch.h>
 
 #include <algorithm>
-#include <catch2/catch.hpp>
 #include <cmath>
 #include <fstream>
 
@@ -16,6 +15,7 @@
 #include "src/model/ModelFile.hpp"
 #include "src/model/TabulatedDescriptor.hpp"
 #include "tests/model/ModelTestSupport.hpp"
+#include "tests/support/Catch.hpp"
 #include "tests/support/TestData.hpp"
 
 using namespace deepkf;

@@ -2,7 +2,6 @@
 // merging, and its JSON form with malformed entries refused.
 #include <torch/torch.h>
 
-#include <catch2/catch.hpp>
 #include <cmath>
 #include <limits>
 
@@ -11,6 +10,7 @@
 #include "src/model/Statistics.hpp"
 #include "src/model/TrainingRange.hpp"
 #include "tests/model/ModelTestSupport.hpp"
+#include "tests/support/Catch.hpp"
 
 using namespace deepkf;
 using namespace deepkf::test;

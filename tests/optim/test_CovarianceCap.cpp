@@ -2,7 +2,6 @@
 // dense algebra, the filter with p_cap against the dense filter, and the cap's unit surviving a restore.
 #include <torch/torch.h>
 
-#include <catch2/catch.hpp>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -12,6 +11,7 @@
 #include "tests/optim/DenseFilter.hpp"
 #include "tests/optim/OptimTestSupport.hpp"
 #include "tests/optim/ToyPotential.hpp"
+#include "tests/support/Catch.hpp"
 #include "tests/support/TestData.hpp"
 
 using deepkf::KalmanFilter;

@@ -3,7 +3,6 @@
 // format 1 state), and the block layout.
 #include <torch/torch.h>
 
-#include <catch2/catch.hpp>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -14,6 +13,7 @@
 #include "tests/optim/DenseFilter.hpp"
 #include "tests/optim/OptimTestSupport.hpp"
 #include "tests/optim/ToyPotential.hpp"
+#include "tests/support/Catch.hpp"
 #include "tests/support/TestData.hpp"
 
 using deepkf::BlockLayout;

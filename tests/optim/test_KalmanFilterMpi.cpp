@@ -4,7 +4,6 @@
 #include <mpi.h>
 #include <torch/torch.h>
 
-#include <catch2/catch.hpp>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -16,6 +15,7 @@
 #include "src/core/Error.hpp"
 #include "src/core/MpiCommunicator.hpp"
 #include "tests/optim/OptimTestSupport.hpp"
+#include "tests/support/Catch.hpp"
 #include "tests/support/TestData.hpp"
 
 using namespace deepkf;

@@ -1,7 +1,6 @@
 // Measurements, schedules, atom selection, the Adam baseline and the optimizer factory.
 #include <torch/torch.h>
 
-#include <catch2/catch.hpp>
 #include <cmath>
 #include <set>
 #include <string>
@@ -13,6 +12,7 @@
 #include "optim/KalmanMeasurement.hpp"
 #include "src/core/Error.hpp"
 #include "tests/optim/OptimTestSupport.hpp"
+#include "tests/support/Catch.hpp"
 #include "tests/support/TestData.hpp"
 
 using namespace deepkf;

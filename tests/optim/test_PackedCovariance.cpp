@@ -3,7 +3,6 @@
 #include <ATen/Parallel.h>
 #include <torch/torch.h>
 
-#include <catch2/catch.hpp>
 #include <numeric>
 #include <vector>
 
@@ -11,6 +10,7 @@
 #include "optim/PackedSweep.hpp"
 #include "src/core/Error.hpp"
 #include "tests/optim/OptimTestSupport.hpp"
+#include "tests/support/Catch.hpp"
 
 using deepkf::PackedCovariance;
 using deepkf::test::relative_difference;

@@ -3,13 +3,13 @@
 // (no atomics), and the Kalman filter with its covariance on the GPU against the CPU filter.
 #include <torch/torch.h>
 
-#include <catch2/catch.hpp>
 #include <numeric>
 #include <vector>
 
 #include "optim/KalmanFilter.hpp"
 #include "optim/PackedCovariance.hpp"
 #include "tests/optim/OptimTestSupport.hpp"
+#include "tests/support/Catch.hpp"
 
 using deepkf::PackedCovariance;
 using deepkf::test::relative_difference;

@@ -2,7 +2,7 @@
 #define CATCH_CONFIG_RUNNER
 #include <mpi.h>
 
-#include <catch2/catch.hpp>
+#include "tests/support/Catch.hpp"
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);

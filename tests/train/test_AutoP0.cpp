@@ -3,13 +3,13 @@
 // a real KalmanFilter with several blocks; and the choice's invariances (scale of h, number of blocks).
 #include <torch/torch.h>
 
-#include <catch2/catch.hpp>
 #include <cmath>
 #include <vector>
 
 #include "optim/KalmanFilter.hpp"
 #include "src/core/Error.hpp"
 #include "src/train/AutoP0.hpp"
+#include "tests/support/Catch.hpp"
 
 using deepkf::choose_p0;
 using deepkf::evaluate_p0;

@@ -1,9 +1,9 @@
-#include <catch2/catch.hpp>
 #include <map>
 #include <set>
 
 #include "src/core/Random.hpp"
 #include "src/train/BatchSampler.hpp"
+#include "tests/support/Catch.hpp"
 
 using deepkf::BatchRef;
 using deepkf::BatchSampler;
@@ -98,6 +98,7 @@ TEST_CASE("a system with repeat r has every frame visited r times per epoch", "[
   BatchSampler plain({50, 20}, {3, 5}, 1);
   BatchSampler ones({50, 20}, {3, 5}, 1, {1, 1});
   for (int i = 0; i < 40; ++i) CHECK(plain.next().frames == ones.next().frames);
-  CHECK_THROWS_WITH(BatchSampler({5, 5}, {1, 1}, 1, {1}), "repeat counts given for 1 systems, but there are 2");
+  CHECK_THROWS_WITH(BatchSampler({5, 5}, {1, 1}, 1, {1}),
+                    "repeat counts given for 1 systems, but there are 2");
   CHECK_THROWS_WITH(BatchSampler({5, 5}, {1, 1}, 1, {1, 0}), "repeat count of system 1 must be positive");
 }

@@ -4,7 +4,6 @@
 // archive) and format 1 files (dense blocks inside the archive) still restore.
 #include <torch/torch.h>
 
-#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -16,6 +15,7 @@
 #include "src/model/DeepPot.hpp"
 #include "src/train/Checkpoint.hpp"
 #include "tests/optim/OptimTestSupport.hpp"
+#include "tests/support/Catch.hpp"
 #include "tests/support/SmallModel.hpp"
 #include "tests/support/TestData.hpp"
 

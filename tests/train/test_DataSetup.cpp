@@ -2,12 +2,12 @@
 // current directory (DeePMD-kit's convention); a path found in neither is one error naming both.
 #include <unistd.h>
 
-#include <catch2/catch.hpp>
 #include <filesystem>
 
 #include "src/core/Communicator.hpp"
 #include "src/core/Error.hpp"
 #include "src/train/DataSetup.hpp"
+#include "tests/support/Catch.hpp"
 #include "tests/support/TestData.hpp"
 
 namespace fs = std::filesystem;

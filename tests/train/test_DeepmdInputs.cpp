@@ -1,7 +1,6 @@
 // DeePMD-kit's own training inputs (tests/train/deepmd-kit-inputs, copied unchanged from its repository)
 // train here as they are, on the water data laid out where those inputs expect it: the PyTorch water
 // example (its numb_steps cut to 2) and its LKF test input (1 step, as written).
-#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -9,6 +8,7 @@
 
 #include "src/core/Communicator.hpp"
 #include "src/train/Trainer.hpp"
+#include "tests/support/Catch.hpp"
 #include "tests/support/TestData.hpp"
 
 namespace fs = std::filesystem;

@@ -5,7 +5,6 @@
 // trained run's checkpoint and model file carrying the calibration it fitted on its validation frames.
 #include <torch/torch.h>  // before Catch2: glog's CHECK must not replace Catch2's
 
-#include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
 #include <string>
@@ -20,6 +19,7 @@
 #include "src/train/KalmanUncertainty.hpp"
 #include "src/train/Trainer.hpp"
 #include "src/train/UncertaintyCalibration.hpp"
+#include "tests/support/Catch.hpp"
 #include "tests/support/SmallModel.hpp"
 #include "tests/support/TestData.hpp"
 

@@ -4,7 +4,6 @@
 #include <mpi.h>
 #include <torch/torch.h>  // before Catch2: glog's CHECK must not replace Catch2's
 
-#include <catch2/catch.hpp>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -15,6 +14,7 @@
 #include "src/train/KalmanUncertainty.hpp"
 #include "src/train/Trainer.hpp"
 #include "src/train/UncertaintyCalibration.hpp"
+#include "tests/support/Catch.hpp"
 #include "tests/support/TestData.hpp"
 
 using namespace deepkf;

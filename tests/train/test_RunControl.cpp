@@ -1,8 +1,8 @@
-#include <catch2/catch.hpp>
 #include <csignal>
 
 #include "src/train/ProgressBar.hpp"
 #include "src/train/StopSignal.hpp"
+#include "tests/support/Catch.hpp"
 
 TEST_CASE("a real SIGTERM sets the stop request instead of killing the process", "[train][signal]") {
   deepkf::StopSignal guard;

@@ -1,9 +1,9 @@
-#include <catch2/catch.hpp>
 #include <fstream>
 
 #include "src/core/Error.hpp"
 #include "src/model/ModelConfig.hpp"
 #include "src/train/TrainConfig.hpp"
+#include "tests/support/Catch.hpp"
 #include "tests/support/TestData.hpp"
 
 using deepkf::ConfigError;

@@ -1,6 +1,5 @@
 // End-to-end training tests on the real silicon dataset (../shared/datasets/si_mlearn): exact restarts,
 // clean stops on a signal, and RLEKF against Adam per epoch.
-#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -15,6 +14,7 @@
 #include "src/model/ModelFile.hpp"
 #include "src/train/StopSignal.hpp"
 #include "src/train/Trainer.hpp"
+#include "tests/support/Catch.hpp"
 #include "tests/support/TestData.hpp"
 #include "tests/train/TrainerTestSupport.hpp"
 

@@ -1,6 +1,5 @@
 // `deepkf train --continue`: a checkpoint's weights and optimizer state go on learning from other (grown)
 // data, as `deepkf learn` does between iterations. On the project's CP2K silicon data (data/si_cp2k.h5).
-#include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -11,6 +10,7 @@
 #include "src/data/Dataset.hpp"
 #include "src/data/DeepmdHdf5.hpp"
 #include "src/train/Trainer.hpp"
+#include "tests/support/Catch.hpp"
 #include "tests/support/TestData.hpp"
 #include "tests/train/TrainerTestSupport.hpp"
 

@@ -7,7 +7,6 @@
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
-#include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -19,6 +18,7 @@
 #include "src/model/ModelFile.hpp"
 #include "src/train/DataSetup.hpp"
 #include "src/train/Trainer.hpp"
+#include "tests/support/Catch.hpp"
 #include "tests/support/SmallModel.hpp"
 #include "tests/support/TestData.hpp"
 #include "tests/train/TrainerTestSupport.hpp"

@@ -11,7 +11,6 @@
 //     ends the set-up on both ranks with its message instead of a hang.
 #include <mpi.h>
 
-#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -26,6 +25,7 @@
 #include "src/model/ModelFile.hpp"
 #include "src/train/StopSignal.hpp"
 #include "src/train/Trainer.hpp"
+#include "tests/support/Catch.hpp"
 #include "tests/support/TestData.hpp"
 #include "tests/train/TrainerTestSupport.hpp"
 

@@ -2,10 +2,9 @@
 // status and state; an unknown name is refused.
 #include <torch/torch.h>
 
-#include <catch2/catch.hpp>
-
 #include "src/core/Error.hpp"
 #include "src/train/Optimizers.hpp"
+#include "tests/support/Catch.hpp"
 
 using Catch::Matchers::Contains;
 using json = nlohmann::json;
