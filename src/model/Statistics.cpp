@@ -68,15 +68,19 @@ void StatisticsSums::add_environment(const torch::Tensor& env, const torch::Tens
   }
 }
 
-void StatisticsSums::add_energy(const torch::Tensor& energy, const torch::Tensor& atom_types) {
+void StatisticsSums::add_energy(const torch::Tensor& energy, const torch::Tensor& atom_types, bool per_atom) {
   torch::NoGradGuard guard;
   if (energy.dim() != 1 || atom_types.dim() != 2 || atom_types.size(0) != energy.size(0)) {
     throw ModelError("statistics: energy must be nframes and atom types nframes x natoms");
   }
   // A: nframes x ntypes per-type atom counts
-  const auto a =
-      torch::nn::functional::one_hot(atom_types.to(torch::kInt64), ntypes).sum(1).to(torch::kFloat64);
-  const auto y = energy.to(torch::kFloat64);
+  auto a = torch::nn::functional::one_hot(atom_types.to(torch::kInt64), ntypes).sum(1).to(torch::kFloat64);
+  auto y = energy.to(torch::kFloat64);
+  if (per_atom) {
+    const double natoms = static_cast<double>(atom_types.size(1));
+    a = a / natoms;
+    y = y / natoms;
+  }
   const auto ata_new = to_vector(a.t().matmul(a));
   const auto aty_new = to_vector(a.t().matmul(y));
   for (std::size_t k = 0; k < ata.size(); ++k) ata[k] += ata_new[k];

@@ -35,8 +35,10 @@ struct StatisticsSums {
 
   // env: nframes x nloc x nnei x 4 (the unnormalised R~, 1/A); centre_types: nframes x nloc (int64).
   void add_environment(const torch::Tensor& env, const torch::Tensor& centre_types);
-  // energy: nframes (eV); atom_types: nframes x natoms (int64).
-  void add_energy(const torch::Tensor& energy, const torch::Tensor& atom_types);
+  // energy: nframes (eV); atom_types: nframes x natoms (int64). per_atom: the frame's row of A and its y
+  // are divided by its atom count, so that the fit minimises the squared error per atom (each frame
+  // weighs the same whatever its size) instead of the squared error of the total energy.
+  void add_energy(const torch::Tensor& energy, const torch::Tensor& atom_types, bool per_atom = false);
   // Both of the above for one batch: R~ from its neighbour lists with config's rcut and rcut_smth.
   void add_batch(const Batch& batch, const ModelConfig& config);
   // this += other (same ntypes).

@@ -29,18 +29,6 @@ int auto_batch_size(std::int64_t natoms) {
   return static_cast<int>(std::max<std::int64_t>(1, (32 + natoms - 1) / natoms));
 }
 
-// Calls f(frames, first) for chunks of at most `chunk` frames of this rank's share of `part`; first is the
-// position in `part` of the chunk's first frame.
-template <typename F>
-void for_rank_frames(const FrameSubset& part, std::int64_t chunk, const Communicator& comm, F&& f) {
-  const auto [begin, end] = rank_share(static_cast<std::size_t>(part.nframes()), comm);
-  for (auto first = static_cast<std::int64_t>(begin); first < static_cast<std::int64_t>(end);
-       first += chunk) {
-    const std::int64_t last = std::min(static_cast<std::int64_t>(end), first + chunk);
-    f(part.read_range(first, last), first);
-  }
-}
-
 // Opening and checking the data: the input, the communicator, the log and the data being filled.
 struct Setup {
   const TrainConfig& cfg;

@@ -5,6 +5,7 @@
 // energy bias. All collective.
 #include <spdlog/logger.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <utility>
@@ -38,6 +39,18 @@ std::vector<std::string> resolve_system_paths(const std::vector<std::string>& pa
 
 // This rank's contiguous share [begin, end) of n frames: [n r / R, n (r + 1) / R).
 std::pair<std::size_t, std::size_t> rank_share(std::size_t n, const Communicator& comm);
+
+// Calls f(frames, first) for chunks of at most `chunk` frames of this rank's share of `part`; first is the
+// position in `part` of the chunk's first frame.
+template <typename F>
+void for_rank_frames(const FrameSubset& part, std::int64_t chunk, const Communicator& comm, F&& f) {
+  const auto [begin, end] = rank_share(static_cast<std::size_t>(part.nframes()), comm);
+  for (auto first = static_cast<std::int64_t>(begin); first < static_cast<std::int64_t>(end);
+       first += chunk) {
+    const std::int64_t last = std::min(static_cast<std::int64_t>(end), first + chunk);
+    f(part.read_range(first, last), first);
+  }
+}
 
 // DeePMD's sel "auto" from the training frames (each rank scans its share; the maximum over ranks): sets
 // mcfg.sel and clears mcfg.sel_auto. When sel is given, the same scan counts the neighbours within rcut that

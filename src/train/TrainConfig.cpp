@@ -18,14 +18,10 @@ using json = nlohmann::json;
 namespace fs = std::filesystem;
 
 // DeePMD-kit keys that are valid in its input files but have no effect in deepkf.
-const std::vector<std::string> kIgnoredTraining = {"disp_training",    "time_training",
-                                                   "profiling",        "profiling_file",
-                                                   "tensorboard",      "tensorboard_log_dir",
-                                                   "tensorboard_freq", "numb_test",
-                                                   "max_ckpt_keep",    "change_bias_after_training",
-                                                   "enable_profiler",  "gradient_max_norm",
-                                                   "warmup_steps",     "stat_file",
-                                                   "mixed_precision"};
+const std::vector<std::string> kIgnoredTraining = {
+    "disp_training",       "time_training",    "profiling", "profiling_file", "tensorboard",
+    "tensorboard_log_dir", "tensorboard_freq", "numb_test", "max_ckpt_keep",  "enable_profiler",
+    "gradient_max_norm",   "warmup_steps",     "stat_file", "mixed_precision"};
 const std::vector<std::string> kIgnoredData = {"set_prefix", "auto_prob", "auto_prob_style", "sys_probs"};
 const std::vector<std::string> kIgnoredLoss = {"start_pref_ae", "limit_pref_ae", "start_pref_pf",
                                                "limit_pref_pf", "relative_f",    "enable_atom_ener_coeff"};
@@ -124,11 +120,21 @@ TrainConfig TrainConfig::from_json(const json& doc, const std::string& file, con
   if (!doc.contains("training")) throw ConfigError("missing required section 'training' in " + file);
   const json& t = doc.at("training");
 
-  std::vector<std::string> training_keys = {
-      "training_data",       "validation_data",  "numb_steps", "seed",
-      "disp_file",           "disp_freq",        "save_freq",  "save_ckpt",
-      "validation_fraction", "validation_split", "device",     "num_threads",
-      "calibration_frames",  "opt_type"};
+  std::vector<std::string> training_keys = {"training_data",
+                                            "validation_data",
+                                            "numb_steps",
+                                            "seed",
+                                            "disp_file",
+                                            "disp_freq",
+                                            "save_freq",
+                                            "save_ckpt",
+                                            "validation_fraction",
+                                            "validation_split",
+                                            "device",
+                                            "num_threads",
+                                            "calibration_frames",
+                                            "opt_type",
+                                            "change_bias_after_training"};
   training_keys = joined(joined(training_keys, optimizer_keys("training")), kIgnoredTraining);
   check_keys(t, "training", training_keys, file);
   note_ignored(t, "training", kIgnoredTraining, c.ignored_keys);
@@ -195,6 +201,8 @@ TrainConfig TrainConfig::from_json(const json& doc, const std::string& file, con
   require(c.device == "auto" || c.device == "cpu" || c.device.rfind("cuda", 0) == 0, file, "device",
           json(c.device), "must be \"auto\", \"cpu\", \"cuda\" or \"cuda:N\"");
   c.num_threads = get_or<int>(t, "num_threads", 0, "training", file);
+  c.change_bias_after_training =
+      get_or<bool>(t, "change_bias_after_training", c.change_bias_after_training, "training", file);
   require(c.num_threads >= 0, file, "training.num_threads", json(c.num_threads), "must not be negative");
   const json frames = t.value("calibration_frames", json("auto"));
   require(frames == "auto" || (frames.is_number_integer() && frames.get<std::int64_t>() >= 0), file,
@@ -223,6 +231,7 @@ json TrainConfig::to_json() const {
             {"save_ckpt", save_ckpt},
             {"device", device},
             {"num_threads", num_threads},
+            {"change_bias_after_training", change_bias_after_training},
             {"calibration_frames",
              calibration_frames == kCalibrationAuto ? json("auto") : json(calibration_frames)},
             {"validation_fraction", validation_fraction},

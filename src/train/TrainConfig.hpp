@@ -48,6 +48,10 @@ struct TrainConfig {
   // longer by its calibration.
   std::int64_t calibration_frames_for(std::int64_t steps) const;
 
+  // After the last step, shift the per-type energy bias by the least-squares fit of the training frames'
+  // energy errors (src/train/EnergyBiasRefit.hpp). DeePMD-kit's key; deepkf's default is true.
+  bool change_bias_after_training = true;
+
   std::vector<std::string> ignored_keys;  // DeePMD-kit keys accepted but without effect here
   std::vector<std::string> unused_keys;   // keys of an optimizer other than the one chosen
 

@@ -172,8 +172,12 @@ TrainResult Trainer::run() {
     if (m.step % m.cfg.save_freq == 0 || last || stop) {
       if (const auto p = first_nonfinite_parameter(m.model); p >= 0)
         throw diverged(m.step, fmt::format("parameter tensor {} of the model holds non-finite values", p));
-      // The last checkpoint and the model file carry the calibration of the weights they hold.
-      if (last && !stop && m.step == m.cfg.numb_steps) m.calibrate_uncertainty();
+      // The last checkpoint and the model file carry the final energy bias and the calibration of the
+      // weights they hold.
+      if (last && !stop && m.step == m.cfg.numb_steps) {
+        m.change_energy_bias();
+        m.calibrate_uncertainty();
+      }
       m.write_checkpoint_now(ckpt_path);
       result.checkpoint = ckpt_path;
       last_checkpoint = fmt::format("{} (step {})", ckpt_path, m.step);

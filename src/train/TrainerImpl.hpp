@@ -73,6 +73,9 @@ struct Trainer::Impl {
   ErrorMetrics train_step(const BatchRef& ref);
   ErrorMetrics validate(bool all_frames);
   void write_checkpoint_now(const std::string& path);
+  // change_bias_after_training: shifts the energy bias to fit the training frames (EnergyBiasRefit.hpp)
+  // and logs the shift. Collective.
+  void change_energy_bias();
   // Fits the uncertainty calibration on validation frames (RLEKF runs with validation data). Collective.
   void calibrate_uncertainty();
   nlohmann::json provenance() const;

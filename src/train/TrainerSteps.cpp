@@ -20,6 +20,7 @@
 #include "src/train/BatchSampler.hpp"
 #include "src/train/Checkpoint.hpp"
 #include "src/train/DataSetup.hpp"
+#include "src/train/EnergyBiasRefit.hpp"
 #include "src/train/LearningCurve.hpp"
 #include "src/train/Optimizers.hpp"
 #include "src/train/ProgressBar.hpp"
@@ -121,6 +122,22 @@ void Trainer::Impl::write_checkpoint_now(const std::string& path) {
   meta["ranks"] = comm->size();
   if (!calibration.is_null()) meta["uncertainty_calibration"] = calibration;
   write_training_checkpoint(path, model, meta, *optimizer, *comm);
+}
+
+void Trainer::Impl::change_energy_bias() {
+  if (!cfg.change_bias_after_training) return;
+  const auto start = std::chrono::steady_clock::now();
+  const BiasRefit fit = refit_energy_bias(model, data.train, data.batch_size, device, *comm);
+  for (const auto& w : fit.warnings) log->warn("{}", w);
+  if (fit.frames == 0) return;
+  std::string shifts;
+  for (std::size_t t = 0; t < fit.shift.size(); ++t)
+    shifts += fmt::format("{}{} {:+.4f}", t ? ", " : "", mcfg.type_map[t], fit.shift[t]);
+  log->info(
+      "energy bias changed after training (change_bias_after_training) by {} eV: rmse_e on the {} training "
+      "frames {:.3e} -> {:.3e} eV/atom ({:.1f} s)",
+      shifts, fit.frames, fit.rmse_before, fit.rmse_after,
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
 }
 
 void Trainer::Impl::calibrate_uncertainty() {
