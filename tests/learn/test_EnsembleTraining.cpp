@@ -1,11 +1,11 @@
 // The training input of an ensemble member: the user's input with the loop's data, weights, steps and seeds.
-#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 
 #include "src/core/Error.hpp"
 #include "src/learn/EnsembleTraining.hpp"
 #include "src/train/TrainConfig.hpp"
+#include "tests/support/Catch.hpp"
 #include "tests/support/TestData.hpp"
 
 using namespace deepkf;
@@ -57,4 +57,41 @@ TEST_CASE("a member's input names a missing data path", "[learn][train]") {
   CHECK_THROWS_WITH(
       member_input(base, dir + "/train.json", TrainingRound{}, 0, 1, 1),
       Catch::Contains("'training.training_data.systems' in " + dir + "/train.json names \"nowhere.h5\""));
+}
+
+TEST_CASE("continued rounds bound the covariance unless the input sets p_cap", "[learn][train]") {
+  const auto dir = test::make_temp_dir("member-input-cap");
+  std::ofstream(dir + "/a.h5") << "";
+  const json base = json::parse(R"({
+    "model": {"type_map": ["Si"], "descriptor": {"type": "se_e2_a", "rcut": 4.0, "rcut_smth": 1.0, "sel": [20]},
+              "fitting_net": {"neuron": [8]}},
+    "training": {"training_data": {"systems": "a.h5"}, "numb_steps": 5}
+  })");
+  TrainingRound first{"", {}, 100, {}, {}};
+  TrainingRound later{"", {"/run/labels.h5#/iter.000"}, 200, {"/run/model_0.ckpt"}, {}};
+  const auto p_cap = [&](const json& input, const TrainingRound& round) {
+    const json in = member_input(input, dir + "/train.json", round, 0, 1, 1);
+    return TrainConfig::from_json(in, "member.json", "/").optimizer_settings.at("p_cap");
+  };
+  // RLEKF by default: no bound in the first round, kContinuedPCap p0 when continuing.
+  CHECK(p_cap(base, first) == "none");
+  CHECK(p_cap(base, later) == kContinuedPCap);
+  // In an optimizer section, or as DeePMD-kit's training.opt_type "LKF": the same.
+  json section = base;
+  section["optimizer"] = {{"type", "LKF"}, {"kf_blocksize", 1024}};
+  CHECK(p_cap(section, later) == kContinuedPCap);
+  json old_style = base;
+  old_style["training"]["opt_type"] = "LKF";
+  CHECK(p_cap(old_style, later) == kContinuedPCap);
+  // The user's own value, "none" included, is kept.
+  json own = section;
+  own["optimizer"]["p_cap"] = "none";
+  CHECK(p_cap(own, later) == "none");
+  own["optimizer"]["p_cap"] = 50;
+  CHECK(p_cap(own, later) == 50);
+  // Adam has no covariance: nothing is added.
+  json adam = base;
+  adam["optimizer"] = {{"type", "Adam"}};
+  const json in = member_input(adam, dir + "/train.json", later, 0, 1, 1);
+  CHECK_FALSE(in.at("optimizer").contains("p_cap"));
 }
