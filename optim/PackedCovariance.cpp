@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <limits>
 
 #include "optim/PackedQuadraticForm.hpp"
 #include "optim/PackedSweep.hpp"
@@ -275,20 +276,47 @@ double PackedCovariance::diagonal_sum() const {
   return total.item<double>();  // one wait for the device, not one per block
 }
 
+std::vector<double> PackedCovariance::largest_diagonals() const {
+  std::vector<double> out(sizes_.size());
+  if (!device_.is_cpu()) {
+    std::vector<torch::Tensor> largest;
+    for (std::size_t j = 0; j < sizes_.size(); ++j) largest.push_back(diagonal(j).max());
+    const auto all = torch::stack(largest).to(torch::kCPU).contiguous();  // one wait for the device
+    std::copy(all.data_ptr<double>(), all.data_ptr<double>() + all.numel(), out.begin());
+    return out;
+  }
+  // On the CPU a plain loop: the same values as diagonal(j), without a tensor per block and update.
+  const torch::Tensor pending = has_pending() ? pending_K_.to(torch::kFloat64).contiguous() : torch::Tensor();
+  const double* K = pending.defined() ? pending.data_ptr<double>() : nullptr;
+  with_type(dtype_, [&](auto zero) {
+    using T = decltype(zero);
+    for (std::size_t j = 0; j < sizes_.size(); ++j) {
+      const T* P = blocks_[j].data_ptr<T>();
+      const std::int64_t* at = diagonal_at_[j].data_ptr<std::int64_t>();
+      double m = -std::numeric_limits<double>::infinity();
+      for (std::int64_t r = 0; r < sizes_[j]; ++r) {
+        double p = static_cast<double>(P[at[r]]);
+        if (K != nullptr) {
+          const double k = K[offsets_[j] + r];
+          p = (p - k * k * pending_inv_a_) * pending_inv_lambda_;
+        }
+        m = std::max(m, p);
+      }
+      out[j] = m;
+    }
+  });
+  return out;
+}
+
 std::int64_t PackedCovariance::cap_diagonal(double cap, double release) {
   if (sizes_.empty()) return 0;
-  std::vector<torch::Tensor> diagonals, largest;
-  for (std::size_t j = 0; j < sizes_.size(); ++j) {
-    diagonals.push_back(diagonal(j));
-    largest.push_back(diagonals.back().max());
-  }
-  const auto over = torch::stack(largest).to(torch::kCPU);  // one wait for the device
+  const std::vector<double> largest = largest_diagonals();
   const double target = cap * release;
   std::int64_t scaled = 0;
   for (std::size_t j = 0; j < sizes_.size(); ++j) {
-    if (!(over[static_cast<std::int64_t>(j)].item<double>() > cap)) continue;
+    if (!(largest[j] > cap)) continue;
+    const auto d = diagonal(j);
     flush();
-    const auto& d = diagonals[j];
     const auto above = d > target;
     const auto s = torch::where(above, (target / d).sqrt(), torch::ones_like(d)).contiguous();
     scaled += above.sum().item<std::int64_t>();

@@ -85,7 +85,9 @@ class PackedCovariance {
   std::vector<std::int64_t> offsets_{0};  // block j covers [offsets_[j], offsets_[j + 1]) of h and K
   torch::ScalarType dtype_ = torch::kFloat64;
   torch::Device device_ = torch::kCPU;
-  std::vector<torch::Tensor> blocks_;       // packed, one tensor per block (each its own aligned allocation)
+  std::vector<torch::Tensor> blocks_;  // packed, one tensor per block (each its own aligned allocation)
+  // The largest diagonal value of each block, pending update included (CPU: one loop, no tensors).
+  std::vector<double> largest_diagonals() const;
   std::vector<torch::Tensor> diagonal_at_;  // positions of p_rr in each block (int64 on the blocks' device)
   std::vector<Task> tasks_;                 // ordered by block, then row
   std::vector<std::int64_t> first_task_;    // tasks of block j: [first_task_[j], first_task_[j + 1])
