@@ -167,13 +167,17 @@ std::vector<double> closest_neighbours(const torch::Tensor& rij, const torch::Te
   return out;
 }
 
+bool StatisticsSums::has_atoms_of(int t) const {
+  // A^T A's diagonal is sum over frames of count_t^2: zero exactly when type t never occurs
+  return ata[static_cast<std::size_t>(t) * ntypes + t] > 0.0;
+}
+
 EnergyBias StatisticsSums::energy_bias(const std::vector<std::string>& type_map) const {
   EnergyBias out;
   out.bias = torch::zeros({ntypes}, torch::kFloat64);
   std::vector<int64_t> present;
   for (int t = 0; t < ntypes; ++t) {
-    // A^T A's diagonal is sum over frames of count_t^2: zero exactly when type t never occurs
-    if (ata[static_cast<std::size_t>(t) * ntypes + t] > 0.0) {
+    if (has_atoms_of(t)) {
       present.push_back(t);
     } else {
       const std::string name = t < static_cast<int>(type_map.size()) ? type_map[t] : std::to_string(t);

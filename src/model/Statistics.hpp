@@ -50,6 +50,8 @@ struct StatisticsSums {
   // davg, dstd: ntypes x nnei x 4 (float64, CPU), the same values in every slot of a centre type. A type
   // with no centres gets davg 0, dstd 1.
   std::pair<torch::Tensor, torch::Tensor> descriptor_statistics(std::int64_t nnei) const;
+  // Whether the energies added so far hold any atom of type t.
+  bool has_atoms_of(int t) const;
   // Minimum-norm least-squares solution of A b = y; types with no atoms get 0 and a warning.
   EnergyBias energy_bias(const std::vector<std::string>& type_map) const;
 };

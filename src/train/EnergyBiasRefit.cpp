@@ -43,7 +43,7 @@ BiasRefit refit_energy_bias(DeepPot& model, const std::vector<FrameSubset>& part
   const EnergyBias fit = sums.energy_bias(mcfg.type_map);
   const int nt = mcfg.ntypes();
   for (int t = 0; t < nt; ++t) {
-    if (sums.ata[static_cast<std::size_t>(t * nt + t)] == 0.0)
+    if (!sums.has_atoms_of(t))
       out.warnings.push_back("type '" + mcfg.type_map[static_cast<std::size_t>(t)] +
                              "' has no atoms in the training data: its energy bias is kept");
   }
