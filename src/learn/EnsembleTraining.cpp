@@ -13,7 +13,6 @@
 #include "src/learn/ExternalProgram.hpp"
 #include "src/learn/ParallelJobs.hpp"
 #include "src/train/DataSetup.hpp"
-#include "src/train/TrainConfig.hpp"
 
 namespace deepkf {
 namespace fs = std::filesystem;
@@ -70,14 +69,6 @@ json member_input(const json& base, const std::string& base_file, const Training
         shift_seed(in.at("model").at(net), "seed", member);
   }
   if (training.value("num_threads", 0) == 0) training["num_threads"] = threads;
-  const bool continued = !round.checkpoints.empty();
-  const bool set_by_user =
-      training.contains("p_cap") ||
-      (in.contains("optimizer") && in.at("optimizer").is_object() && in.at("optimizer").contains("p_cap"));
-  if (continued && !set_by_user && TrainConfig::from_json(in, base_file, base_dir).optimizer == "RLEKF") {
-    json& place = in.contains("optimizer") && in.at("optimizer").is_object() ? in.at("optimizer") : training;
-    place["p_cap"] = kContinuedPCap;
-  }
   return in;
 }
 

@@ -26,11 +26,6 @@ struct TrainingRound {
   std::vector<std::string> restart_from;
 };
 
-// The covariance bound of continued rounds, in units of p0: continuing a filter whose P has grown
-// unbounded diverged in the online-learning benchmark; this bound kept both continuations sound in its
-// replay (docs/benchmarks.md, "Bounded covariance").
-constexpr double kContinuedPCap = 1e4;
-
 struct TrainedMember {
   std::string model;       // model.pt
   std::string checkpoint;  // model.ckpt
@@ -41,8 +36,7 @@ struct TrainedMember {
 // The training input of member `member` for a round: the user's input `base` (read from base_file) with
 // training_data.systems = the user's systems (absolute) + the round's label groups, training_data.repeat
 // (new_frame_repeat for the newest group), numb_steps, the seeds of the member (the input's seeds + member)
-// and, when the input leaves it at 0, num_threads = threads. In the rounds after the first (round.checkpoints
-// not empty) an RLEKF input that does not set p_cap gets p_cap = kContinuedPCap (docs/online-learning.md).
+// and, when the input leaves it at 0, num_threads = threads.
 nlohmann::json member_input(const nlohmann::json& base, const std::string& base_file,
                             const TrainingRound& round, int member, int new_frame_repeat, int threads);
 

@@ -13,12 +13,6 @@ namespace deepkf {
 
 namespace {
 
-// Copies of the activations the force measurement's graph keeps (forward values, their gradients and the
-// gradients of those for dF/dw). Measured: 331 MB of peak memory per frame of 192-atom water with the
-// DeePMD-kit water reference model (slots 138, embedding 25-50-100), against 347 MB estimated with 9
-// (docs/benchmarks.md, "Memory plan").
-constexpr std::int64_t kGraphCopies = 9;
-
 struct Choice {
   std::int64_t blocksize;
   std::string precision;
@@ -115,10 +109,11 @@ MemoryPlan plan_memory(const MemoryNeed& need, std::int64_t blocksize, const std
 }
 
 std::int64_t batch_activation_bytes(std::int64_t frames, std::int64_t natoms, std::int64_t slots,
-                                    const std::vector<int>& embedding_widths, std::int64_t value_bytes) {
+                                    const std::vector<int>& embedding_widths, std::int64_t value_bytes,
+                                    std::int64_t copies) {
   const std::int64_t width =
       std::accumulate(embedding_widths.begin(), embedding_widths.end(), std::int64_t{0}) + 7;
-  return kGraphCopies * frames * natoms * slots * width * value_bytes;
+  return copies * frames * natoms * slots * width * value_bytes;
 }
 
 }  // namespace deepkf

@@ -44,10 +44,20 @@ bool fits_in_memory(std::int64_t bytes, std::int64_t available);
 // blocksize 0 and precision "auto" ask for a choice (see above).
 MemoryPlan plan_memory(const MemoryNeed& need, std::int64_t blocksize, const std::string& precision);
 
-// Estimate of one batch's activations on a rank for RLEKF's force measurement (the graph of the forces
-// kept for their gradient): 9 copies of the embedding nets' outputs and the environment
-// matrix per neighbour slot, frames x atoms x slots x (sum of embedding widths + 4 + 3) values.
+// Copies of the activations a measurement's graph keeps. The force measurement: forward values, their
+// gradients and the gradients of those for dF/dw; measured 331 MB of peak memory per frame of 192-atom water
+// with the DeePMD-kit water reference model (slots 138, embedding 25-50-100), against 347 MB estimated
+// with 9. The energy measurement (forward values for one backward pass): 4 replayed frames raised that
+// run's peak by 145 MB, about 95 MB per frame of the energy graph, 2.6 copies; 3 are counted
+// (docs/benchmarks.md, "Memory plan").
+constexpr std::int64_t kForceGraphCopies = 9;
+constexpr std::int64_t kEnergyGraphCopies = 3;
+
+// Estimate of the activations of a measurement's graph over `frames` frames on a rank: `copies` of the
+// embedding nets' outputs and the environment matrix per neighbour slot, frames x atoms x slots x (sum of
+// embedding widths + 4 + 3) values.
 std::int64_t batch_activation_bytes(std::int64_t frames, std::int64_t natoms, std::int64_t slots,
-                                    const std::vector<int>& embedding_widths, std::int64_t value_bytes);
+                                    const std::vector<int>& embedding_widths, std::int64_t value_bytes,
+                                    std::int64_t copies = kForceGraphCopies);
 
 }  // namespace deepkf

@@ -17,7 +17,7 @@ struct RlekfSettings {
   double p0 = 0.0;             // initial covariance P_i = p0 I; 0: "auto", chosen at the start (AutoP0.hpp)
   // The diagonal of P stays at or below p_cap * p0 (docs/rlekf.md, "Bounded covariance"); 0 ("none"):
   // unbounded, as in DeePMD-kit.
-  double p_cap = 0.0;
+  double p_cap = 1e4;
   int nselect = 24;            // atoms drawn per frame for the force steps
   int groupsize = 6;           // atoms per force Kalman step
   double start_pref_e = 1.0, limit_pref_e = 1.0;
@@ -28,6 +28,10 @@ struct RlekfSettings {
   // that a step never ends with the energy those updates disturbed (docs/rlekf.md, "Measurements of one
   // batch").
   bool energy_last = true;
+  // Frames of the training set, drawn anew each step, added to the batch's energy measurements: the filter
+  // forgets old measurements (lambda < 1), and with them the energies of frames fitted many steps ago
+  // (docs/rlekf.md, "Measurements of one batch"). 0: none.
+  int energy_replay = 4;
   bool log_filter = false;  // display lines also show the filter's diagnostics (KalmanDiagnostics)
 
   // Every key read, with the sections it may be in: the "optimizer" section, or where DeePMD-kit's PyTorch

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "optim/KalmanMeasurement.hpp"
@@ -51,7 +52,9 @@ MemoryPlan RlekfStep::plan(const RlekfSettings& settings, const DeepPot& model, 
   MemoryNeed need;
   for (const auto& p : model->parameters()) need.shapes.push_back(p.sizes().vec());
   need.value_bytes = static_cast<std::int64_t>(model->parameters().front().element_size());
-  need.batch_bytes = resources.batch_bytes;
+  // The largest graph at once: the batch's forces, or the energies of the batch and the replayed frames.
+  need.batch_bytes = std::max(resources.batch_bytes,
+                              (resources.batch_frames + settings.energy_replay) * resources.frame_energy_bytes);
   need.nranks = nranks;
   need.available = resources.available;
   need.where = resources.where;
@@ -83,17 +86,26 @@ RlekfStep::Prefactors RlekfStep::prefactors(std::int64_t step) const {
           kalman_prefactor(k.start_pref_v, k.limit_pref_v, t)};
 }
 
-torch::Tensor RlekfStep::natoms(const StepInput& in) const {
+torch::Tensor RlekfStep::natoms(const Batch& b) const {
   return torch::full(
-      {in.local.coord.size(0)}, static_cast<double>(in.info.natoms),
+      {b.coord.size(0)}, static_cast<double>(b.coord.size(1)),
       torch::TensorOptions().dtype(model_->config().precision).device(params_.front().device()));
 }
 
 Measurement RlekfStep::energy_of(const StepInput& in, double pe) {
-  const Batch& b = in.local;
-  if (b.coord.size(0) == 0) return {};
-  const auto energy = model_->atomic_energy(b.coord, b.atype, b.nlist, b.shift).sum(1);
-  return energy_measurement(energy, b.energy, natoms(in), pe);
+  Measurement sum;
+  const auto add = [&](const Batch& b) {
+    if (b.coord.size(0) == 0) return;
+    const auto energy = model_->atomic_energy(b.coord, b.atype, b.nlist, b.shift).sum(1);
+    const Measurement m = energy_measurement(energy, b.energy, natoms(b), pe);
+    sum.y = sum.y.defined() ? sum.y + m.y : m.y;
+    sum.abs_sum += m.abs_sum;
+    sum.count += m.count;
+    sum.frames += m.frames;
+  };
+  add(in.local);
+  for (const Batch& b : in.replay) add(b);
+  return sum;
 }
 
 Measurement RlekfStep::force_of(const StepInput& in, const torch::Tensor& atoms, double pf) {
@@ -101,7 +113,7 @@ Measurement RlekfStep::force_of(const StepInput& in, const torch::Tensor& atoms,
   if (b.coord.size(0) == 0) return {};
   const auto out = model_->evaluate(b.coord, b.atype, b.nlist, b.shift, /*create_graph=*/true);
   const auto idx = atoms.unsqueeze(-1).expand({-1, -1, 3});
-  return force_measurement(out.force.gather(1, idx), b.force.gather(1, idx), natoms(in), pf);
+  return force_measurement(out.force.gather(1, idx), b.force.gather(1, idx), natoms(b), pf);
 }
 
 std::vector<torch::Tensor> RlekfStep::gradients(const Measurement& m) const {
@@ -115,37 +127,37 @@ ErrorMetrics RlekfStep::take(const StepInput& in) {
   const SystemInfo& info = in.info;
   const Prefactors pref = prefactors(in.step);
 
-  auto update = [&](const Measurement& m) {
+  auto update = [&](const Measurement& m, std::int64_t frames) {
     const auto grads = gradients(m);
     std::vector<double> sums = {m.abs_sum, static_cast<double>(m.count)};
     if (comm_->size() > 1) comm_->allreduce_sum(sums.data(), sums.size());
     // e = sqrt(B) * mean |d| over the global batch
-    const double e =
-        kalman_error(sums[0], static_cast<std::int64_t>(std::llround(sums[1])), in.global_frames);
+    const double e = kalman_error(sums[0], static_cast<std::int64_t>(std::llround(sums[1])), frames);
     filter_.update(e, grads);
   };
+  const std::int64_t energy_frames = in.global_frames + in.replay_frames;
 
   // Energy measurement on the current weights.
-  update(energy_of(in, pref.energy));
+  update(energy_of(in, pref.energy), energy_frames);
   // Force measurements: groups of selected atoms, each on the weights updated by the step before.
   if (info.has_force && pref.force > 0.0) {
     // Every rank draws for the whole global batch and keeps its own frames' rows.
     const auto groups = selector_.select(in.first_frame, b.coord.size(0), in.global_frames, info.natoms,
                                          params_.front().device());
-    for (const auto& atoms : groups) update(force_of(in, atoms, pref.force));
+    for (const auto& atoms : groups) update(force_of(in, atoms, pref.force), in.global_frames);
   }
   // Virial measurement when asked for and present.
   if (info.has_virial && pref.virial > 0.0) {
     Measurement m;
     if (b.coord.size(0) > 0) {
       const auto out = model_->evaluate(b.coord, b.atype, b.nlist, b.shift, /*create_graph=*/true);
-      m = virial_measurement(out.virial, b.virial, natoms(in), pref.virial);
+      m = virial_measurement(out.virial, b.virial, natoms(b), pref.virial);
     }
-    update(m);
+    update(m, in.global_frames);
   }
   // The force and virial updates move the energy too (most of all its per-atom offset, which they do not
   // see): measure it again on the weights the step leaves.
-  if (options_.energy_last) update(energy_of(in, pref.energy));
+  if (options_.energy_last) update(energy_of(in, pref.energy), energy_frames);
   return {};
 }
 

@@ -33,6 +33,7 @@ class RlekfStep final : public TrainingStep {
   // p0 "auto": chooses p0 from the gradients of the first batches' measurements (AutoP0.hpp).
   std::string prepare(const std::vector<StepInput>& first) override;
   bool batch_errors() const override { return false; }
+  int replay_frames() const override { return options_.energy_replay; }
   std::string status_name() const override { return "lambda"; }
   double status_value(std::int64_t) const override { return filter_.lambda(); }
   // "lambda 0.99", and with log_filter the filter's diagnostics since the last display.
@@ -51,8 +52,9 @@ class RlekfStep final : public TrainingStep {
     double energy, force, virial;
   };
   Prefactors prefactors(std::int64_t step) const;
-  torch::Tensor natoms(const StepInput& in) const;  // [B] atoms per frame of this rank's frames
-  // The measurements on the current weights (undefined y when this rank has no frames of the batch).
+  torch::Tensor natoms(const Batch& b) const;  // [B] atoms per frame of this rank's frames
+  // The measurements on the current weights (undefined y when this rank has no frames of the batch). The
+  // energy's includes the replayed frames.
   Measurement energy_of(const StepInput& in, double pe);
   Measurement force_of(const StepInput& in, const torch::Tensor& atoms, double pf);
   // dy/dw summed over ranks. Collective.

@@ -71,6 +71,9 @@ struct Trainer::Impl {
   }
 
   ErrorMetrics train_step(const BatchRef& ref);
+  // The training frames whose energies join step `step`'s energy measurements (RLEKF's energy_replay),
+  // grouped by system.
+  std::vector<BatchRef> replay_refs(int count) const;
   ErrorMetrics validate(bool all_frames);
   void write_checkpoint_now(const std::string& path);
   // change_bias_after_training: shifts the energy bias to fit the training frames (EnergyBiasRefit.hpp)

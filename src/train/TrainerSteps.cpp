@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <numeric>
+#include <random>
 
 #include "src/core/AtomicFile.hpp"
 #include "src/core/Error.hpp"
@@ -49,9 +50,33 @@ ErrorMetrics Trainer::Impl::train_step(const BatchRef& ref) {
   const Batch b = local_batch(data.train, ref);
   // Which labels exist is a property of the system, not of this rank's share (which may be empty).
   const SystemInfo& info = data.train[static_cast<std::size_t>(ref.system)].info();
-  const StepInput in{b, info, static_cast<std::int64_t>(ref.frames.size()),
-                     static_cast<std::int64_t>(my_share(ref.frames.size()).first), step};
+  StepInput in{b, info, static_cast<std::int64_t>(ref.frames.size()),
+               static_cast<std::int64_t>(my_share(ref.frames.size()).first), step};
+  for (const BatchRef& r : replay_refs(optimizer->replay_frames())) {
+    in.replay.push_back(local_batch(data.train, r));
+    in.replay_frames += static_cast<std::int64_t>(r.frames.size());
+  }
   return optimizer->take(in);
+}
+
+std::vector<BatchRef> Trainer::Impl::replay_refs(int count) const {
+  if (count <= 0) return {};
+  std::int64_t total = 0;
+  for (const auto& s : data.train) total += s.nframes();
+  // A function of the seed and the step only: every rank, and a restarted run, draws the same frames.
+  std::mt19937_64 gen(static_cast<std::uint64_t>(cfg.seed) * 0x9E3779B97F4A7C15ULL +
+                      static_cast<std::uint64_t>(step));
+  std::uniform_int_distribution<std::int64_t> pick(0, total - 1);
+  std::vector<BatchRef> refs;
+  for (int i = 0; i < count; ++i) {
+    std::int64_t f = pick(gen);
+    int s = 0;
+    while (f >= data.train[static_cast<std::size_t>(s)].nframes()) f -= data.train[static_cast<std::size_t>(s++)].nframes();
+    auto it = std::find_if(refs.begin(), refs.end(), [s](const BatchRef& r) { return r.system == s; });
+    if (it == refs.end()) it = refs.insert(refs.end(), BatchRef{s, {}});
+    it->frames.push_back(f);
+  }
+  return refs;
 }
 
 ErrorMetrics Trainer::Impl::validate(bool all_frames) {

@@ -58,8 +58,11 @@ StepResources step_resources(const torch::Device& device, std::int64_t available
     frames = std::max<std::int64_t>(frames, (data.batch_size[i] + nranks - 1) / nranks);
     natoms = std::max(natoms, data.train[i].info().natoms);
   }
-  res.batch_bytes = batch_activation_bytes(frames, natoms, mcfg.nnei(), mcfg.embedding_neuron,
-                                           mcfg.precision == torch::kFloat32 ? 4 : 8);
+  const std::int64_t value_bytes = mcfg.precision == torch::kFloat32 ? 4 : 8;
+  res.batch_bytes = batch_activation_bytes(frames, natoms, mcfg.nnei(), mcfg.embedding_neuron, value_bytes);
+  res.batch_frames = frames;
+  res.frame_energy_bytes = batch_activation_bytes(1, natoms, mcfg.nnei(), mcfg.embedding_neuron, value_bytes,
+                                                  kEnergyGraphCopies);
   return res;
 }
 

@@ -31,6 +31,10 @@ struct StepInput {
   std::int64_t global_frames;  // frames of the batch over all ranks
   std::int64_t first_frame;    // position of this rank's first frame in the global batch
   std::int64_t step;           // steps done before this one
+  // Earlier training frames whose energies join the batch's energy measurements (RLEKF's energy_replay):
+  // this rank's share, one Batch per system, and their number over all ranks.
+  std::vector<Batch> replay = {};
+  std::int64_t replay_frames = 0;
 };
 
 // What a step may use, given to the factory: the memory one rank can use and one batch's estimated
@@ -38,7 +42,11 @@ struct StepInput {
 struct StepResources {
   std::int64_t available = -1;  // bytes one rank can use; -1: unknown
   std::string where = "host";   // "host" or the device, for messages
-  std::int64_t batch_bytes = 0;
+  std::int64_t batch_bytes = 0;  // the force measurement's graph of one batch
+  // The energy measurement's graph per frame, and the batch's frames on a rank (RLEKF's replayed frames
+  // join the batch's in one energy graph).
+  std::int64_t frame_energy_bytes = 0;
+  std::int64_t batch_frames = 1;
   // The checkpoint's resolved optimizer settings when restoring (an empty object for a checkpoint that
   // does not record them), null for a new run. Settings the input leaves to "auto" take these values.
   nlohmann::json restored;
@@ -65,6 +73,8 @@ class TrainingStep {
   // p0). Returns a line for the log, or nothing. Collective.
   virtual std::string prepare(const std::vector<StepInput>& /*first*/) { return {}; }
   virtual bool batch_errors() const = 0;
+  // Training frames to draw for each step's StepInput::replay; 0 for none.
+  virtual int replay_frames() const { return 0; }
   // The schedule value of the learning curve's last column, with its name ("lambda", "lr").
   virtual std::string status_name() const = 0;
   virtual double status_value(std::int64_t step) const = 0;

@@ -64,6 +64,8 @@ TEST_CASE("DeePMD-kit's PyTorch water example trains unchanged but for its lengt
   // The energy bias fit after training (change_bias_after_training) evaluates all 320 training frames with
   // the 1M-weight model: negligible after a real run, 100 times the time of these 2 steps.
   doc["training"]["change_bias_after_training"] = false;
+  // Likewise the 4 frames replayed in each energy update (energy_replay) would double these 2 steps.
+  doc["training"]["energy_replay"] = 0;
   std::ofstream(example + "/input_torch.json") << doc.dump(2);
   // 1,014,182 weights: the memory plan picks the covariance's block size and precision for 2 GiB.
   ::setenv("DEEPKF_AVAILABLE_MEMORY", "2GiB", 1);

@@ -61,7 +61,8 @@ TEST_CASE("defaults and the optimizer section", "[train][config]") {
   CHECK(c.optimizer_settings.at("kf_blocksize") == "auto");  // the memory plan chooses
   CHECK(c.optimizer_settings.at("p_precision") == "auto");
   CHECK(c.optimizer_settings.at("p0") == "auto");     // chosen from the first batches (AutoP0.hpp)
-  CHECK(c.optimizer_settings.at("p_cap") == "none");  // the covariance's diagonal is not bounded
+  CHECK(c.optimizer_settings.at("p_cap") == 1e4);  // the covariance's diagonal stays below 1e4 p0
+  CHECK(c.optimizer_settings.at("energy_replay") == 4);
   CHECK(c.optimizer_settings.at("kalman_lambda") == 0.98);
   CHECK(c.optimizer_settings.at("kalman_nue") == 0.9987);
   CHECK(c.optimizer_settings.at("nselect") == 24);
@@ -149,6 +150,8 @@ TEST_CASE("misspelt and bad keys name the key, the file and a suggestion", "[tra
   CHECK(error_of(doc) == "'optimizer.p0' in in.json is 0: must be a positive number or \"auto\"");
   doc["optimizer"] = {{"type", "RLEKF"}, {"p_cap", 0.5}};
   CHECK(error_of(doc) == "'optimizer.p_cap' in in.json is 0.5: must be a number of at least 1 or \"none\"");
+  doc["optimizer"] = {{"type", "RLEKF"}, {"energy_replay", -1}};
+  CHECK(error_of(doc) == "'optimizer.energy_replay' in in.json is -1: must not be negative");
 
   doc = minimal();
   doc["training"]["training_data"]["batch_size"] = 0;

@@ -3,6 +3,8 @@
 #include <torch/torch.h>
 
 #include "src/core/Error.hpp"
+#include "src/data/Dataset.hpp"
+#include "src/model/Batch.hpp"
 #include "src/train/Optimizers.hpp"
 #include "tests/support/Catch.hpp"
 
@@ -59,4 +61,66 @@ TEST_CASE("the training step is chosen by the input's optimizer name", "[train][
   CHECK(adam->covariance_bytes() == 0);
   CHECK(adam->block_sizes().empty());
   CHECK_THROWS_AS(config_with({{"type", "SGD"}}), deepkf::ConfigError);
+}
+
+TEST_CASE("replayed frames join the energy measurement as the batch's own frames would", "[train][step]") {
+  // Forces and energy_last off: a step is one energy update. Its measurement sums the batch's and the
+  // replayed frames' terms, e = sqrt(B) mean |d| over all of them, so frame 0 with frames 1 and 2 replayed
+  // must move the weights exactly as the batch {0, 1, 2}; and frames of two systems (8 and 16 atoms, each
+  // divided by its own N) the same whichever is the batch and which the replay.
+  const auto cfg = config_with({{"type", "RLEKF"}, {"kf_blocksize", 64}, {"p0", 10.0}, {"energy_last", false},
+                                {"kf_start_pref_f", 0.0}, {"kf_limit_pref_f", 0.0}, {"energy_replay", 2}});
+  const auto systems = deepkf::read_systems(std::string(DEEPKF_SOURCE_DIR) + "/data/si_cp2k.h5");
+  REQUIRE(systems.size() >= 2);
+  const auto mc = deepkf::ModelConfig::from_json(cfg.model);
+  const auto batch = [&](std::size_t s, std::vector<std::int64_t> frames) {
+    return deepkf::make_batch(systems[s], frames, mc, torch::kCPU, mc.precision);
+  };
+  const deepkf::DeepPot start = model_of(cfg);
+  // The weights after one step on `local` with `replay`, from the same initial weights.
+  const auto step_on = [&](std::size_t system, const deepkf::Batch& local, std::vector<deepkf::Batch> replay) {
+    deepkf::DeepPot model = model_of(cfg);
+    {
+      torch::NoGradGuard no_grad;
+      for (std::size_t i = 0; i < model->parameters().size(); ++i)
+        model->parameters()[i].copy_(start->parameters()[i]);
+    }
+    auto step = deepkf::make_training_step(cfg, model, deepkf::make_serial_communicator());
+    REQUIRE(step->replay_frames() == 2);
+    deepkf::SystemInfo info;
+    static_cast<deepkf::SystemAtoms&>(info) = systems[system];
+    info.has_force = true;
+    deepkf::StepInput in{local, info, local.coord.size(0), 0, 0};
+    for (auto& b : replay) {
+      in.replay_frames += b.coord.size(0);
+      in.replay.push_back(std::move(b));
+    }
+    step->take(in);
+    return torch::cat([&] {
+      std::vector<torch::Tensor> flat;
+      for (const auto& p : model->parameters()) flat.push_back(p.detach().flatten());
+      return flat;
+    }());
+  };
+  const auto unchanged = torch::cat([&] {
+    std::vector<torch::Tensor> flat;
+    for (const auto& p : start->parameters()) flat.push_back(p.detach().flatten());
+    return flat;
+  }());
+
+  const auto replayed = step_on(0, batch(0, {0}), {batch(0, {1, 2})});
+  const auto batched = step_on(0, batch(0, {0, 1, 2}), {});
+  const auto alone = step_on(0, batch(0, {0}), {});
+  INFO("weight change: with replay " << (replayed - unchanged).norm().item<double>() << ", as one batch "
+                                     << (batched - unchanged).norm().item<double>() << ", frame 0 alone "
+                                     << (alone - unchanged).norm().item<double>());
+  CHECK(torch::allclose(replayed, batched, 1e-10, 1e-13));
+  CHECK_FALSE(torch::allclose(replayed, alone, 1e-6, 1e-9));
+
+  REQUIRE(systems[0].natoms != systems[1].natoms);
+  const auto a_then_b = step_on(0, batch(0, {0}), {batch(1, {0})});
+  const auto b_then_a = step_on(1, batch(1, {0}), {batch(0, {0})});
+  INFO(systems[0].natoms << " and " << systems[1].natoms << " atoms: difference "
+                         << (a_then_b - b_then_a).norm().item<double>());
+  CHECK(torch::allclose(a_then_b, b_then_a, 1e-10, 1e-13));
 }
