@@ -52,7 +52,8 @@ RlekfSettings RlekfSettings::read(const OptimizerInput& in) {
       "must be \"float64\", \"float32\" or \"auto\"");
   s.energy_last = in.get<bool>(filter_key("energy_last"), s.energy_last);
   s.energy_replay = in.get<int>(
-      filter_key("energy_replay"), s.energy_replay, [](const int& v) { return v >= 0; }, "must not be negative");
+      filter_key("energy_replay"), s.energy_replay, [](const int& v) { return v >= 0; },
+      "must not be negative");
   s.log_filter = in.get<bool>(filter_key("log_filter"), s.log_filter);
   const std::string rule = "must not be negative";
   s.start_pref_e = in.get<double>(pref_key("kf_start_pref_e"), s.start_pref_e, is_non_negative, rule);

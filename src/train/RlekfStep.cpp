@@ -53,8 +53,8 @@ MemoryPlan RlekfStep::plan(const RlekfSettings& settings, const DeepPot& model, 
   for (const auto& p : model->parameters()) need.shapes.push_back(p.sizes().vec());
   need.value_bytes = static_cast<std::int64_t>(model->parameters().front().element_size());
   // The largest graph at once: the batch's forces, or the energies of the batch and the replayed frames.
-  need.batch_bytes = std::max(resources.batch_bytes,
-                              (resources.batch_frames + settings.energy_replay) * resources.frame_energy_bytes);
+  need.batch_bytes = std::max(resources.batch_bytes, (resources.batch_frames + settings.energy_replay) *
+                                                         resources.frame_energy_bytes);
   need.nranks = nranks;
   need.available = resources.available;
   need.where = resources.where;

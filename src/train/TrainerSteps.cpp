@@ -71,7 +71,8 @@ std::vector<BatchRef> Trainer::Impl::replay_refs(int count) const {
   for (int i = 0; i < count; ++i) {
     std::int64_t f = pick(gen);
     int s = 0;
-    while (f >= data.train[static_cast<std::size_t>(s)].nframes()) f -= data.train[static_cast<std::size_t>(s++)].nframes();
+    while (f >= data.train[static_cast<std::size_t>(s)].nframes())
+      f -= data.train[static_cast<std::size_t>(s++)].nframes();
     auto it = std::find_if(refs.begin(), refs.end(), [s](const BatchRef& r) { return r.system == s; });
     if (it == refs.end()) it = refs.insert(refs.end(), BatchRef{s, {}});
     it->frames.push_back(f);

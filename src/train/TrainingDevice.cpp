@@ -61,8 +61,8 @@ StepResources step_resources(const torch::Device& device, std::int64_t available
   const std::int64_t value_bytes = mcfg.precision == torch::kFloat32 ? 4 : 8;
   res.batch_bytes = batch_activation_bytes(frames, natoms, mcfg.nnei(), mcfg.embedding_neuron, value_bytes);
   res.batch_frames = frames;
-  res.frame_energy_bytes = batch_activation_bytes(1, natoms, mcfg.nnei(), mcfg.embedding_neuron, value_bytes,
-                                                  kEnergyGraphCopies);
+  res.frame_energy_bytes =
+      batch_activation_bytes(1, natoms, mcfg.nnei(), mcfg.embedding_neuron, value_bytes, kEnergyGraphCopies);
   return res;
 }
 

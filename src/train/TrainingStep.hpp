@@ -40,8 +40,8 @@ struct StepInput {
 // What a step may use, given to the factory: the memory one rank can use and one batch's estimated
 // activations (src/train/MemoryPlan.hpp), and when restoring, the settings the checkpoint was written with.
 struct StepResources {
-  std::int64_t available = -1;  // bytes one rank can use; -1: unknown
-  std::string where = "host";   // "host" or the device, for messages
+  std::int64_t available = -1;   // bytes one rank can use; -1: unknown
+  std::string where = "host";    // "host" or the device, for messages
   std::int64_t batch_bytes = 0;  // the force measurement's graph of one batch
   // The energy measurement's graph per frame, and the batch's frames on a rank (RLEKF's replayed frames
   // join the batch's in one energy graph).

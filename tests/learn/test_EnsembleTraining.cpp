@@ -59,7 +59,8 @@ TEST_CASE("a member's input names a missing data path", "[learn][train]") {
       Catch::Contains("'training.training_data.systems' in " + dir + "/train.json names \"nowhere.h5\""));
 }
 
-TEST_CASE("every round keeps the training input's covariance bound: the default, or the user's own", "[learn][train]") {
+TEST_CASE("every round keeps the training input's covariance bound: the default, or the user's own",
+          "[learn][train]") {
   const auto dir = test::make_temp_dir("member-input-cap");
   std::ofstream(dir + "/a.h5") << "";
   const json base = json::parse(R"({

@@ -68,8 +68,13 @@ TEST_CASE("replayed frames join the energy measurement as the batch's own frames
   // replayed frames' terms, e = sqrt(B) mean |d| over all of them, so frame 0 with frames 1 and 2 replayed
   // must move the weights exactly as the batch {0, 1, 2}; and frames of two systems (8 and 16 atoms, each
   // divided by its own N) the same whichever is the batch and which the replay.
-  const auto cfg = config_with({{"type", "RLEKF"}, {"kf_blocksize", 64}, {"p0", 10.0}, {"energy_last", false},
-                                {"kf_start_pref_f", 0.0}, {"kf_limit_pref_f", 0.0}, {"energy_replay", 2}});
+  const auto cfg = config_with({{"type", "RLEKF"},
+                                {"kf_blocksize", 64},
+                                {"p0", 10.0},
+                                {"energy_last", false},
+                                {"kf_start_pref_f", 0.0},
+                                {"kf_limit_pref_f", 0.0},
+                                {"energy_replay", 2}});
   const auto systems = deepkf::read_systems(std::string(DEEPKF_SOURCE_DIR) + "/data/si_cp2k.h5");
   REQUIRE(systems.size() >= 2);
   const auto mc = deepkf::ModelConfig::from_json(cfg.model);
@@ -78,7 +83,8 @@ TEST_CASE("replayed frames join the energy measurement as the batch's own frames
   };
   const deepkf::DeepPot start = model_of(cfg);
   // The weights after one step on `local` with `replay`, from the same initial weights.
-  const auto step_on = [&](std::size_t system, const deepkf::Batch& local, std::vector<deepkf::Batch> replay) {
+  const auto step_on = [&](std::size_t system, const deepkf::Batch& local,
+                           std::vector<deepkf::Batch> replay) {
     deepkf::DeepPot model = model_of(cfg);
     {
       torch::NoGradGuard no_grad;
