@@ -35,6 +35,24 @@ namespace deepkf {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
+namespace {
+
+std::int64_t frame_count(const std::vector<FrameSubset>& parts) {
+  std::int64_t n = 0;
+  for (const auto& p : parts) n += p.nframes();
+  return n;
+}
+
+// The part holding frame `index` of the parts' concatenation, and the frame's index within that part.
+std::pair<int, std::int64_t> locate_frame(const std::vector<FrameSubset>& parts, std::int64_t index) {
+  int s = 0;
+  while (index >= parts[static_cast<std::size_t>(s)].nframes())
+    index -= parts[static_cast<std::size_t>(s++)].nframes();
+  return {s, index};
+}
+
+}  // namespace
+
 Batch Trainer::Impl::local_batch(const std::vector<FrameSubset>& parts, const BatchRef& ref) const {
   const auto [begin, end] = my_share(ref.frames.size());
   std::vector<std::int64_t> mine(ref.frames.begin() + static_cast<std::ptrdiff_t>(begin),
@@ -61,21 +79,18 @@ ErrorMetrics Trainer::Impl::train_step(const BatchRef& ref) {
 
 std::vector<BatchRef> Trainer::Impl::replay_refs(int count) const {
   if (count <= 0) return {};
-  std::int64_t total = 0;
-  for (const auto& s : data.train) total += s.nframes();
+  const std::int64_t total = frame_count(data.train);
   // A function of the seed and the step only: every rank, and a restarted run, draws the same frames.
   std::mt19937_64 gen(static_cast<std::uint64_t>(cfg.seed) * 0x9E3779B97F4A7C15ULL +
                       static_cast<std::uint64_t>(step));
   std::uniform_int_distribution<std::int64_t> pick(0, total - 1);
   std::vector<BatchRef> refs;
   for (int i = 0; i < count; ++i) {
-    std::int64_t f = pick(gen);
-    int s = 0;
-    while (f >= data.train[static_cast<std::size_t>(s)].nframes())
-      f -= data.train[static_cast<std::size_t>(s++)].nframes();
+    const auto where = locate_frame(data.train, pick(gen));
+    const int s = where.first;
     auto it = std::find_if(refs.begin(), refs.end(), [s](const BatchRef& r) { return r.system == s; });
     if (it == refs.end()) it = refs.insert(refs.end(), BatchRef{s, {}});
-    it->frames.push_back(f);
+    it->frames.push_back(where.second);
   }
   return refs;
 }
@@ -83,8 +98,7 @@ std::vector<BatchRef> Trainer::Impl::replay_refs(int count) const {
 ErrorMetrics Trainer::Impl::validate(bool all_frames) {
   ErrorMetrics metrics;
   if (data.valid.empty()) return metrics;
-  std::int64_t total = 0;
-  for (const auto& s : data.valid) total += s.nframes();
+  const std::int64_t total = frame_count(data.valid);
   // numb_btch batches per display, cycling through all validation frames in order.
   const std::int64_t wanted =
       all_frames
@@ -95,10 +109,7 @@ ErrorMetrics Trainer::Impl::validate(bool all_frames) {
   std::int64_t done = 0;
   std::int64_t cursor = all_frames ? 0 : valid_cursor;
   while (done < wanted) {
-    // Locate the system holding frame number `cursor` of the concatenated validation set.
-    std::int64_t c = cursor % total, s = 0;
-    while (c >= data.valid[static_cast<std::size_t>(s)].nframes())
-      c -= data.valid[static_cast<std::size_t>(s++)].nframes();
+    const auto [s, c] = locate_frame(data.valid, cursor % total);
     const auto& sys = data.valid[static_cast<std::size_t>(s)];
     const std::int64_t n =
         std::min({static_cast<std::int64_t>(data.valid_batch_size[static_cast<std::size_t>(s)]),
