@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Fetches the LAMMPS source that matches Debian 12's lammps package, builds it with the PLUGIN package
-# (shared library, MPI) and caches it under BUILD_DIR/lammps:
+# (shared library, MPI) and ML-SNAP (compute snap: the linear SNAP baseline of bench/accuracy/snap_baseline.sh)
+# and caches it under BUILD_DIR/lammps:
 #   BUILD_DIR/lammps/src      source tree (headers the plugin is compiled against)
 #   BUILD_DIR/lammps/build    CMake build tree (lmp, liblammps.so)
 # Usage: scripts/build_lammps.sh [BUILD_DIR]   (default ./build). Prints the LAMMPS directory to pass as
-# -DDEEPKF_LAMMPS_DIR. A second run finds the stamp file and does nothing.
+# -DDEEPKF_LAMMPS_DIR. A second run finds the stamp file, which holds the CMake options, and does nothing
+# unless the options changed (then the existing build tree is reconfigured and rebuilt incrementally).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${1:-${DEEPKF_BUILD_DIR:-$root/build}}"
@@ -12,8 +14,10 @@ mkdir -p "$build"
 build="$(cd "$build" && pwd)"
 dir="$build/lammps"
 stamp="$dir/.built"
+options=(-DCMAKE_BUILD_TYPE=Release -D BUILD_SHARED_LIBS=on -D PKG_PLUGIN=on -D PKG_ML-SNAP=on -D BUILD_MPI=on
+  -D LAMMPS_EXCEPTIONS=on)
 
-if [ -f "$stamp" ] && [ -x "$dir/build/lmp" ]; then
+if [ -f "$stamp" ] && [ -x "$dir/build/lmp" ] && [ "$(cat "$stamp")" = "${options[*]}" ]; then
   echo "$dir"
   exit 0
 fi
@@ -38,8 +42,7 @@ if [ ! -f src/pair.h ]; then
   rm -rf "$dir/fetch/"*.orig.tar.xz
 fi
 
-cmake -S "$dir/source/cmake" -B "$dir/build" -DCMAKE_BUILD_TYPE=Release -D BUILD_SHARED_LIBS=on \
-  -D PKG_PLUGIN=on -D BUILD_MPI=on -D LAMMPS_EXCEPTIONS=on >&2
+cmake -S "$dir/source/cmake" -B "$dir/build" "${options[@]}" >&2
 nice -n 10 cmake --build "$dir/build" -j "${DEEPKF_LAMMPS_JOBS:-$(nproc)}" >&2
-touch "$stamp"
+echo "${options[*]}" >"$stamp"
 echo "$dir"

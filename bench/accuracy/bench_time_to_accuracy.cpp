@@ -7,7 +7,7 @@
 //   so it gets more epochs; compare the curves against wall time)
 //   OUT_DIR (default bench-accuracy-DATASET): training outputs, curves.svg, table.md
 //   DATASETS_DIR (relative to the current directory) defaults to <source>/../shared/datasets
-//   P0: RLEKF's initial covariance scale (default 10)
+//   P0: RLEKF's initial covariance scale, a number or "auto" (the default: the input has no p0)
 //
 // The wall time of a point is the training time only: the validation passes are timed and subtracted.
 #include <chrono>
@@ -49,7 +49,8 @@ json model_section(const std::string& dataset) {
 
 // Trains `optimizer` for `epochs`, validating on every validation frame every `every` steps.
 std::vector<Point> train(const std::string& dataset, const std::string& datasets,
-                         const std::string& optimizer, double epochs, const std::string& out_dir, double p0) {
+                         const std::string& optimizer, double epochs, const std::string& out_dir,
+                         const std::string& p0) {
   std::vector<std::string> train_sys, valid_sys;
   if (dataset == "si") {
     train_sys = {datasets + "/si_mlearn/train"};
@@ -70,7 +71,8 @@ std::vector<Point> train(const std::string& dataset, const std::string& datasets
   const std::int64_t points = 12;
   const std::int64_t every = std::max<std::int64_t>(1, steps / points);
   if (optimizer == "RLEKF") {
-    doc["optimizer"] = {{"type", "RLEKF"}, {"kf_blocksize", 2048}, {"p0", p0}};
+    doc["optimizer"] = {{"type", "RLEKF"}, {"kf_blocksize", 2048}};
+    if (p0 != "auto") doc["optimizer"]["p0"] = std::stod(p0);
   } else {
     // DeePMD-kit's schedule: lr from 1e-3 decaying to 1e-5 over the run.
     doc["optimizer"] = {
@@ -129,7 +131,7 @@ int main(int argc, char** argv) {
   // Absolute, since the inputs built below resolve relative system paths against "/".
   const std::string datasets =
       fs::absolute(argc > 5 ? argv[5] : std::string(DEEPKF_SOURCE_DIR) + "/../shared/datasets").string();
-  const double p0 = argc > 6 ? std::atof(argv[6]) : 10.0;
+  const std::string p0 = argc > 6 ? argv[6] : "auto";  // a number, or "auto" (the default: no p0 key)
   const auto kf = train(dataset, datasets, "RLEKF", kf_epochs, out + "/rlekf", p0);
   const auto adam = train(dataset, datasets, "Adam", adam_epochs, out + "/adam", p0);
 

@@ -10,7 +10,8 @@
 # OPENBLAS_NUM_THREADS=1. SEEDS="1 2 3" in the environment repeats every run with those training seeds
 # (data order and atom draws; the model's initial weights stay seed 1): one epoch at batch size 1 is far
 # from converged, and its errors move by a factor of 2 from seed to seed. OPTIMIZER='"energy_last": false'
-# in the environment adds those keys to every run's optimizer section.
+# in the environment adds those keys to every run's optimizer section; EPOCHS=10 trains 10 epochs instead
+# of one.
 set -euo pipefail
 deepkf=$(realpath "$1"); datasets=$(realpath "$2"); out=$3; shift 3
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -22,7 +23,7 @@ done
 [ ${#names[@]} -gt 0 ] || names=(water si_mlearn cho_nopbc si_cp2k)
 mkdir -p "$out"
 
-echo "| data | p0 in the input | p0 used | seed | steps (1 epoch) | val rmse_e (meV/atom) | val rmse_f (eV/A) | wall (s) |"
+echo "| data | p0 in the input | p0 used | seed | steps | val rmse_e (meV/atom) | val rmse_f (eV/A) | wall (s) |"
 echo "|---|---|---:|---:|---:|---:|---:|---:|"
 for name in "${names[@]}"; do
   case $name in
@@ -34,6 +35,7 @@ for name in "${names[@]}"; do
     si_cp2k) types='["Si"]'; train="[\"$root/data/si_cp2k.h5\"]"; valid='"validation_fraction": 0.2,'; steps=31;;
     *) echo "unknown dataset $name" >&2; exit 2;;
   esac
+  steps=$((steps * ${EPOCHS:-1}))
   for p0 in "${p0s[@]}"; do for seed in ${SEEDS:-1}; do
     dir="$out/$name-p0-$p0-seed-$seed"; mkdir -p "$dir"
     p0_key=""; [ "$p0" = auto ] || p0_key="\"p0\": $p0,"

@@ -16,28 +16,43 @@ double dot(const double* u, const double* v) { return u[0] * v[0] + u[1] * v[1] 
 // The cell rotated so that a lies along x and b in the xy plane, tilts not reduced: rows
 // (lx, 0, 0), (xy, ly, 0), (xz, yz, lz). Fractional coordinates are the same in it as in box9.
 LammpsBox rotated(const double* box9, const std::string& where) {
-  Cell::validate(box9, where);  // finite, not singular, right-handed
+  const auto r = lammps_rotation(box9, where);
   const double* a = box9;
   const double* b = box9 + 3;
   const double* c = box9 + 6;
   LammpsBox box;
-  // a' = (|a|, 0, 0): the unit vector u = a / |a|.
-  box.lx = std::sqrt(dot(a, a));
-  const double u[3] = {a[0] / box.lx, a[1] / box.lx, a[2] / box.lx};
-  // b' = (b.u, |b - (b.u) u|, 0): v is the unit vector of b's part normal to u.
-  box.xy = dot(b, u);
-  double v[3] = {b[0] - box.xy * u[0], b[1] - box.xy * u[1], b[2] - box.xy * u[2]};
-  box.ly = std::sqrt(dot(v, v));
-  for (double& x : v) x /= box.ly;
-  // c' = (c.u, c.v, c.w) with w = u x v; c.w > 0 for a right-handed cell.
-  const double w[3] = {u[1] * v[2] - u[2] * v[1], u[2] * v[0] - u[0] * v[2], u[0] * v[1] - u[1] * v[0]};
-  box.xz = dot(c, u);
-  box.yz = dot(c, v);
-  box.lz = dot(c, w);
+  box.lx = dot(a, r.data());
+  box.xy = dot(b, r.data());
+  box.ly = dot(b, r.data() + 3);
+  box.xz = dot(c, r.data());
+  box.yz = dot(c, r.data() + 3);
+  box.lz = dot(c, r.data() + 6);
   return box;
 }
 
 }  // namespace
+
+std::array<double, 9> lammps_rotation(const double* box9, const std::string& where) {
+  Cell::validate(box9, where);  // finite, not singular, right-handed
+  const double* a = box9;
+  const double* b = box9 + 3;
+  // u = a / |a|; v: the unit vector of b's part normal to u; w = u x v (c.w > 0 for a right-handed cell).
+  const double la = std::sqrt(dot(a, a));
+  const double u[3] = {a[0] / la, a[1] / la, a[2] / la};
+  const double bu = dot(b, u);
+  double v[3] = {b[0] - bu * u[0], b[1] - bu * u[1], b[2] - bu * u[2]};
+  const double lv = std::sqrt(dot(v, v));
+  for (double& x : v) x /= lv;
+  return {u[0],
+          u[1],
+          u[2],
+          v[0],
+          v[1],
+          v[2],
+          u[1] * v[2] - u[2] * v[1],
+          u[2] * v[0] - u[0] * v[2],
+          u[0] * v[1] - u[1] * v[0]};
+}
 
 LammpsBox lammps_box(const double* box9, const std::string& where) {
   LammpsBox box = rotated(box9, where);

@@ -19,6 +19,12 @@ struct LammpsBox {
   std::array<double, 9> rows() const { return {lx, 0, 0, xy, ly, 0, xz, yz, lz}; }
 };
 
+// The rotation that takes the cell box9 (rows a, b, c) to LAMMPS's orientation: orthonormal rows u, v, w
+// (u along a, v in the plane of a and b, w = u x v), a vector x becoming (x.u, x.v, x.w). Positions written
+// by lammps_data_text and forces turn with it. Throws DataError naming `where` for a singular or
+// left-handed cell.
+std::array<double, 9> lammps_rotation(const double* box9, const std::string& where);
+
 // The LAMMPS form of the cell box9 (rows a, b, c in A): the same lattice rotated so that a lies along x and b
 // in the xy plane. Throws DataError naming `where` for a singular or left-handed cell.
 LammpsBox lammps_box(const double* box9, const std::string& where);

@@ -99,6 +99,36 @@ TEST_CASE("LAMMPS's box form keeps the lattice and reduces the tilts", "[learn][
                     Catch::Contains("box of x") && Catch::Contains("left-handed"));
 }
 
+TEST_CASE("the rotation to LAMMPS's orientation is proper and makes the cell lower-triangular",
+          "[learn][lammps]") {
+  const System s = general_frame();
+  const auto r = lammps_rotation(s.box.data(), "test");
+  // R R^T = I and det R = +1: a rotation, not a reflection (forces turned with it keep their handedness).
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j) {
+      double d = 0;
+      for (int k = 0; k < 3; ++k) d += r[3 * i + k] * r[3 * j + k];
+      CHECK(d == Approx(i == j ? 1.0 : 0.0).margin(1e-14));
+    }
+  const double det = r[0] * (r[4] * r[8] - r[5] * r[7]) - r[1] * (r[3] * r[8] - r[5] * r[6]) +
+                     r[2] * (r[3] * r[7] - r[4] * r[6]);
+  CHECK(det == Approx(1.0).epsilon(1e-14));
+  // Turned, a lies along x and b in the xy plane, c above it; the lengths are kept.
+  double turned[9];
+  for (int row = 0; row < 3; ++row)
+    for (int i = 0; i < 3; ++i) {
+      const double* v = s.box.data() + 3 * row;
+      turned[3 * row + i] = v[0] * r[3 * i] + v[1] * r[3 * i + 1] + v[2] * r[3 * i + 2];
+    }
+  const double la = std::sqrt(s.box[0] * s.box[0] + s.box[1] * s.box[1] + s.box[2] * s.box[2]);
+  CHECK(turned[0] == Approx(la).epsilon(1e-14));
+  CHECK(turned[1] == Approx(0.0).margin(1e-12));
+  CHECK(turned[2] == Approx(0.0).margin(1e-12));
+  CHECK(turned[4] > 0.0);
+  CHECK(turned[5] == Approx(0.0).margin(1e-12));
+  CHECK(turned[8] > 0.0);
+}
+
 TEST_CASE("a start structure gives LAMMPS the frame's energy and distances", "[learn][lammps]") {
   const auto dir = test::make_temp_dir("lammps-start");
   const System frame = general_frame();
