@@ -1,5 +1,9 @@
 #include "src/train/RlekfSettings.hpp"
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
 namespace deepkf {
 
 namespace {
@@ -51,9 +55,14 @@ RlekfSettings RlekfSettings::read(const OptimizerInput& in) {
       [](const std::string& v) { return v == "float64" || v == "float32" || v == "auto"; },
       "must be \"float64\", \"float32\" or \"auto\"");
   s.energy_last = in.get<bool>(filter_key("energy_last"), s.energy_last);
-  s.energy_replay = in.get<int>(
-      filter_key("energy_replay"), s.energy_replay, [](const int& v) { return v >= 0; },
-      "must not be negative");
+  const auto replay = in.get<nlohmann::json>(
+      filter_key("energy_replay"), nlohmann::json("auto"),
+      [](const nlohmann::json& v) {
+        return v == "auto" || (v.is_number_integer() && v.get<std::int64_t>() >= 0 &&
+                               v.get<std::int64_t>() <= std::numeric_limits<int>::max());
+      },
+      "must be a non-negative integer or \"auto\"");
+  s.energy_replay = replay.is_string() ? -1 : replay.get<int>();
   s.log_filter = in.get<bool>(filter_key("log_filter"), s.log_filter);
   const std::string rule = "must not be negative";
   s.start_pref_e = in.get<double>(pref_key("kf_start_pref_e"), s.start_pref_e, is_non_negative, rule);
@@ -82,8 +91,14 @@ nlohmann::json RlekfSettings::to_json() const {
           {"kf_limit_pref_v", limit_pref_v},
           {"p_precision", p_precision},
           {"energy_last", energy_last},
-          {"energy_replay", energy_replay},
+          {"energy_replay", energy_replay >= 0 ? nlohmann::json(energy_replay) : nlohmann::json("auto")},
           {"log_filter", log_filter}};
+}
+
+int auto_energy_replay(double frame_atoms, double batch_frames) {
+  if (!(frame_atoms > 0.0)) return kMaxReplay;
+  const double wanted = std::ceil(kReplayAtoms / frame_atoms - batch_frames);
+  return static_cast<int>(std::clamp(wanted, 0.0, static_cast<double>(kMaxReplay)));
 }
 
 }  // namespace deepkf

@@ -18,8 +18,8 @@ struct RlekfSettings {
   // The diagonal of P stays at or below p_cap * p0 (docs/rlekf.md, "Bounded covariance"); 0 ("none"):
   // unbounded, as in DeePMD-kit.
   double p_cap = 1e4;
-  int nselect = 24;            // atoms drawn per frame for the force steps
-  int groupsize = 6;           // atoms per force Kalman step
+  int nselect = 24;   // atoms drawn per frame for the force steps
+  int groupsize = 6;  // atoms per force Kalman step
   double start_pref_e = 1.0, limit_pref_e = 1.0;
   double start_pref_f = 1.0, limit_pref_f = 1.0;
   double start_pref_v = 0.0, limit_pref_v = 0.0;  // a virial step runs when either is non-zero
@@ -30,8 +30,8 @@ struct RlekfSettings {
   bool energy_last = true;
   // Frames of the training set, drawn anew each step, added to the batch's energy measurements: the filter
   // forgets old measurements (lambda < 1), and with them the energies of frames fitted many steps ago
-  // (docs/rlekf.md, "Measurements of one batch"). 0: none.
-  int energy_replay = 4;
+  // (docs/rlekf.md, "Measurements of one batch"). 0: none; -1: "auto" (auto_energy_replay).
+  int energy_replay = -1;
   bool log_filter = false;  // display lines also show the filter's diagnostics (KalmanDiagnostics)
 
   // Every key read, with the sections it may be in: the "optimizer" section, or where DeePMD-kit's PyTorch
@@ -42,5 +42,14 @@ struct RlekfSettings {
   // The "optimizer" section of a resolved input, every setting given ("type": "RLEKF").
   nlohmann::json to_json() const;
 };
+
+// energy_replay "auto": enough replayed frames that an energy measurement spans kReplayAtoms atoms with
+// the batch's own, at most kMaxReplay: R = clamp(ceil(kReplayAtoms / frame_atoms - batch_frames), 0,
+// kMaxReplay), frame_atoms and batch_frames the training set's means (frame-weighted). Small cells, whose
+// energies a few frames pin down poorly, get 4; 192-atom water frames get none (there the replay doubled
+// the step time and changed no error, docs/first-epoch.md).
+constexpr double kReplayAtoms = 128.0;
+constexpr int kMaxReplay = 4;
+int auto_energy_replay(double frame_atoms, double batch_frames);
 
 }  // namespace deepkf

@@ -24,11 +24,18 @@ KalmanOptions kalman_options(const RlekfSettings& k) {
   return o;
 }
 
-// The settings with the memory plan's choices, and when restoring an automatic p0, the checkpoint's value
-// (P itself comes from the checkpoint; the value is what the resolved input reports).
+// energy_replay with "auto" resolved from the training set (RlekfSettings.hpp).
+int replay_frames_of(const RlekfSettings& s, const StepResources& resources) {
+  return s.energy_replay >= 0 ? s.energy_replay
+                              : auto_energy_replay(resources.mean_frame_atoms, resources.mean_batch_frames);
+}
+
+// The settings with the memory plan's choices and the replay's count, and when restoring an automatic p0,
+// the checkpoint's value (P itself comes from the checkpoint; the value is what the resolved input reports).
 RlekfSettings resolved(RlekfSettings s, const MemoryPlan& plan, const StepResources& resources) {
   s.blocksize = plan.blocksize;
   s.p_precision = plan.p_precision;
+  s.energy_replay = replay_frames_of(s, resources);
   if (s.p0 <= 0.0 && !resources.restored.is_null()) {
     const auto p0 = resources.restored.value("p0", nlohmann::json(1.0));
     s.p0 = p0.is_number() ? p0.get<double>() : 1.0;
@@ -53,8 +60,9 @@ MemoryPlan RlekfStep::plan(const RlekfSettings& settings, const DeepPot& model, 
   for (const auto& p : model->parameters()) need.shapes.push_back(p.sizes().vec());
   need.value_bytes = static_cast<std::int64_t>(model->parameters().front().element_size());
   // The largest graph at once: the batch's forces, or the energies of the batch and the replayed frames.
-  need.batch_bytes = std::max(resources.batch_bytes, (resources.batch_frames + settings.energy_replay) *
-                                                         resources.frame_energy_bytes);
+  need.batch_bytes =
+      std::max(resources.batch_bytes, (resources.batch_frames + replay_frames_of(settings, resources)) *
+                                          resources.frame_energy_bytes);
   need.nranks = nranks;
   need.available = resources.available;
   need.where = resources.where;
@@ -74,8 +82,9 @@ RlekfStep::RlekfStep(const RlekfSettings& settings, const TrainConfig& cfg, Deep
       auto_p0_(options_.p0 <= 0.0) {}
 
 std::string RlekfStep::describe() const {
-  return fmt::format("optimizer RLEKF: {} parameters in {} blocks; {}", model_->parameter_count(),
-                     filter_.layout().num_blocks(), plan_.describe());
+  return fmt::format("optimizer RLEKF: {} parameters in {} blocks, {} replayed frames per energy update; {}",
+                     model_->parameter_count(), filter_.layout().num_blocks(), options_.energy_replay,
+                     plan_.describe());
 }
 
 RlekfStep::Prefactors RlekfStep::prefactors(std::int64_t step) const {

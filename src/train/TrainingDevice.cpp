@@ -54,9 +54,18 @@ StepResources step_resources(const torch::Device& device, std::int64_t available
   res.available = available;
   res.where = device.is_cuda() ? device.str() : "host";
   std::int64_t frames = 1, natoms = 1;
+  double total = 0.0, atoms = 0.0, batch = 0.0;
   for (std::size_t i = 0; i < data.train.size(); ++i) {
     frames = std::max<std::int64_t>(frames, (data.batch_size[i] + nranks - 1) / nranks);
     natoms = std::max(natoms, data.train[i].info().natoms);
+    const auto n = static_cast<double>(data.train[i].nframes());
+    total += n;
+    atoms += n * static_cast<double>(data.train[i].info().natoms);
+    batch += n * static_cast<double>(data.batch_size[i]);
+  }
+  if (total > 0.0) {
+    res.mean_frame_atoms = atoms / total;
+    res.mean_batch_frames = batch / total;
   }
   const std::int64_t value_bytes = mcfg.precision == torch::kFloat32 ? 4 : 8;
   res.batch_bytes = batch_activation_bytes(frames, natoms, mcfg.nnei(), mcfg.embedding_neuron, value_bytes);

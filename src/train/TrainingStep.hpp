@@ -47,6 +47,10 @@ struct StepResources {
   // join the batch's in one energy graph).
   std::int64_t frame_energy_bytes = 0;
   std::int64_t batch_frames = 1;
+  // The training set's mean atoms per frame and frames per (global) batch, weighted by frames: what RLEKF's
+  // energy_replay "auto" is chosen from.
+  double mean_frame_atoms = 0.0;
+  double mean_batch_frames = 1.0;
   // The checkpoint's resolved optimizer settings when restoring (an empty object for a checkpoint that
   // does not record them), null for a new run. Settings the input leaves to "auto" take these values.
   nlohmann::json restored;

@@ -2,6 +2,7 @@
 
 #include "src/core/Error.hpp"
 #include "src/model/ModelConfig.hpp"
+#include "src/train/RlekfSettings.hpp"
 #include "src/train/TrainConfig.hpp"
 #include "tests/support/Catch.hpp"
 #include "tests/support/TestData.hpp"
@@ -60,9 +61,9 @@ TEST_CASE("defaults and the optimizer section", "[train][config]") {
   CHECK(c.optimizer == "RLEKF");
   CHECK(c.optimizer_settings.at("kf_blocksize") == "auto");  // the memory plan chooses
   CHECK(c.optimizer_settings.at("p_precision") == "auto");
-  CHECK(c.optimizer_settings.at("p0") == "auto");     // chosen from the first batches (AutoP0.hpp)
-  CHECK(c.optimizer_settings.at("p_cap") == 1e4);  // the covariance's diagonal stays below 1e4 p0
-  CHECK(c.optimizer_settings.at("energy_replay") == 4);
+  CHECK(c.optimizer_settings.at("p0") == "auto");             // chosen from the first batches (AutoP0.hpp)
+  CHECK(c.optimizer_settings.at("p_cap") == 1e4);             // the covariance's diagonal stays below 1e4 p0
+  CHECK(c.optimizer_settings.at("energy_replay") == "auto");  // chosen from the frames' size
   CHECK(c.optimizer_settings.at("kalman_lambda") == 0.98);
   CHECK(c.optimizer_settings.at("kalman_nue") == 0.9987);
   CHECK(c.optimizer_settings.at("nselect") == 24);
@@ -151,7 +152,13 @@ TEST_CASE("misspelt and bad keys name the key, the file and a suggestion", "[tra
   doc["optimizer"] = {{"type", "RLEKF"}, {"p_cap", 0.5}};
   CHECK(error_of(doc) == "'optimizer.p_cap' in in.json is 0.5: must be a number of at least 1 or \"none\"");
   doc["optimizer"] = {{"type", "RLEKF"}, {"energy_replay", -1}};
-  CHECK(error_of(doc) == "'optimizer.energy_replay' in in.json is -1: must not be negative");
+  CHECK(error_of(doc) ==
+        "'optimizer.energy_replay' in in.json is -1: must be a non-negative integer or \"auto\"");
+  doc["optimizer"]["energy_replay"] = "some";
+  CHECK(error_of(doc) ==
+        "'optimizer.energy_replay' in in.json is \"some\": must be a non-negative integer or \"auto\"");
+  doc["optimizer"]["energy_replay"] = 2;
+  CHECK(TrainConfig::from_json(doc, "in.json", "/tmp").optimizer_settings.at("energy_replay") == 2);
 
   doc = minimal();
   doc["training"]["training_data"]["batch_size"] = 0;
@@ -325,4 +332,20 @@ TEST_CASE("training_data.repeat is one count or one per system path", "[train][c
   doc = minimal();
   doc["training"]["validation_data"] = {{"systems", "c"}, {"repeat", 2}};
   CHECK_THAT(error_of(doc), Catch::Contains("unknown key 'repeat' in training.validation_data"));
+}
+
+TEST_CASE("energy_replay \"auto\" fills an energy measurement to 128 atoms with at most 4 frames",
+          "[train][config]") {
+  using deepkf::auto_energy_replay;
+  // (B + R) N >= 128 with R as small as that allows, 0 <= R <= 4 (B frames of N atoms per batch).
+  CHECK(auto_energy_replay(192, 1) == 0);  // water: the batch alone spans 192 atoms
+  CHECK(auto_energy_replay(128, 1) == 0);
+  CHECK(auto_energy_replay(96, 1) == 1);  // 2 x 96 >= 128
+  CHECK(auto_energy_replay(64, 1) == 1);  // exactly 128
+  CHECK(auto_energy_replay(48, 1) == 2);  // 3 x 48 = 144
+  CHECK(auto_energy_replay(48, 2) == 1);  // the batch's own frames count
+  CHECK(auto_energy_replay(32, 4) == 0);
+  CHECK(auto_energy_replay(16, 1) == 4);  // 8 would be needed: at most 4
+  CHECK(auto_energy_replay(8.5, 1) == 4);
+  CHECK(auto_energy_replay(0, 1) == 4);  // no frames: the most
 }
