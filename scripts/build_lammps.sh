@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fetches the LAMMPS source that matches Debian 12's lammps package, builds it with the PLUGIN package
-# (shared library, MPI) and ML-SNAP (compute snap: the linear SNAP baseline of bench/accuracy/snap_baseline.sh)
-# and caches it under BUILD_DIR/lammps:
+# (shared library, MPI) and ML-SNAP (compute snap, for the linear SNAP baseline of
+# bench/accuracy/bench_snap_baseline.cpp) and caches it under BUILD_DIR/lammps:
 #   BUILD_DIR/lammps/src      source tree (headers the plugin is compiled against)
 #   BUILD_DIR/lammps/build    CMake build tree (lmp, liblammps.so)
 # Usage: scripts/build_lammps.sh [BUILD_DIR]   (default ./build). Prints the LAMMPS directory to pass as

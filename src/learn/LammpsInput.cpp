@@ -43,15 +43,8 @@ std::array<double, 9> lammps_rotation(const double* box9, const std::string& whe
   double v[3] = {b[0] - bu * u[0], b[1] - bu * u[1], b[2] - bu * u[2]};
   const double lv = std::sqrt(dot(v, v));
   for (double& x : v) x /= lv;
-  return {u[0],
-          u[1],
-          u[2],
-          v[0],
-          v[1],
-          v[2],
-          u[1] * v[2] - u[2] * v[1],
-          u[2] * v[0] - u[0] * v[2],
-          u[0] * v[1] - u[1] * v[0]};
+  const double w[3] = {u[1] * v[2] - u[2] * v[1], u[2] * v[0] - u[0] * v[2], u[0] * v[1] - u[1] * v[0]};
+  return {u[0], u[1], u[2], v[0], v[1], v[2], w[0], w[1], w[2]};
 }
 
 LammpsBox lammps_box(const double* box9, const std::string& where) {
