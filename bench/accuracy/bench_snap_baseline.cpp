@@ -198,6 +198,13 @@ int main(int argc, char** argv) try {
       "| val rmse_e (meV/atom) | val rmse_f (eV/A) |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   std::vector<std::int64_t> nframes;
   for (const auto& s : data.systems) nframes.push_back(s.nframes);
+  // Each frame's array per twojmax, read once for every seed's split.
+  std::vector<std::vector<std::vector<std::vector<double>>>> arrays(twojmax.size());
+  for (std::size_t j = 0; j < twojmax.size(); ++j)
+    for (std::size_t i = 0; i < frames.size(); ++i)
+      arrays[j].push_back(read_snap_array((work / ("snap_" + std::to_string(static_cast<int>(twojmax[j])) +
+                                                   "_" + std::to_string(i + 1) + ".txt"))
+                                              .string()));
   for (const auto seed : seeds) {
     const SplitIndices split = split_frames(nframes, fraction, SplitMode::kFrame, seed);
     std::vector<char> held_out(frames.size(), 0);
@@ -206,15 +213,12 @@ int main(int argc, char** argv) try {
         for (std::size_t i = 0; i < frames.size(); ++i)
           if (frames[i].system == static_cast<std::size_t>(part.system) && frames[i].frame == f)
             held_out[i] = 1;
-    for (double k : twojmax) {
+    for (std::size_t j = 0; j < twojmax.size(); ++j) {
+      const double k = twojmax[j];
       LinearRows train, valid;
-      for (std::size_t i = 0; i < frames.size(); ++i) {
-        const auto snap = read_snap_array(
-            (work / ("snap_" + std::to_string(static_cast<int>(k)) + "_" + std::to_string(i + 1) + ".txt"))
-                .string());
-        const System& s = data.systems[frames[i].system];
-        append_frame(held_out[i] ? valid : train, snap, s, frames[i].frame, ntypes);
-      }
+      for (std::size_t i = 0; i < frames.size(); ++i)
+        append_frame(held_out[i] ? valid : train, arrays[j][i], data.systems[frames[i].system],
+                     frames[i].frame, ntypes);
       for (double w : weights) {
         // Weighted least squares: the energy rows scaled by w; gelsd (SVD) for the rank-deficient case.
         auto scale = torch::ones({static_cast<std::int64_t>(train.y.size()), 1}, torch::kFloat64);
