@@ -11,53 +11,80 @@
 #include "src/train/DataSetup.hpp"
 
 namespace deepkf {
+namespace {
 
-BiasRefit refit_energy_bias(DeepPot& model, const std::vector<FrameSubset>& parts,
-                            const std::vector<int>& batch_size, torch::Device device, Communicator& comm) {
+// The per-atom normal equations of the residuals r_k = E_k^ref - E_k of a set of frames (rows n_k / N_k,
+// values r_k / N_k) and sum_k (r_k / N_k)^2, summed over the ranks.
+struct ResidualSums {
+  StatisticsSums sums;
+  double squares = 0.0;
+
+  // The per-atom RMSE once the shift d is added: sum_k (r_k/N_k - a_k.d)^2 = sum (r/N)^2 - 2 d.(A^T y) +
+  // d^T (A^T A) d, from the same sums.
+  double rmse_with(const std::vector<double>& d) const {
+    if (sums.nframes == 0.0) return 0.0;
+    const auto nt = d.size();
+    double s = squares;
+    for (std::size_t a = 0; a < nt; ++a) {
+      s -= 2.0 * d[a] * sums.aty[a];
+      for (std::size_t b = 0; b < nt; ++b) s += d[a] * sums.ata[a * nt + b] * d[b];
+    }
+    return std::sqrt(std::max(s, 0.0) / sums.nframes);
+  }
+};
+
+ResidualSums residual_sums(DeepPot& model, FrameParts set, torch::Device device, Communicator& comm) {
   torch::NoGradGuard no_grad;
   const ModelConfig& mcfg = model->config();
-  StatisticsSums sums(mcfg.ntypes());
-  double squares = 0.0;  // sum_k (r_k / N_k)^2
-  for (std::size_t i = 0; i < parts.size(); ++i) {
-    for_rank_frames(parts[i], std::max(1, batch_size[i]), comm, [&](const System& chunk, std::int64_t) {
-      std::vector<std::int64_t> frames(static_cast<std::size_t>(chunk.nframes));
-      std::iota(frames.begin(), frames.end(), std::int64_t{0});
-      const Batch b = make_batch(chunk, frames, mcfg, device, mcfg.precision);
-      const auto predicted = model->atomic_energy(b.coord, b.atype, b.nlist, b.shift).sum(1);
-      const auto residual = (b.energy.to(torch::kFloat64) - predicted.to(torch::kFloat64)).cpu();
-      const auto types = b.atype.cpu();
-      sums.add_energy(residual, types, true);
-      squares += (residual / static_cast<double>(types.size(1))).square().sum().item<double>();
-    });
+  ResidualSums out{StatisticsSums(mcfg.ntypes()), 0.0};
+  for (std::size_t i = 0; i < set.parts.size(); ++i) {
+    for_rank_frames(
+        set.parts[i], std::max(1, set.batch_size[i]), comm, [&](const System& chunk, std::int64_t) {
+          std::vector<std::int64_t> frames(static_cast<std::size_t>(chunk.nframes));
+          std::iota(frames.begin(), frames.end(), std::int64_t{0});
+          const Batch b = make_batch(chunk, frames, mcfg, device, mcfg.precision);
+          const auto predicted = model->atomic_energy(b.coord, b.atype, b.nlist, b.shift).sum(1);
+          const auto residual = (b.energy.to(torch::kFloat64) - predicted.to(torch::kFloat64)).cpu();
+          const auto types = b.atype.cpu();
+          out.sums.add_energy(residual, types, true);
+          out.squares += (residual / static_cast<double>(types.size(1))).square().sum().item<double>();
+        });
   }
-  auto packed = sums.pack();
-  packed.push_back(squares);
+  auto packed = out.sums.pack();
+  packed.push_back(out.squares);
   if (comm.size() > 1) comm.allreduce_sum(packed.data(), packed.size());
-  squares = packed.back();
+  out.squares = packed.back();
   packed.pop_back();
-  sums.unpack(packed);
+  out.sums.unpack(packed);
+  return out;
+}
 
+}  // namespace
+
+BiasRefit refit_energy_bias(DeepPot& model, FrameParts train, FrameParts valid, torch::Device device,
+                            Communicator& comm) {
+  const ModelConfig& mcfg = model->config();
+  const ResidualSums fitted = residual_sums(model, train, device, comm);
   BiasRefit out;
-  out.frames = static_cast<std::int64_t>(sums.nframes);
+  out.frames = static_cast<std::int64_t>(fitted.sums.nframes);
   if (out.frames == 0) return out;
-  const EnergyBias fit = sums.energy_bias(mcfg.type_map);
+  const EnergyBias fit = fitted.sums.energy_bias(mcfg.type_map);
   const int nt = mcfg.ntypes();
   for (int t = 0; t < nt; ++t) {
-    if (!sums.has_atoms_of(t))
+    if (!fitted.sums.has_atoms_of(t))
       out.warnings.push_back("type '" + mcfg.type_map[static_cast<std::size_t>(t)] +
                              "' has no atoms in the training data: its energy bias is kept");
   }
   out.shift.assign(fit.bias.data_ptr<double>(), fit.bias.data_ptr<double>() + nt);
-  // sum_k (r_k/N_k - a_k.d)^2 = sum (r/N)^2 - 2 d.(A^T y) + d^T (A^T A) d, from the same sums
-  double after = squares;
-  for (int s = 0; s < nt; ++s) {
-    after -= 2.0 * out.shift[s] * sums.aty[static_cast<std::size_t>(s)];
-    for (int t = 0; t < nt; ++t)
-      after += out.shift[s] * sums.ata[static_cast<std::size_t>(s * nt + t)] * out.shift[t];
-  }
-  out.rmse_before = std::sqrt(squares / sums.nframes);
-  out.rmse_after = std::sqrt(std::max(after, 0.0) / sums.nframes);
-  model->set_energy_bias(model->energy_bias().to(torch::kCPU, torch::kFloat64) + fit.bias);
+  out.rmse_before = fitted.rmse_with(std::vector<double>(static_cast<std::size_t>(nt), 0.0));
+  out.rmse_after = fitted.rmse_with(out.shift);
+
+  const ResidualSums held_out = residual_sums(model, valid, device, comm);
+  out.valid_frames = static_cast<std::int64_t>(held_out.sums.nframes);
+  out.valid_before = held_out.rmse_with(std::vector<double>(static_cast<std::size_t>(nt), 0.0));
+  out.valid_after = held_out.rmse_with(out.shift);
+  out.applied = out.valid_frames == 0 || out.valid_after <= out.valid_before;
+  if (out.applied) model->set_energy_bias(model->energy_bias().to(torch::kCPU, torch::kFloat64) + fit.bias);
   return out;
 }
 

@@ -9,9 +9,12 @@
 //     sum_k ((r_k - sum_t n_kt d_t) / N_k)^2 ,
 //
 // (the minimum-norm solution when the type counts are collinear, e.g. water's fixed O:H ratio), and b <- b +
-// d. Only energies are evaluated (no forces), frames in batches of the training batch size; each rank takes
-// its share of every system and the normal equations are summed over the ranks, so every rank sets the
-// same bias.
+// d. When the run has validation frames, the same per-atom error is formed on them before and after the
+// shift (one energy evaluation: the shift is linear in d), and the shift is applied only if it does not raise
+// it: the training frames' offset need not be the held-out frames' (other structures, or the last steps
+// having moved the energy), and a fit that makes held-out energies worse is not what the user asked for.
+// Only energies are evaluated (no forces), frames in batches of each set's batch size; each rank takes its
+// share of every system and the sums are summed over the ranks, so every rank takes the same decision.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -22,17 +25,26 @@
 
 namespace deepkf {
 
-struct BiasRefit {
-  std::vector<double> shift;  // d per type (eV)
-  std::int64_t frames = 0;
-  double rmse_before = 0.0;           // per-atom energy RMSE over the frames (eV/atom) before the shift
-  double rmse_after = 0.0;            // and after it
-  std::vector<std::string> warnings;  // a type absent from the frames (its bias is kept)
+// A set of frames and the batch size of each of its parts (systems).
+struct FrameParts {
+  const std::vector<FrameSubset>& parts;
+  const std::vector<int>& batch_size;
 };
 
-// Fits d on `parts` (batch_size[i] frames at a time for parts[i]) and adds it to model's energy bias.
-// Collective over `comm`.
-BiasRefit refit_energy_bias(DeepPot& model, const std::vector<FrameSubset>& parts,
-                            const std::vector<int>& batch_size, torch::Device device, Communicator& comm);
+struct BiasRefit {
+  std::vector<double> shift;  // d per type (eV), fitted on the training frames
+  bool applied = false;       // whether b <- b + d was done
+  std::int64_t frames = 0;
+  double rmse_before = 0.0;       // per-atom energy RMSE over the training frames (eV/atom) before the shift
+  double rmse_after = 0.0;        // and with it
+  std::int64_t valid_frames = 0;  // validation frames evaluated (0: none, the shift is applied)
+  double valid_before = 0.0, valid_after = 0.0;  // the same over the validation frames
+  std::vector<std::string> warnings;             // a type absent from the frames (its bias is kept)
+};
+
+// Fits d on `train`, checks it on `valid` (may have no parts) and adds it to model's energy bias unless it
+// raises the validation error. Collective over `comm`.
+BiasRefit refit_energy_bias(DeepPot& model, FrameParts train, FrameParts valid, torch::Device device,
+                            Communicator& comm);
 
 }  // namespace deepkf

@@ -164,17 +164,30 @@ void Trainer::Impl::write_checkpoint_now(const std::string& path) {
 void Trainer::Impl::change_energy_bias() {
   if (!cfg.change_bias_after_training) return;
   const auto start = std::chrono::steady_clock::now();
-  const BiasRefit fit = refit_energy_bias(model, data.train, data.batch_size, device, *comm);
+  const BiasRefit fit = refit_energy_bias(model, {data.train, data.batch_size},
+                                          {data.valid, data.valid_batch_size}, device, *comm);
   for (const auto& w : fit.warnings) log->warn("{}", w);
   if (fit.frames == 0) return;
   std::string shifts;
   for (std::size_t t = 0; t < fit.shift.size(); ++t)
     shifts += fmt::format("{}{} {:+.4f}", t ? ", " : "", mcfg.type_map[t], fit.shift[t]);
-  log->info(
-      "energy bias changed after training (change_bias_after_training) by {} eV: rmse_e on the {} training "
-      "frames {:.3e} -> {:.3e} eV/atom ({:.1f} s)",
-      shifts, fit.frames, fit.rmse_before, fit.rmse_after,
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  const std::string held_out = fit.valid_frames == 0
+                                   ? std::string()
+                                   : fmt::format(", on the {} validation frames {:.3e} -> {:.3e}",
+                                                 fit.valid_frames, fit.valid_before, fit.valid_after);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (fit.applied) {
+    log->info(
+        "energy bias changed after training (change_bias_after_training) by {} eV: rmse_e on the {} "
+        "training frames {:.3e} -> {:.3e} eV/atom{} ({:.1f} s)",
+        shifts, fit.frames, fit.rmse_before, fit.rmse_after, held_out, seconds);
+  } else {
+    log->info(
+        "energy bias kept after training (change_bias_after_training): the shift fitted on the training "
+        "frames, {} eV, would raise the validation error (rmse_e on the {} training frames {:.3e} -> "
+        "{:.3e} eV/atom{}) ({:.1f} s)",
+        shifts, fit.frames, fit.rmse_before, fit.rmse_after, held_out, seconds);
+  }
 }
 
 void Trainer::Impl::calibrate_uncertainty() {

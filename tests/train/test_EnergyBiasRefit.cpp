@@ -1,7 +1,8 @@
 // change_bias_after_training: the energy bias after the last step, against the least-squares shift computed
 // here from the trained model's own energies (one type, frames of different sizes; two types in a fixed
-// ratio, where the minimum-norm shift is along the atom counts).
-#include "tests/support/Catch.hpp"
+// ratio, where the minimum-norm shift is along the atom counts); with validation frames, the shift is kept
+// only when it does not raise their error (labels made from the trained model's energies, so that the
+// validation error before and after the shift is known exactly).
 #include <cmath>
 #include <filesystem>
 #include <string>
@@ -12,6 +13,7 @@
 #include "src/model/Batch.hpp"
 #include "src/model/ModelFile.hpp"
 #include "src/train/Trainer.hpp"
+#include "tests/support/Catch.hpp"
 #include "tests/support/TestData.hpp"
 #include "tests/train/TrainerTestSupport.hpp"
 
@@ -44,8 +46,9 @@ struct Trained {
   deepkf::LoadedModel model;
 };
 
-Trained train(json doc, bool change_bias) {
+Trained train(json doc, bool change_bias, const std::string& valid = "") {
   doc["training"]["change_bias_after_training"] = change_bias;
+  if (!valid.empty()) doc["training"]["validation_data"] = {{"systems", {valid}}, {"batch_size", 1}};
   auto comm = deepkf::make_serial_communicator();
   Trainer trainer(config_of(doc), options_in(deepkf::test::make_temp_dir("bias-refit"), true), comm);
   const auto result = trainer.run();
@@ -133,4 +136,44 @@ TEST_CASE("with two types in a fixed ratio the bias shift is the minimum-norm on
   CHECK(changed.bias[0] - kept.bias[0] == Approx(c * x_o).epsilon(1e-9));
   CHECK(changed.bias[1] - kept.bias[1] == Approx(c * x_h).epsilon(1e-9));
   CHECK(std::abs(mean(residuals(changed.model, {dir}).per_atom)) < 1e-9);
+}
+
+TEST_CASE("the bias shift is applied only when it does not raise the validation energy error",
+          "[train][bias]") {
+  // Validation frames whose labels are the trained model's own energies (error 0 before any shift), or
+  // those energies minus the shift the training frames call for (error |d| before, 0 after). Training does
+  // not depend on the validation set, so both runs end at the weights of the run without it.
+  const std::string si = deepkf::test::require_shared_dataset("si_mlearn");
+  const std::vector<std::string> systems = {si + "/train/sys_Si12", si + "/train/sys_Si16",
+                                            si + "/train/sys_Si24"};
+  const json doc = small_input(json::array({"Si"}), systems, 6);
+  const Trained kept = train(doc, false);
+  const double d = mean(residuals(kept.model, systems).per_atom);
+  REQUIRE(std::abs(d) > 1e-4);
+
+  auto frames = deepkf::open_npy_system(si + "/train/sys_Si24")->read_all();
+  const auto own = residuals(kept.model, {si + "/train/sys_Si24"});
+  const auto write_valid = [&](const std::string& tag, double offset_per_atom) {
+    auto labelled = frames;
+    for (std::size_t f = 0; f < labelled.energy.size(); ++f) {
+      const double model_energy = labelled.energy[f] - own.per_atom[f] * static_cast<double>(labelled.natoms);
+      labelled.energy[f] = model_energy + offset_per_atom * static_cast<double>(labelled.natoms);
+    }
+    const std::string dir = deepkf::test::make_temp_dir(tag) + "/sys";
+    deepkf::write_npy_system(dir, labelled);
+    return dir;
+  };
+
+  SECTION("a shift that raises the validation error is not applied") {
+    const Trained t = train(doc, true, write_valid("bias-valid-exact", 0.0));
+    REQUIRE(t.weights == kept.weights);
+    INFO("the validation labels are the model's energies: any shift raises their error, the bias stays");
+    CHECK(t.bias == kept.bias);
+  }
+  SECTION("a shift that lowers the validation error is applied") {
+    const Trained t = train(doc, true, write_valid("bias-valid-offset", d));
+    REQUIRE(t.weights == kept.weights);
+    INFO("the validation labels are off by the training frames' mean error d = " << d << " eV/atom");
+    CHECK(t.bias[0] - kept.bias[0] == Approx(d).epsilon(1e-9));
+  }
 }
