@@ -90,6 +90,11 @@ double mean(const std::vector<double>& v) {
   return s / static_cast<double>(v.size());
 }
 
+// Silicon frames of 12, 16 and 24 atoms.
+std::vector<std::string> silicon_systems(const std::string& si_mlearn) {
+  return {si_mlearn + "/train/sys_Si12", si_mlearn + "/train/sys_Si16", si_mlearn + "/train/sys_Si24"};
+}
+
 }  // namespace
 
 TEST_CASE("change_bias_after_training shifts one type's bias by the mean per-atom energy error",
@@ -98,8 +103,7 @@ TEST_CASE("change_bias_after_training shifts one type's bias by the mean per-ato
   // same weight, d = mean_k (E_ref,k - E_k) / N_k (a fit of total energies would weigh the large frames
   // more).
   const std::string si = deepkf::test::require_shared_dataset("si_mlearn");
-  const std::vector<std::string> systems = {si + "/train/sys_Si12", si + "/train/sys_Si16",
-                                            si + "/train/sys_Si24"};
+  const std::vector<std::string> systems = silicon_systems(si);
   const json doc = small_input(json::array({"Si"}), systems, 6);
   const Trained kept = train(doc, false);
   const Trained changed = train(doc, true);
@@ -144,8 +148,7 @@ TEST_CASE("the bias shift is applied only when it does not raise the validation 
   // those energies minus the shift the training frames call for (error |d| before, 0 after). Training does
   // not depend on the validation set, so both runs end at the weights of the run without it.
   const std::string si = deepkf::test::require_shared_dataset("si_mlearn");
-  const std::vector<std::string> systems = {si + "/train/sys_Si12", si + "/train/sys_Si16",
-                                            si + "/train/sys_Si24"};
+  const std::vector<std::string> systems = silicon_systems(si);
   const json doc = small_input(json::array({"Si"}), systems, 6);
   const Trained kept = train(doc, false);
   const double d = mean(residuals(kept.model, systems).per_atom);
