@@ -52,6 +52,15 @@ std::string guarded(F&& body) {
   return {};
 }
 
+// Keywords of DeePMD-kit's pair_style deepmd that deepkf does not have: refused by name, not taken for a
+// model file.
+bool is_deepmd_keyword(const std::string& a) {
+  static const char* const kKeywords[] = {
+      "fparam", "aparam",     "fparam_from_compute", "aparam_from_compute",
+      "ttm",    "relative_v", "virtual_len",         "spin_norm"};
+  return std::find(std::begin(kKeywords), std::end(kKeywords), a) != std::end(kKeywords);
+}
+
 std::string join(const std::vector<std::string>& names) {
   std::string out;
   for (const auto& n : names) out += (out.empty() ? "" : " ") + n;
@@ -60,7 +69,8 @@ std::string join(const std::vector<std::string>& names) {
 
 }  // namespace
 
-PairDeepkf::PairDeepkf(LAMMPS* lammps) : Pair(lammps), impl_(std::make_unique<Impl>()) {
+PairDeepkf::PairDeepkf(LAMMPS* lammps, std::string style)
+    : Pair(lammps), style_(std::move(style)), impl_(std::make_unique<Impl>()) {
   single_enable = 0;
   restartinfo = 0;
   one_coeff = 1;
@@ -95,7 +105,7 @@ void PairDeepkf::allocate() {
 
 // pair_style deepkf MODEL [MODEL2 ...] [out_freq N] [out_file FILE] [atomic] [relative L]
 void PairDeepkf::settings(int narg, char** arg) {
-  if (narg < 1) error->all(FLERR, "illegal pair_style deepkf command: expected at least one model file");
+  if (narg < 1) error->all(FLERR, "illegal " + ps() + " command: expected at least one model file");
   model_paths_.clear();
   out_freq_ = 0;
   out_file_ = "model_devi.out";
@@ -106,27 +116,32 @@ void PairDeepkf::settings(int narg, char** arg) {
   for (int i = 0; i < narg; ++i) {
     const std::string a = arg[i];
     if (a == "out_freq") {
-      if (i + 1 >= narg) error->all(FLERR, "illegal pair_style deepkf command: out_freq needs a value");
+      if (i + 1 >= narg) error->all(FLERR, "illegal " + ps() + " command: out_freq needs a value");
       out_freq_ = utils::inumeric(FLERR, arg[++i], false, lmp);
-      if (out_freq_ < 1)
-        error->all(FLERR, "pair_style deepkf: out_freq must be >= 1, got " + std::string(arg[i]));
+      if (out_freq_ < 1) error->all(FLERR, ps() + ": out_freq must be >= 1, got " + std::string(arg[i]));
       out_freq_given = true;
     } else if (a == "out_file") {
-      if (i + 1 >= narg) error->all(FLERR, "illegal pair_style deepkf command: out_file needs a file name");
+      if (i + 1 >= narg) error->all(FLERR, "illegal " + ps() + " command: out_file needs a file name");
       out_file_ = arg[++i];
     } else if (a == "atomic") {
       atomic_ = true;
     } else if (a == "relative") {
-      if (i + 1 >= narg) error->all(FLERR, "illegal pair_style deepkf command: relative needs a level");
+      if (i + 1 >= narg) error->all(FLERR, "illegal " + ps() + " command: relative needs a level");
       relative_ = true;
       relative_level_ = utils::numeric(FLERR, arg[++i], false, lmp);
       if (relative_level_ <= 0.0)
-        error->all(FLERR, "pair_style deepkf: relative level must be > 0 (eV/A), got " + std::string(arg[i]));
+        error->all(FLERR, ps() + ": relative level must be > 0 (eV/A), got " + std::string(arg[i]));
+    } else if (is_deepmd_keyword(a)) {
+      error->all(FLERR,
+                 ps() + ": DeePMD-kit's keyword " + a +
+                     " is not supported (deepkf models have no frame or atomic parameters, spins or "
+                     "TTM coupling, and the virial deviation is not made relative); supported: out_freq, "
+                     "out_file, atomic, relative");
     } else {
       model_paths_.push_back(a);
     }
   }
-  if (model_paths_.empty()) error->all(FLERR, "illegal pair_style deepkf command: no model file given");
+  if (model_paths_.empty()) error->all(FLERR, "illegal " + ps() + " command: no model file given");
   if (model_paths_.size() > 1 && !out_freq_given) out_freq_ = 100;
 
   // The GPU of this node-local rank when LibTorch sees one; else the CPU.
@@ -147,8 +162,7 @@ void PairDeepkf::settings(int narg, char** arg) {
     Impl::Model m;
     m.path = path;
     const auto message = guarded([&] { m.loaded = deepkf::load_model(path, impl_->device); });
-    if (!message.empty())
-      error->all(FLERR, "pair_style deepkf cannot load model file " + path + ": " + message);
+    if (!message.empty()) error->all(FLERR, ps() + " cannot load model file " + path + ": " + message);
     m.loaded.model->eval();
     m.device = impl_->device;
     if (m.loaded.model->compressed() && !m.device.is_cpu()) {
@@ -166,8 +180,7 @@ void PairDeepkf::settings(int narg, char** arg) {
   }
   if (impl_->models.size() > 1 && comm->me == 0) {
     FILE* fp = std::fopen(out_file_.c_str(), "w");
-    if (fp == nullptr)
-      error->one(FLERR, "pair_style deepkf cannot open out_file " + out_file_ + " for writing");
+    if (fp == nullptr) error->one(FLERR, ps() + " cannot open out_file " + out_file_ + " for writing");
     std::fprintf(fp, "%s\n", deviation_header());
     std::fflush(fp);
     out_ = fp;
@@ -176,7 +189,7 @@ void PairDeepkf::settings(int narg, char** arg) {
   if (comm->me == 0) {
     for (const auto& m : impl_->models) {
       const auto& c = m.loaded.config;
-      utils::logmesg(lmp, "pair_style deepkf: " + m.path + ": types " + join(c.type_map) + ", rcut " +
+      utils::logmesg(lmp, ps() + ": " + m.path + ": types " + join(c.type_map) + ", rcut " +
                               std::to_string(c.rcut) + " A, " + c.precision_name() + ", " +
                               (m.loaded.model->compressed() ? "compressed, " : "") +
                               (m.device.is_cuda() ? "cuda" : "cpu") + "\n");
@@ -184,17 +197,30 @@ void PairDeepkf::settings(int narg, char** arg) {
   }
 }
 
-// pair_coeff * * E1 E2 ... : the element name (or NULL) of each LAMMPS type.
+// pair_coeff * * E1 E2 ... : the element name (or NULL) of each LAMMPS type. A bare `pair_coeff * *` maps
+// LAMMPS type t to the first model's type t - 1 (DeePMD-kit's reading).
 void PairDeepkf::coeff(int narg, char** arg) {
   if (!allocated) allocate();
   const int ntypes = atom->ntypes;
-  if (narg != 2 + ntypes)
-    error->all(FLERR, "pair_coeff deepkf expects * * and one element name per atom type (" +
-                          std::to_string(ntypes) + " types), got " + std::to_string(narg) + " arguments");
-  if (std::strcmp(arg[0], "*") != 0 || std::strcmp(arg[1], "*") != 0)
-    error->all(FLERR, "pair_coeff deepkf must be pair_coeff * * followed by element names");
+  if (narg < 2 || std::strcmp(arg[0], "*") != 0 || std::strcmp(arg[1], "*") != 0)
+    error->all(FLERR, pc() + " must be pair_coeff * * followed by element names");
   elements_.assign(static_cast<std::size_t>(ntypes) + 1, "NULL");
-  for (int t = 1; t <= ntypes; ++t) elements_[t] = arg[1 + t];
+  if (narg == 2) {
+    const auto& names = impl_->models.front().loaded.config.type_map;
+    if (ntypes > static_cast<int>(names.size()))
+      error->all(FLERR, pc() +
+                            ": pair_coeff * * without element names maps atom type t to the model's type "
+                            "t - 1, but the input has " +
+                            std::to_string(ntypes) + " atom types and model file " +
+                            impl_->models.front().path + " " + std::to_string(names.size()) + " (" +
+                            join(names) + "): name the element of each atom type");
+    for (int t = 1; t <= ntypes; ++t) elements_[t] = names[static_cast<std::size_t>(t - 1)];
+  } else if (narg == 2 + ntypes) {
+    for (int t = 1; t <= ntypes; ++t) elements_[t] = arg[1 + t];
+  } else {
+    error->all(FLERR, pc() + " expects * * and one element name per atom type (" + std::to_string(ntypes) +
+                          " types), got " + std::to_string(narg) + " arguments");
+  }
   for (auto& m : impl_->models) {
     const auto& names = m.loaded.config.type_map;
     m.type_of.assign(static_cast<std::size_t>(ntypes) + 1, -1);
@@ -202,9 +228,8 @@ void PairDeepkf::coeff(int narg, char** arg) {
       if (elements_[t] == "NULL") continue;
       const auto it = std::find(names.begin(), names.end(), elements_[t]);
       if (it == names.end())
-        error->all(FLERR, "pair_coeff deepkf: element " + elements_[t] + " of atom type " +
-                              std::to_string(t) + " is not in model file " + m.path +
-                              " (its types: " + join(names) + ")");
+        error->all(FLERR, pc() + ": element " + elements_[t] + " of atom type " + std::to_string(t) +
+                              " is not in model file " + m.path + " (its types: " + join(names) + ")");
       m.type_of[t] = static_cast<int>(it - names.begin());
     }
   }
@@ -217,26 +242,26 @@ void PairDeepkf::coeff(int narg, char** arg) {
       }
     }
   }
-  if (count == 0) error->all(FLERR, "pair_coeff deepkf maps no atom type to an element");
+  if (count == 0) error->all(FLERR, pc() + " maps no atom type to an element");
 }
 
 void PairDeepkf::init_style() {
   if (force->newton_pair == 0)
-    error->all(FLERR,
-               "pair_style deepkf requires newton pair on (forces on ghost atoms reach their owners only "
-               "through reverse communication)");
+    error->all(FLERR, ps() +
+                          " requires newton pair on (forces on ghost atoms reach their owners only "
+                          "through reverse communication)");
   if (std::strcmp(update->unit_style, "metal") != 0)
-    error->all(FLERR, "pair_style deepkf requires units metal (eV, Angstrom); this input uses units " +
+    error->all(FLERR, ps() + " requires units metal (eV, Angstrom); this input uses units " +
                           std::string(update->unit_style));
-  if (domain->dimension != 3) error->all(FLERR, "pair_style deepkf requires a 3d system");
-  if (impl_->models.empty()) error->all(FLERR, "pair_style deepkf has no model");
+  if (domain->dimension != 3) error->all(FLERR, ps() + " requires a 3d system");
+  if (impl_->models.empty()) error->all(FLERR, ps() + " has no model");
   const int irequest = neighbor->request(this, instance_me);
   neighbor->requests[irequest]->half = 0;
   neighbor->requests[irequest]->full = 1;
 }
 
 double PairDeepkf::init_one(int i, int j) {
-  if (setflag[i][j] == 0) error->all(FLERR, "all pair coeffs are not set for pair_style deepkf");
+  if (setflag[i][j] == 0) error->all(FLERR, "all pair coeffs are not set for " + ps());
   return cutoff_;
 }
 
@@ -307,7 +332,7 @@ void PairDeepkf::compute(int eflag, int vflag) {
     Impl::Output out;
     const auto message = guarded([&] { out = im.evaluate(m, type, m == 0 && need_atom_virial); });
     if (!message.empty())
-      fail_on_this_rank("pair_style deepkf: evaluating model " + im.models[m].path + " failed: " + message);
+      fail_on_this_rank(ps() + ": evaluating model " + im.models[m].path + " failed: " + message);
     // A non-finite energy or force would run on as nan coordinates: stop at the step that made it.
     {
       std::string bad;
@@ -323,7 +348,7 @@ void PairDeepkf::compute(int eflag, int vflag) {
           bad = "force on atom ID " + std::to_string(atom->tag[im.lammps_of[k]]);
       }
       if (!bad.empty())
-        fail_on_this_rank("pair_style deepkf: model " + im.models[m].path + " predicts a non-finite " + bad +
+        fail_on_this_rank(ps() + ": model " + im.models[m].path + " predicts a non-finite " + bad +
                           " at timestep " + std::to_string(update->ntimestep) +
                           "; atoms may overlap or have left the range the model was trained on");
     }
@@ -401,7 +426,7 @@ void PairDeepkf::warn_beyond_table(long long local) {
   impl_->warned_beyond_table = true;
   if (comm->me == 0)
     error->warning(FLERR,
-                   "pair_style deepkf: " + std::to_string(total) + " neighbour slots at timestep " +
+                   ps() + ": " + std::to_string(total) + " neighbour slots at timestep " +
                        std::to_string(update->ntimestep) + " lie beyond the tables of compressed model " +
                        model_paths_.front() +
                        " (atoms closer than the tables reach): evaluated on the tables' tangent line "

@@ -4,6 +4,10 @@
 //   pair_style deepkf MODEL [MODEL2 ...] [out_freq N] [out_file FILE] [atomic] [relative L]
 //   pair_coeff * * O H          (element names of the model's type_map; NULL for types of other styles)
 //
+// The plugin also registers it as pair_style deepmd, DeePMD-kit's name, with DeePMD-kit's reading of a bare
+// `pair_coeff * *` (LAMMPS type t is the model's type t - 1), so that DeePMD-kit users' input scripts run
+// with only the model file changed.
+//
 // The first model drives the dynamics. With several models, all are evaluated every out_freq steps and the
 // force and virial deviation between them is written to out_file (DeePMD-kit's model_devi.out layout).
 // Needs a full neighbour list, newton pair on and units metal (eV, Angstrom). LibTorch stays out of this
@@ -18,7 +22,8 @@ namespace LAMMPS_NS {
 
 class PairDeepkf : public Pair {
  public:
-  explicit PairDeepkf(LAMMPS* lammps);
+  // style: the name the input uses, "deepkf" or "deepmd" (for messages).
+  PairDeepkf(LAMMPS* lammps, std::string style);
   ~PairDeepkf() override;
 
   void compute(int eflag, int vflag) override;
@@ -48,6 +53,10 @@ class PairDeepkf : public Pair {
   // which writes the row of out_file (PairDeepkfDeviation.cpp).
   void write_deviation(int inum, const int* ilist, const std::vector<double>& model_virials);
 
+  std::string ps() const { return "pair_style " + style_; }  // for messages
+  std::string pc() const { return "pair_coeff " + style_; }
+
+  std::string style_;
   std::unique_ptr<Impl> impl_;
   std::vector<std::string> model_paths_;
   std::vector<std::string> elements_;  // per LAMMPS type (1-based, index 0 unused): element name or "NULL"

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "src/geometry/NeighborList.hpp"
 #include "src/model/ModelFile.hpp"
 #include "tests/support/TestData.hpp"
 
@@ -113,6 +114,31 @@ void write_water_model(const std::string& path, std::int64_t seed) {
   model->set_statistics(davg, dstd);
   model->set_energy_bias(torch::tensor({-93.5, -187.2}, torch::kFloat64));
   save_model(path, model, nlohmann::json{{"source", "lammps plugin test"}, {"seed", seed}});
+}
+
+// The model on the frame through build_neighbor_list with periodic shifts, float64.
+Direct direct(const std::string& model_path, const Frame& f) {
+  auto loaded = load_model(model_path);
+  const auto& mc = loaded.config;
+  const auto n = f.natoms();
+  const auto nl = build_neighbor_list(f.coord.data(), n, f.types.data(), f.box.data(), mc.rcut, mc.sel);
+  const auto coord = torch::tensor(f.coord, torch::kFloat64).view({1, n, 3});
+  const auto atype =
+      torch::tensor(std::vector<int64_t>(f.types.begin(), f.types.end()), torch::kInt64).view({1, n});
+  const auto nlist = torch::tensor(nl.index, torch::kInt64).view({1, n, mc.nnei()});
+  const auto shift = torch::tensor(nl.shift, torch::kFloat64).view({1, n, mc.nnei(), 3});
+  const auto out = loaded.model->evaluate(coord, atype, nlist, shift, false, true);
+  const auto vec = [](const torch::Tensor& t) {
+    const auto c = t.to(torch::kFloat64).contiguous();
+    return std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
+  };
+  Direct d;
+  d.energy = out.energy.item<double>();
+  d.atom_energy = vec(out.atom_energy);
+  d.force = vec(out.force);
+  d.virial = vec(out.virial);
+  d.atom_virial = vec(out.atom_virial);
+  return d;
 }
 
 void write_compressed_model(const std::string& from, const std::string& to) {

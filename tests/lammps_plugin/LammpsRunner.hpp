@@ -30,6 +30,14 @@ void write_water_model(const std::string& path, std::int64_t seed);
 // The model file `from`, compressed with the default table settings (deepkf compress), written to `to`.
 void write_compressed_model(const std::string& from, const std::string& to);
 
+// A model's energy, forces and virials on a frame, evaluated directly (deepkf's own periodic neighbour list,
+// float64): what LAMMPS must reproduce.
+struct Direct {
+  double energy = 0;
+  std::vector<double> atom_energy, force, virial, atom_virial;
+};
+Direct direct(const std::string& model_path, const Frame& frame);
+
 // LAMMPS data file (atom_style atomic): frame type t becomes LAMMPS type t + 1 with mass masses[t]
 // (default water's: 1 = O, 2 = H).
 void write_data_file(const std::string& path, const Frame& frame,

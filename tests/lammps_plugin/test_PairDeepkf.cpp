@@ -11,7 +11,6 @@
 #include <string>
 #include <vector>
 
-#include "src/geometry/NeighborList.hpp"
 #include "src/model/ModelFile.hpp"
 #include "tests/lammps_plugin/LammpsRunner.hpp"
 #include "tests/support/Catch.hpp"
@@ -23,36 +22,6 @@ using namespace deepkf::test;
 namespace {
 
 constexpr double kNktv2pMetal = 1.6021765e6;  // LAMMPS metal units: eV/A^3 -> bar
-
-struct Direct {
-  double energy = 0;
-  std::vector<double> atom_energy, force, virial, atom_virial;
-};
-
-// The model on the frame through build_neighbor_list with periodic shifts, float64.
-Direct direct(const std::string& model_path, const Frame& f) {
-  auto loaded = load_model(model_path);
-  const auto& mc = loaded.config;
-  const auto n = f.natoms();
-  const auto nl = build_neighbor_list(f.coord.data(), n, f.types.data(), f.box.data(), mc.rcut, mc.sel);
-  const auto coord = torch::tensor(f.coord, torch::kFloat64).view({1, n, 3});
-  const auto atype =
-      torch::tensor(std::vector<int64_t>(f.types.begin(), f.types.end()), torch::kInt64).view({1, n});
-  const auto nlist = torch::tensor(nl.index, torch::kInt64).view({1, n, mc.nnei()});
-  const auto shift = torch::tensor(nl.shift, torch::kFloat64).view({1, n, mc.nnei(), 3});
-  const auto out = loaded.model->evaluate(coord, atype, nlist, shift, false, true);
-  const auto vec = [](const torch::Tensor& t) {
-    const auto c = t.to(torch::kFloat64).contiguous();
-    return std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
-  };
-  Direct d;
-  d.energy = out.energy.item<double>();
-  d.atom_energy = vec(out.atom_energy);
-  d.force = vec(out.force);
-  d.virial = vec(out.virial);
-  d.atom_virial = vec(out.atom_virial);
-  return d;
-}
 
 double max_abs(const std::vector<double>& v) {
   double m = 0;
@@ -319,6 +288,7 @@ TEST_CASE("input errors give clear LAMMPS errors", "[lammps]") {
   const auto dir = make_temp_dir("lammps-errors");
   write_water_model(dir + "/model.pt", 11);
   write_data_file(dir + "/data.lmp", water_frame(0, false));
+  write_data_file(dir + "/three.lmp", water_frame(0, false), {15.9994, 1.00794, 12.011});
   {
     std::ofstream corrupt(dir + "/corrupt.pt");
     corrupt << "not a model";
@@ -348,6 +318,20 @@ TEST_CASE("input errors give clear LAMMPS errors", "[lammps]") {
        "ERROR: pair_style deepkf requires units metal (eV, Angstrom); this input uses units real"},
       {"non-finite prediction", std::string(kSetup) + pair_lines("nan.pt") + run,
        "pair_style deepkf: model nan.pt predicts a non-finite energy (nan) at timestep 0"},
+      // DeePMD-kit's name and syntax (test_DeepmdScripts.cpp): its keywords deepkf models cannot honour, and
+      // a bare pair_coeff * * with more atom types than the model has.
+      {"DeePMD-kit's fparam",
+       std::string(kSetup) + "pair_style deepmd model.pt fparam 1.2\npair_coeff * *\n" + run,
+       "ERROR: pair_style deepmd: DeePMD-kit's keyword fparam is not supported"},
+      {"DeePMD-kit's relative_v", std::string(kSetup) + pair_lines("model.pt model.pt relative_v 1.0") + run,
+       "ERROR: pair_style deepkf: DeePMD-kit's keyword relative_v is not supported"},
+      {"bare pair_coeff, more atom types than the model's",
+       "units metal\nboundary p p p\natom_style atomic\nread_data three.lmp\npair_style deepmd model.pt\n"
+       "pair_coeff * *\n" +
+           run,
+       "ERROR: pair_coeff deepmd: pair_coeff * * without element names maps atom type t to the model's type "
+       "t - 1, "
+       "but the input has 3 atom types and model file model.pt 2 (O H)"},
   };
   for (const auto& c : cases) {
     SECTION(c.name) {
