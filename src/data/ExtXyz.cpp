@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <sstream>
 
@@ -74,6 +75,22 @@ bool truth(const std::string& s, const std::string& where) {
   throw DataError(fmt::format("{}: pbc entry '{}' is not T or F", where, s));
 }
 
+// The labels under the names programs give them (lower case, as keys are compared): ASE writes energy,
+// forces and stress; MACE's data sets use REF_energy, REF_forces, REF_stress; the libAtoms GAP data sets
+// dft_energy, dft_force, dft_virial. Where a frame has several, the first of each list is taken.
+constexpr const char* kEnergyKeys[] = {"energy", "ref_energy", "dft_energy"};
+constexpr const char* kVirialKeys[] = {"virial", "ref_virial", "dft_virial"};
+constexpr const char* kStressKeys[] = {"stress", "ref_stress", "dft_stress"};
+const std::string kForceColumns[] = {"forces", "force", "ref_forces", "ref_force", "dft_forces", "dft_force"};
+
+// The first of `keys` present in kv, or "".
+template <std::size_t N>
+std::string first_key(const std::map<std::string, std::string>& kv, const char* const (&keys)[N]) {
+  for (const char* k : keys)
+    if (kv.count(k)) return k;
+  return {};
+}
+
 struct Frame {
   std::vector<std::string> species;
   bool periodic = false;
@@ -110,6 +127,7 @@ Frame parse_frame(std::ifstream& in, const std::string& path, std::int64_t& line
   if (parts.size() % 3 != 0)
     throw DataError(fmt::format("{}: Properties '{}' is not a list of name:type:ncols", cwhere, props));
   int ncols = 0, col_species = -1, col_pos = -1, col_force = -1;
+  std::size_t force_rank = std::size(kForceColumns);  // priority of the force column taken so far
   for (std::size_t p = 0; p < parts.size(); p += 3) {
     const std::string name = lower(parts[p]);
     const int width = std::atoi(parts[p + 2].c_str());
@@ -118,14 +136,21 @@ Frame parse_frame(std::ifstream& in, const std::string& path, std::int64_t& line
           fmt::format("{}: Properties entry '{}' has bad width '{}'", cwhere, parts[p], parts[p + 2]));
     if (name == "species") col_species = ncols;
     if (name == "pos" && width == 3) col_pos = ncols;
-    if ((name == "forces" || name == "force") && width == 3) col_force = ncols;
+    const std::size_t rank = static_cast<std::size_t>(
+        std::find(std::begin(kForceColumns), std::end(kForceColumns), name) - std::begin(kForceColumns));
+    if (width == 3 && rank < force_rank) {
+      col_force = ncols;
+      force_rank = rank;
+    }
     ncols += width;
   }
   if (col_species < 0 || col_pos < 0)
     throw DataError(fmt::format("{}: Properties '{}' lacks species:S:1 or pos:R:3", cwhere, props));
 
-  if (!kv.count("energy")) throw DataError(fmt::format("{}: frame has no energy= key", cwhere));
-  fr.energy = parse_number(kv["energy"], cwhere, "energy");
+  const std::string energy_key = first_key(kv, kEnergyKeys);
+  if (energy_key.empty())
+    throw DataError(fmt::format("{}: frame has no energy= key (nor REF_energy= or DFT_energy=)", cwhere));
+  fr.energy = parse_number(kv[energy_key], cwhere, energy_key);
 
   bool has_lattice = kv.count("lattice") > 0;
   std::vector<bool> pbc(3, has_lattice);
@@ -145,16 +170,18 @@ Frame parse_frame(std::ifstream& in, const std::string& path, std::int64_t& line
       throw DataError(fmt::format("{}: Lattice has {} numbers, expected 9", cwhere, fr.box.size()));
     Cell::validate(fr.box.data(), fmt::format("Lattice in {}", cwhere));
   }
-  if (kv.count("virial")) {
-    fr.virial = numbers(kv["virial"], cwhere, "virial");
+  const std::string virial_key = first_key(kv, kVirialKeys), stress_key = first_key(kv, kStressKeys);
+  if (!virial_key.empty()) {
+    fr.virial = numbers(kv[virial_key], cwhere, virial_key);
     if (fr.virial.size() != 9)
-      throw DataError(fmt::format("{}: virial has {} numbers, expected 9", cwhere, fr.virial.size()));
-  } else if (kv.count("stress")) {
-    auto s = numbers(kv["stress"], cwhere, "stress");
+      throw DataError(fmt::format("{}: {} has {} numbers, expected 9", cwhere, virial_key, fr.virial.size()));
+  } else if (!stress_key.empty()) {
+    auto s = numbers(kv[stress_key], cwhere, stress_key);
     if (s.size() == 6) s = {s[0], s[5], s[4], s[5], s[1], s[3], s[4], s[3], s[2]};  // Voigt xx yy zz yz xz xy
     if (s.size() != 9)
-      throw DataError(fmt::format("{}: stress has {} numbers, expected 9 or 6", cwhere, s.size()));
-    if (!fr.periodic) throw DataError(fmt::format("{}: stress given for a non-periodic frame", cwhere));
+      throw DataError(fmt::format("{}: {} has {} numbers, expected 9 or 6", cwhere, stress_key, s.size()));
+    if (!fr.periodic)
+      throw DataError(fmt::format("{}: {} given for a non-periodic frame", cwhere, stress_key));
     // virial = -stress * V
     const double volume = Cell(fr.box.data()).volume();
     fr.virial.resize(9);

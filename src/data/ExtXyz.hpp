@@ -5,7 +5,10 @@
 // Lattice="ax ay az bx by bz cx cy cz" (A), Properties, energy (eV), stress (ASE sign and units, eV/A^3:
 // virial = -stress * volume; 9 numbers or 6 in Voigt order xx yy zz yz xz xy), virial (9 numbers, eV),
 // pbc="T T T" (default: T T T with a Lattice, F F F without). Columns: species, pos (A), forces or force
-// (eV/A); other keys and columns (free_energy, ...) are ignored.
+// (eV/A); other keys and columns (free_energy, ...) are ignored. The labels may also carry the names of
+// MACE's data sets (REF_energy, REF_forces, REF_stress, REF_virial) or of the libAtoms GAP data sets
+// (DFT_energy, DFT_force(s), DFT_virial, DFT_stress, any case); the plain names come first where a frame has
+// several.
 #include <string>
 #include <vector>
 

@@ -438,6 +438,40 @@ TEST_CASE("extended xyz: properties, stress sign, grouping by species and pbc", 
   fs::remove_all(dir);
 }
 
+TEST_CASE("extended xyz labels under MACE's and GAP's names", "[data][extxyz]") {
+  const std::string dir = make_temp_dir("xyz-names");
+  const std::string file = dir + "/frames.xyz";
+  // Frame 1, GAP style: dft_energy, dft_virial (eV), a dft_force column beside a model's forces column
+  // of another name. Frame 2, MACE style: REF_energy, REF_stress (Voigt), REF_forces, and the model's own
+  // MACE_energy / MACE_forces that must not be taken. Frame 3: both energy and REF_energy: energy wins.
+  write_text(file,
+             "2\n"
+             "Lattice=\"4 0 0 0 4 0 0 0 4\" Properties=species:S:1:pos:R:3:gap_force:R:3:dft_force:R:3 "
+             "config_type=bulk dft_energy=-10.5 dft_virial=\"1 0 0 0 2 0 0 0 3\" gap_energy=-10.4\n"
+             "Si 0 0 0 9 9 9 0.1 0.2 0.3\n"
+             "Si 2 2 2 9 9 9 -0.1 -0.2 -0.3\n"
+             "2\n"
+             "Lattice=\"4 0 0 0 4 0 0 0 4\" Properties=species:S:1:pos:R:3:MACE_forces:R:3:REF_forces:R:3 "
+             "MACE_energy=-99 REF_energy=-11.5 REF_stress=\"0.01 0.02 0.03 0 0 0\"\n"
+             "Si 0 0 0 9 9 9 1 2 3\n"
+             "Si 2 2 2.1 9 9 9 -1 -2 -3\n"
+             "2\n"
+             "Lattice=\"4 0 0 0 4 0 0 0 4\" Properties=species:S:1:pos:R:3:forces:R:3 "
+             "energy=-12.5 REF_energy=-99 virial=\"0 0 0 0 0 0 0 0 0\"\n"
+             "Si 0 0 0 0 0 0\n"
+             "Si 2 2 2.2 0 0 0\n");
+  const auto systems = deepkf::read_extxyz(file);
+  REQUIRE(systems.size() == 1);
+  const System& s = systems[0];
+  CHECK(s.energy == std::vector<double>{-10.5, -11.5, -12.5});
+  CHECK(s.force[0] == 0.1);       // dft_force, not gap_force
+  CHECK(s.force[6 + 3] == -1.0);  // REF_forces, not MACE_forces
+  REQUIRE(s.virial.size() == 27);
+  CHECK(s.virial[4] == 2.0);                     // dft_virial as given
+  CHECK(s.virial[9 + 4] == Approx(-0.02 * 64));  // -REF_stress * V
+  fs::remove_all(dir);
+}
+
 TEST_CASE("extended xyz errors name the file and line", "[data][extxyz][errors]") {
   const std::string dir = make_temp_dir("xyz-bad");
   const std::string file = dir + "/bad.xyz";
