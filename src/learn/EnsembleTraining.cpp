@@ -52,6 +52,10 @@ json member_input(const json& base, const std::string& base_file, const Training
     systems.push_back(round.label_groups[g]);
     repeat.push_back(g + 1 == round.label_groups.size() ? new_frame_repeat : 1);
   }
+  // A batch_size list has one entry per path: the labelled groups are taken one frame at a time.
+  if (data.contains("batch_size") && data.at("batch_size").is_array()) {
+    for (std::size_t g = 0; g < round.label_groups.size(); ++g) data["batch_size"].push_back(1);
+  }
   data["systems"] = systems;
   data["repeat"] = repeat;
   if (training.contains("validation_data") && training.at("validation_data").is_object() &&

@@ -24,11 +24,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// DeePMD-kit's "auto" batch size: the smallest batch with at least 32 atoms.
-int auto_batch_size(std::int64_t natoms) {
-  return static_cast<int>(std::max<std::int64_t>(1, (32 + natoms - 1) / natoms));
-}
-
 // Opening and checking the data: the input, the communicator, the log and the data being filled.
 struct Setup {
   const TrainConfig& cfg;
@@ -55,10 +50,9 @@ std::vector<std::pair<std::vector<FrameSubset>, std::string>> Setup::load_data()
   OpenedData training = open_dataset(train_paths, type_map, origin);
   data.sources = training.systems;
   data.train = whole(training.systems);
-  // A system's repeat count is that of the path it was found under (kept through a validation split).
-  std::vector<int> repeat_of_system;
-  for (const auto p : training.path_index)
-    repeat_of_system.push_back(cfg.training_data.repeat.empty() ? 1 : cfg.training_data.repeat[p]);
+  // Each system's repeat count and batch size are those of the path it was found under (kept through a
+  // validation split).
+  std::vector<std::size_t> path_of_train = training.path_index, path_of_valid;
   loads.emplace_back(data.train, describe_paths(train_paths));
   if (!cfg.validation_data.systems.empty()) {
     const auto valid_paths = resolve_system_paths(cfg.validation_data.systems, cfg.base_dir,
@@ -66,6 +60,7 @@ std::vector<std::pair<std::vector<FrameSubset>, std::string>> Setup::load_data()
     OpenedData validation = open_dataset(valid_paths, type_map, origin);
     data.sources.insert(data.sources.end(), validation.systems.begin(), validation.systems.end());
     data.valid = whole(validation.systems);
+    path_of_valid = validation.path_index;
     loads.emplace_back(data.valid, describe_paths(valid_paths));
   } else if (cfg.validation_fraction > 0.0) {
     std::vector<std::int64_t> nframes;
@@ -74,23 +69,27 @@ std::vector<std::pair<std::vector<FrameSubset>, std::string>> Setup::load_data()
         split_frames(nframes, cfg.validation_fraction,
                      cfg.validation_split == "system" ? SplitMode::kSystem : SplitMode::kFrame, cfg.seed);
     std::vector<FrameSubset> whole_train = std::move(data.train);
+    std::vector<std::size_t> whole_paths = std::move(path_of_train);
     data.train.clear();
-    std::vector<int> whole_repeat = std::move(repeat_of_system);
-    repeat_of_system.clear();
+    path_of_train.clear();
     for (const auto& p : split.train) {
       data.train.push_back(FrameSubset{whole_train[static_cast<std::size_t>(p.system)].source, p.frames});
-      repeat_of_system.push_back(whole_repeat[static_cast<std::size_t>(p.system)]);
+      path_of_train.push_back(whole_paths[static_cast<std::size_t>(p.system)]);
     }
-    for (const auto& p : split.validation)
+    for (const auto& p : split.validation) {
       data.valid.push_back(FrameSubset{whole_train[static_cast<std::size_t>(p.system)].source, p.frames});
+      path_of_valid.push_back(
+          0);  // validation_data's batch size (a number or a rule: no list without systems)
+    }
   }
-  data.repeat = repeat_of_system;
-  for (const auto& s : data.train)
-    data.batch_size.push_back(cfg.training_data.batch_auto ? auto_batch_size(s.info().natoms)
-                                                           : cfg.training_data.batch_size);
-  for (const auto& s : data.valid)
-    data.valid_batch_size.push_back(cfg.validation_data.batch_auto ? auto_batch_size(s.info().natoms)
-                                                                   : cfg.validation_data.batch_size);
+  for (std::size_t i = 0; i < data.train.size(); ++i) {
+    const std::size_t path = path_of_train[i];
+    data.repeat.push_back(cfg.training_data.repeat.empty() ? 1 : cfg.training_data.repeat[path]);
+    data.batch_size.push_back(cfg.training_data.batch_for(data.train[i].info().natoms, path));
+  }
+  for (std::size_t i = 0; i < data.valid.size(); ++i)
+    data.valid_batch_size.push_back(
+        cfg.validation_data.batch_for(data.valid[i].info().natoms, path_of_valid[i]));
   std::int64_t frames = 0, vframes = 0;
   for (const auto& s : data.train) frames += s.nframes();
   for (const auto& s : data.valid) vframes += s.nframes();

@@ -43,6 +43,81 @@ void require(bool ok, const std::string& file, const std::string& key, const jso
   if (!ok) reject_value(key, value, rule, file);
 }
 
+// batch_size in DeePMD-kit's forms (DataSection).
+void read_batch_size(const json& b, const std::string& key, const std::string& file, DataSection& d) {
+  const std::string rule =
+      "must be a positive integer, \"auto\", \"auto:N\", \"max:N\" or a list of one "
+      "positive integer per system path (" +
+      std::to_string(d.systems.size()) + ")";
+  const auto positive = [&](const json& v) {
+    require(v.is_number(), file, key, b, rule);
+    const int n = json_value<int>(v, key, file);
+    require(n >= 1, file, key, b, rule);
+    return n;
+  };
+  using Rule = DataSection::BatchRule;
+  if (b.is_array()) {
+    require(b.size() == d.systems.size(), file, key, b, rule);
+    for (const auto& v : b) d.batch_sizes.push_back(positive(v));
+    d.batch_rule = Rule::kPerPath;
+  } else if (b.is_string()) {
+    const std::string text = b.get<std::string>();
+    const auto colon = text.find(':');
+    const std::string form = text.substr(0, colon);
+    if (form == "mixed" || form == "filter") {
+      reject_value(key, b,
+                   "DeePMD-kit's \"" + form + ":N\" is not supported by deepkf: use \"auto:N\" or \"max:N\"",
+                   file);
+    }
+    require(form == "auto" || (form == "max" && colon != std::string::npos), file, key, b, rule);
+    d.batch_rule = form == "auto" ? Rule::kAtLeast : Rule::kAtMost;
+    if (colon != std::string::npos) {
+      const std::string n = text.substr(colon + 1);
+      require(!n.empty() && n.find_first_not_of("0123456789") == std::string::npos && n.size() < 9, file, key,
+              b, rule);
+      d.batch_atoms = std::stoi(n);
+      require(d.batch_atoms >= 1, file, key, b, rule);
+    }
+  } else {
+    d.batch_size = positive(b);
+  }
+}
+
+// batch_size as the input gave it (for input.resolved.json).
+json batch_size_json(const DataSection& d) {
+  using Rule = DataSection::BatchRule;
+  switch (d.batch_rule) {
+    case Rule::kAtLeast:
+      return d.batch_atoms == 32 ? json("auto") : json("auto:" + std::to_string(d.batch_atoms));
+    case Rule::kAtMost:
+      return json("max:" + std::to_string(d.batch_atoms));
+    case Rule::kPerPath:
+      return json(d.batch_sizes);
+    case Rule::kFixed:
+      break;
+  }
+  return json(d.batch_size);
+}
+
+}  // namespace
+
+int DataSection::batch_for(std::int64_t natoms, std::size_t path) const {
+  const std::int64_t n = std::max<std::int64_t>(natoms, 1);
+  switch (batch_rule) {
+    case BatchRule::kAtLeast:
+      return static_cast<int>(std::max<std::int64_t>(1, (batch_atoms + n - 1) / n));
+    case BatchRule::kAtMost:
+      return static_cast<int>(std::max<std::int64_t>(1, batch_atoms / n));
+    case BatchRule::kPerPath:
+      return batch_sizes.at(path);
+    case BatchRule::kFixed:
+      break;
+  }
+  return batch_size;
+}
+
+namespace {
+
 DataSection read_data(const json& s, const std::string& path, const std::string& file, bool validation,
                       std::vector<std::string>& ignored) {
   std::vector<std::string> known = {"systems", "batch_size"};
@@ -63,18 +138,7 @@ DataSection read_data(const json& s, const std::string& path, const std::string&
     throw ConfigError("'" + path + ".systems' in " + file +
                       " must be a path or a non-empty list of paths, found " + systems.dump());
   }
-  if (s.contains("batch_size")) {
-    const json& b = s.at("batch_size");
-    if (b.is_string()) {
-      require(b.get<std::string>() == "auto", file, path + ".batch_size", b,
-              "must be a positive integer or \"auto\"");
-      d.batch_auto = true;
-    } else {
-      require(b.is_number(), file, path + ".batch_size", b, "must be a positive integer or \"auto\"");
-      d.batch_size = json_value<int>(b, path + ".batch_size", file);
-      require(d.batch_size >= 1, file, path + ".batch_size", b, "must be a positive integer or \"auto\"");
-    }
-  }
+  if (s.contains("batch_size")) read_batch_size(s.at("batch_size"), path + ".batch_size", file, d);
   if (s.contains("repeat")) {
     // One count for every path, or one per path.
     const json& r = s.at("repeat");
@@ -216,7 +280,7 @@ json TrainConfig::to_json() const {
     json j = {{"systems", d.systems}};
     if (validation) j["numb_btch"] = d.numb_btch;
     if (!d.repeat.empty()) j["repeat"] = d.repeat;
-    j["batch_size"] = d.batch_auto ? json("auto") : json(d.batch_size);
+    j["batch_size"] = batch_size_json(d);
     return j;
   };
   json out;

@@ -11,8 +11,15 @@ namespace deepkf {
 
 struct DataSection {
   std::vector<std::string> systems;  // npy folders, file.h5, file.h5#group (relative to the input file)
-  int batch_size = 1;                // frames per batch; "auto" resolves to ceil(32 / natoms) per system
-  bool batch_auto = false;
+  // Frames per batch, in DeePMD-kit's forms: a number; "auto" or "auto:N", the smallest batch with at least N
+  // (32) atoms; "max:N", the largest with at most N atoms (at least 1 frame); or a list of numbers, one per
+  // entry of `systems`. batch_for() resolves it for a system.
+  int batch_size = 1;
+  enum class BatchRule { kFixed, kAtLeast, kAtMost, kPerPath } batch_rule = BatchRule::kFixed;
+  int batch_atoms = 32;          // N of "auto:N" and "max:N"
+  std::vector<int> batch_sizes;  // kPerPath: one per entry of `systems`
+  // The batch size of a system of `natoms` atoms found under systems[path].
+  int batch_for(std::int64_t natoms, std::size_t path) const;
   int numb_btch = 1;  // validation batches per display (validation_data only)
   // Training data only: visits per epoch of the frames of each entry of `systems` (deepkf's key, used by
   // `deepkf learn` to weigh new frames); empty: 1 for all.

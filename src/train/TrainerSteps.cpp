@@ -105,7 +105,9 @@ ErrorMetrics Trainer::Impl::validate(bool all_frames) {
           ? total
           : std::min<std::int64_t>(
                 total, static_cast<std::int64_t>(cfg.validation_data.numb_btch) *
-                           std::max(1, cfg.validation_data.batch_auto ? 1 : cfg.validation_data.batch_size));
+                           std::max(1, cfg.validation_data.batch_rule == DataSection::BatchRule::kFixed
+                                               ? cfg.validation_data.batch_size
+                                               : 1));
   std::int64_t done = 0;
   std::int64_t cursor = all_frames ? 0 : valid_cursor;
   while (done < wanted) {

@@ -49,6 +49,13 @@ TEST_CASE("a member's input adds the labelled groups, weighs the newest and shif
   CHECK(first.at("training").at("training_data").at("repeat") == json({2}));
   CHECK(first.at("training").at("num_threads") == 1);
   CHECK(first.at("training").at("seed") == 3);
+
+  // A batch_size list (one per path) takes one frame at a time from each labelled group.
+  json listed = base;
+  listed["training"]["training_data"]["batch_size"] = json::array({4});
+  const json grown = member_input(listed, dir + "/train.json", round, 0, 5, 3);
+  CHECK(grown.at("training").at("training_data").at("batch_size") == json({4, 1, 1}));
+  CHECK(TrainConfig::from_json(grown, "member.json", "/").training_data.batch_for(8, 2) == 1);
 }
 
 TEST_CASE("a member's input names a missing data path", "[learn][train]") {

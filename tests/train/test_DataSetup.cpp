@@ -71,3 +71,24 @@ TEST_CASE("system paths that are empty or absent, and elements outside the type 
           Catch::Matchers::EndsWith("is not in the type map (O, H), given by model.type_map of " + root +
                                     "/input.json"));
 }
+
+TEST_CASE("a system's batch size follows the path it was found under, through a validation split",
+          "[train][data]") {
+  const std::string si = std::string(DEEPKF_SOURCE_DIR) + "/data/si_cp2k.h5";
+  json doc = json::parse(R"({"model": {"type_map": ["Si"]}, "training": {"numb_steps": 1,
+                            "validation_fraction": 0.2}})");
+  doc["training"]["training_data"] = {{"systems", {si + "#/Si16", si + "#/Si8"}}, {"batch_size", {2, 3}}};
+  auto comm = deepkf::make_serial_communicator();
+  spdlog::logger quiet("test");
+  const auto listed =
+      deepkf::open_training_data(deepkf::TrainConfig::from_json(doc, "in.json", "/"), *comm, quiet);
+  REQUIRE(listed.train.size() == 2);
+  CHECK(listed.train[0].info().natoms == 16);
+  CHECK(listed.batch_size == std::vector<int>{2, 3});
+  CHECK(listed.valid_batch_size == std::vector<int>{1, 1});
+  // "auto:20": the smallest batch with at least 20 atoms, per system.
+  doc["training"]["training_data"]["batch_size"] = "auto:20";
+  const auto automatic =
+      deepkf::open_training_data(deepkf::TrainConfig::from_json(doc, "in.json", "/"), *comm, quiet);
+  CHECK(automatic.batch_size == std::vector<int>{2, 3});  // 32 and 24 atoms
+}

@@ -37,7 +37,8 @@ TEST_CASE("the DeePMD-kit water reference input is accepted", "[train][config]")
   CHECK(c.numb_steps == 1000000);
   CHECK(c.seed == 10);
   CHECK(c.training_data.systems.size() == 3);
-  CHECK(c.training_data.batch_auto);
+  CHECK(c.training_data.batch_rule == deepkf::DataSection::BatchRule::kAtLeast);
+  CHECK(c.training_data.batch_for(192, 0) == 1);
   CHECK(c.validation_data.systems.size() == 1);
   CHECK(c.validation_data.numb_btch == 3);
   // The reference input trains Adam by default in DeePMD-kit; here RLEKF is the default, and the schedule
@@ -163,7 +164,9 @@ TEST_CASE("misspelt and bad keys name the key, the file and a suggestion", "[tra
   doc = minimal();
   doc["training"]["training_data"]["batch_size"] = 0;
   CHECK(error_of(doc) ==
-        "'training.training_data.batch_size' in in.json is 0: must be a positive integer or \"auto\"");
+        "'training.training_data.batch_size' in in.json is 0: must be a positive integer, \"auto\", "
+        "\"auto:N\", "
+        "\"max:N\" or a list of one positive integer per system path (2)");
 
   doc = minimal();
   doc["training"].erase("numb_steps");
@@ -332,6 +335,50 @@ TEST_CASE("training_data.repeat is one count or one per system path", "[train][c
   doc = minimal();
   doc["training"]["validation_data"] = {{"systems", "c"}, {"repeat", 2}};
   CHECK_THAT(error_of(doc), Catch::Contains("unknown key 'repeat' in training.validation_data"));
+}
+
+TEST_CASE("batch_size takes DeePMD-kit's forms: a number, auto, auto:N, max:N, one per system path",
+          "[train][config]") {
+  // (natoms, batch) pairs: "auto:N" is the smallest batch with at least N atoms, "max:N" the largest with
+  // at most N (at least one frame).
+  const auto parsed = [](const json& b) {
+    json doc = minimal();
+    doc["training"]["training_data"]["batch_size"] = b;
+    return TrainConfig::from_json(doc, "in.json", "/tmp");
+  };
+  const auto data = [&](const json& b) { return parsed(b).training_data; };
+  CHECK(data(3).batch_for(192, 0) == 3);
+  CHECK(data("auto").batch_for(192, 0) == 1);
+  CHECK(data("auto").batch_for(12, 0) == 3);  // 36 >= 32
+  CHECK(data("auto").batch_for(32, 0) == 1);
+  CHECK(data("auto:100").batch_for(12, 0) == 9);  // 108 >= 100 > 96
+  CHECK(data("auto:100").batch_for(100, 0) == 1);
+  CHECK(data("max:100").batch_for(12, 0) == 8);   // 96 <= 100 < 108
+  CHECK(data("max:100").batch_for(192, 0) == 1);  // never fewer than one frame
+  CHECK(data(json({2, 5})).batch_for(12, 0) == 2);
+  CHECK(data(json({2, 5})).batch_for(12, 1) == 5);
+  // input.resolved.json keeps the form
+  CHECK(parsed("auto").to_json()["training"]["training_data"]["batch_size"] == "auto");
+  CHECK(parsed("auto:64").to_json()["training"]["training_data"]["batch_size"] == "auto:64");
+  CHECK(parsed("max:8").to_json()["training"]["training_data"]["batch_size"] == "max:8");
+  CHECK(parsed(json({2, 5})).to_json()["training"]["training_data"]["batch_size"] == json({2, 5}));
+  CHECK(
+      TrainConfig::from_json(parsed("auto:64").to_json(), "in.json", "/tmp").training_data.batch_for(12, 0) ==
+      6);
+
+  json doc = minimal();
+  const std::string rule =
+      "must be a positive integer, \"auto\", \"auto:N\", \"max:N\" or a list of one positive integer per "
+      "system path (2)";
+  for (const json& bad : {json(0), json("auto:"), json("auto:x"), json("max"), json("max:0"), json({1, 2, 3}),
+                          json({1, 0}), json("big")}) {
+    doc["training"]["training_data"]["batch_size"] = bad;
+    CHECK(error_of(doc) == "'training.training_data.batch_size' in in.json is " + bad.dump() + ": " + rule);
+  }
+  doc["training"]["training_data"]["batch_size"] = "mixed:32";
+  CHECK(error_of(doc) ==
+        "'training.training_data.batch_size' in in.json is \"mixed:32\": DeePMD-kit's \"mixed:N\" is not "
+        "supported by deepkf: use \"auto:N\" or \"max:N\"");
 }
 
 TEST_CASE("energy_replay \"auto\" fills an energy measurement to 128 atoms with at most 4 frames",
