@@ -1,9 +1,11 @@
 #include "optim/PackedSweep.hpp"
 
 #include <algorithm>
+#include <vector>
 
-// The build has -ffp-contract=off for this file: no fused multiply-adds, so the update expression rounds
-// the same in every clone of a kernel (optim/TargetClones.hpp) and in the flush.
+// Fused multiply-adds are allowed here (the compiler contracts where the clone's instruction set has
+// them): the flush (update_rows) runs the sweep itself with h = 0, so an element is updated by the same
+// instructions whether the update is applied in a sweep or in a flush, and rounds alike.
 #include "optim/TargetClones.hpp"
 
 namespace deepkf::packed {
@@ -13,7 +15,7 @@ namespace {
 constexpr std::int64_t kMaxChunks = 16;
 constexpr std::int64_t kChunkElements = std::int64_t{1} << 18;
 
-// p <- (p - (K_r / a) K_c) / lambda, rounded to T. One expression used by the sweep and the flush alike.
+// p <- (p - (K_r / a) K_c) / lambda, rounded to T (the subtraction may be fused with the product).
 template <typename T>
 DEEPKF_INLINE T updated(T p, double kr_over_a, double kc, double inv_lambda) {
   return static_cast<T>((static_cast<double>(p) - kr_over_a * kc) * inv_lambda);
@@ -120,17 +122,6 @@ DEEPKF_INLINE void sweep_range(T* P, std::int64_t n, std::int64_t r0, std::int64
 }
 
 template <typename T>
-DEEPKF_INLINE void update_range(T* P, std::int64_t n, std::int64_t r0, std::int64_t r1,
-                                const RankOneUpdate& u) {
-  for (std::int64_t r = r0; r < r1; ++r) {
-    T* row = P + row_offset(n, r) - r;
-    const double kr = u.K[r] * u.inv_a;
-#pragma omp simd
-    for (std::int64_t c = r; c < n; ++c) row[c] = updated(row[c], kr, u.K[c], u.inv_lambda);
-  }
-}
-
-template <typename T>
 DEEPKF_INLINE void scale_range(T* P, std::int64_t n, std::int64_t r0, std::int64_t r1, const double* s) {
   for (std::int64_t r = r0; r < r1; ++r) {
     T* row = P + row_offset(n, r) - r;
@@ -160,16 +151,6 @@ DEEPKF_CLONES void sweep_f64(double* P, std::int64_t n, std::int64_t r0, std::in
 DEEPKF_CLONES_F32 void sweep_f32(float* P, std::int64_t n, std::int64_t r0, std::int64_t r1,
                                  const RankOneUpdate& u, const double* h, double* y) {
   sweep_any(P, n, r0, r1, u, h, y);
-}
-
-DEEPKF_CLONES void update_f64(double* P, std::int64_t n, std::int64_t r0, std::int64_t r1,
-                              const RankOneUpdate& u) {
-  update_range(P, n, r0, r1, u);
-}
-
-DEEPKF_CLONES_F32 void update_f32(float* P, std::int64_t n, std::int64_t r0, std::int64_t r1,
-                                  const RankOneUpdate& u) {
-  update_range(P, n, r0, r1, u);
 }
 
 DEEPKF_CLONES void scale_f64(double* P, std::int64_t n, std::int64_t r0, std::int64_t r1, const double* s) {
@@ -208,12 +189,24 @@ void sweep_rows(float* P, std::int64_t n, std::int64_t r0, std::int64_t r1, cons
   sweep_f32(P, n, r0, r1, update, h, y);
 }
 
+namespace {
+
+// The sweep with h = 0: the update alone, through the sweep's own instructions (y comes out zero).
+template <typename T>
+void update_by_sweep(T* P, std::int64_t n, std::int64_t r0, std::int64_t r1, const RankOneUpdate& update) {
+  const std::vector<double> h(static_cast<std::size_t>(n), 0.0);
+  std::vector<double> y(static_cast<std::size_t>(n - r0), 0.0);
+  sweep_rows(P, n, r0, r1, update, h.data(), y.data());
+}
+
+}  // namespace
+
 void update_rows(double* P, std::int64_t n, std::int64_t r0, std::int64_t r1, const RankOneUpdate& update) {
-  update_f64(P, n, r0, r1, update);
+  update_by_sweep(P, n, r0, r1, update);
 }
 
 void update_rows(float* P, std::int64_t n, std::int64_t r0, std::int64_t r1, const RankOneUpdate& update) {
-  update_f32(P, n, r0, r1, update);
+  update_by_sweep(P, n, r0, r1, update);
 }
 
 void scale_rows(double* P, std::int64_t n, std::int64_t r0, std::int64_t r1, const double* s) {

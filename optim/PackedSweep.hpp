@@ -43,8 +43,9 @@ void sweep_rows(double* P, std::int64_t n, std::int64_t r0, std::int64_t r1, con
 void sweep_rows(float* P, std::int64_t n, std::int64_t r0, std::int64_t r1, const RankOneUpdate& update,
                 const double* h, double* y);
 
-// Rows [r0, r1) of the update alone (a flush before P is read), element for element the same arithmetic
-// as sweep_rows (no fused multiply-adds), so a flushed block equals one updated inside a sweep bit for bit.
+// Rows [r0, r1) of the update alone (a flush before P is read): sweep_rows with h = 0, so that each element
+// is updated by the same instructions as in a sweep over the same rows and a flushed block equals one
+// updated inside a sweep bit for bit. Costs a sweep's arithmetic; allocates 2n doubles.
 void update_rows(double* P, std::int64_t n, std::int64_t r0, std::int64_t r1, const RankOneUpdate& update);
 void update_rows(float* P, std::int64_t n, std::int64_t r0, std::int64_t r1, const RankOneUpdate& update);
 
