@@ -6,7 +6,8 @@
 //             P_{t+1} = (P_t - K_t K_t^T / a_t) / lambda_t   defer_update(K_t, a_t, lambda_t): nothing moves
 //   step t+1: sweep(h_{t+1}) updates each element and uses it at once for K_{t+1} = P_{t+1} h_{t+1}
 // Whatever reads P itself (dense(), packed(), checkpoints) calls flush() first; a flushed block equals one
-// updated inside a sweep bit for bit, so results do not depend on when flushes happen.
+// updated inside a sweep bit for bit, so float64 results do not depend on when flushes happen, and float32
+// results only by float32 rounding (the CPU sweep multiplies with updated values before rounding them).
 //
 // CPU: the rows of all blocks are cut into chunks that depend only on n_j (PackedSweep.hpp, row_chunks),
 // threads take chunks from a shared counter, and each chunk adds into its own partial vector; the partials

@@ -15,19 +15,17 @@ namespace {
 constexpr std::int64_t kMaxChunks = 16;
 constexpr std::int64_t kChunkElements = std::int64_t{1} << 18;
 
-// p <- (p - (K_r / a) K_c) / lambda, rounded to T (the subtraction may be fused with the product).
-template <typename T>
-DEEPKF_INLINE T updated(T p, double kr_over_a, double kc, double inv_lambda) {
-  return static_cast<T>((static_cast<double>(p) - kr_over_a * kc) * inv_lambda);
-}
-
-// Element (r, c) of a row: updated and stored when kUpdate, returned as float64.
+// Element (r, c) of a row, returned as float64. When kUpdate it is first updated,
+//   p <- (p - (K_r / a) K_c) / lambda   (in float64; the subtraction may be fused with the product),
+// and stored rounded to T. The value returned is the float64 one before that rounding: for float32 blocks
+// this saves converting the stored value back (conversions are much of that sweep's arithmetic: the step is
+// 5 to 14% faster without it), and the product differs from one with the stored value by float32 rounding.
 template <typename T, bool kUpdate>
 DEEPKF_INLINE double element(T* row, std::int64_t c, double kr, const double* K, double il) {
   if constexpr (kUpdate) {
-    const T p = updated(row[c], kr, K[c], il);
-    row[c] = p;
-    return static_cast<double>(p);
+    const double p = (static_cast<double>(row[c]) - kr * K[c]) * il;
+    row[c] = static_cast<T>(p);
+    return p;
   } else {
     return static_cast<double>(row[c]);
   }
@@ -68,6 +66,14 @@ DEEPKF_INLINE void sweep_eight_rows(T* P, std::int64_t n, std::int64_t r, const 
   for (int i = 0; i < R; ++i) {
     rows[i] = P + row_offset(n, r + i) - (r + i);  // rows[i][c] = p_{r+i,c} for c >= r + i
     kr[i] = kUpdate ? K[r + i] * u.inv_a : 0.0;
+  }
+  // The next eight rows begin far from where these end: fetch their first lines now, so that they do not
+  // start as eight cache misses at once (1 to 3% of a float32 step at b = 2048).
+  if (r + 2 * R <= n) {
+    for (int i = 0; i < R; ++i) {
+      const char* start = reinterpret_cast<const char*>(P + row_offset(n, r + R + i));
+      for (int line = 0; line < 8; ++line) __builtin_prefetch(start + 64 * line, 1, 3);
+    }
   }
   for (int i = 0; i < R; ++i) {
     const double hi = h[r + i];

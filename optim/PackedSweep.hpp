@@ -10,7 +10,8 @@
 //   p_rc <- (p_rc - K_r K_c / a) / lambda
 //   y_r  += p_rc h_c ;  y_c += p_rc h_r   (c > r)
 // which is y = P_new h over the whole symmetric block. Products and sums are accumulated in float64 for
-// float32 blocks too.
+// float32 blocks too; an updated float32 element enters the products as computed, before it is rounded for
+// storage.
 #include <cstdint>
 #include <vector>
 

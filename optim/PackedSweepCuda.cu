@@ -25,8 +25,11 @@ __device__ __forceinline__ std::int64_t row_start(std::int64_t n, std::int64_t r
   return r * n - r * (r - 1) / 2;
 }
 
-// p <- (p - (K_r / a) K_c) / lambda, rounded to T, with no contraction into fused multiply-adds: the same
-// roundings as the CPU kernel's expression, and as every other use of it here.
+// p <- (p - (K_r / a) K_c) / lambda, rounded to T, with no contraction into fused multiply-adds, so that
+// every use of it here rounds alike and a flushed block equals one updated inside a sweep bit for bit. The
+// products use the stored (rounded) value, so on the device float32 results do not depend on flushes
+// either. (The CPU kernel contracts where it can and multiplies with the value before rounding: the two
+// agree to float32 rounding, not bit for bit.)
 template <typename T>
 __device__ __forceinline__ T updated(T p, double kr_over_a, double kc, double inv_lambda) {
   return static_cast<T>(__dmul_rn(__dsub_rn(static_cast<double>(p), __dmul_rn(kr_over_a, kc)), inv_lambda));

@@ -181,10 +181,14 @@ TEST_CASE("kalman update equals dense block-diagonal algebra over energy, force 
   }
 }
 
-TEST_CASE("flushing the deferred covariance update anywhere gives the same weights, bit for bit",
-          "[optim][kalman]") {
+TEST_CASE(
+    "flushing the deferred covariance update anywhere gives the same weights: float64 bit for bit, "
+    "float32 to its rounding",
+    "[optim][kalman]") {
   for (const auto p_dtype : {torch::kFloat64, torch::kFloat32}) {
     INFO("covariance dtype " << c10::toString(p_dtype));
+    // A float32 sweep multiplies with updated values before they are rounded for storage (PackedSweep.cpp).
+    const double tolerance = p_dtype == torch::kFloat64 ? 0.0 : 1e-6;
     KalmanOptions options;
     options.blocksize = 24;
     options.p_dtype = p_dtype;
@@ -204,9 +208,16 @@ TEST_CASE("flushing the deferred covariance update anywhere gives the same weigh
         kf_poked.save(archive);
       }
     }
-    for (std::size_t t = 0; t < plain.size(); ++t) CHECK(torch::equal(plain[t], poked[t]));
-    for (std::int64_t i = 0; i < kf_plain.layout().num_blocks(); ++i)
-      CHECK(torch::equal(kf_plain.packed_covariance(i), kf_poked.packed_covariance(i)));
+    for (std::size_t t = 0; t < plain.size(); ++t) {
+      INFO("parameter " << t << ", relative difference " << relative_difference(poked[t], plain[t]));
+      CHECK(relative_difference(poked[t], plain[t]) <= tolerance);
+    }
+    for (std::int64_t i = 0; i < kf_plain.layout().num_blocks(); ++i) {
+      const auto difference =
+          relative_difference(kf_poked.packed_covariance(i), kf_plain.packed_covariance(i));
+      INFO("block " << i << ", relative difference " << difference);
+      CHECK(difference <= tolerance);
+    }
   }
 }
 
@@ -280,6 +291,50 @@ TEST_CASE("covariance is symmetric by construction and its memory is sum n_i (n_
   }
 }
 
+namespace {
+
+void save_state(KalmanFilter& kf, const std::string& file) {
+  torch::serialize::OutputArchive archive;
+  kf.save(archive);
+  archive.save_to(file);
+}
+
+void load_state(KalmanFilter& kf, const std::string& file) {
+  torch::serialize::InputArchive archive;
+  archive.load_from(file);
+  kf.load(archive);
+}
+
+}  // namespace
+
+TEST_CASE("with a float32 covariance a resumed run repeats the run that saved the state, bit for bit",
+          "[optim][kalman][restart]") {
+  // Saving flushes the pending update in the running filter, which then multiplies with stored values as
+  // the resumed one does (a float32 sweep's products otherwise see values before their rounding).
+  const std::vector<std::vector<std::int64_t>> shapes = {{6, 5}, {5}, {12}, {3, 3}};
+  KalmanOptions options;
+  options.blocksize = 16;
+  options.p_dtype = torch::kFloat32;
+  const std::string file = make_temp_dir("kalman-restart-f32") + "/state.pt";
+  auto original = make_params(shapes, 21);
+  KalmanFilter kf(original, options);
+  std::vector<torch::Tensor> saved_weights;
+  for (std::int64_t k = 0; k < 8; ++k) {
+    kf.update(make_innovation(k), make_grads(original, k));
+    if (k == 2) {
+      save_state(kf, file);
+      saved_weights = clone_all(original);
+    }
+  }
+  auto resumed = clone_all(saved_weights);
+  KalmanFilter kf_resumed(resumed, options);
+  load_state(kf_resumed, file);
+  for (std::int64_t k = 3; k < 8; ++k) kf_resumed.update(make_innovation(k), make_grads(resumed, k));
+  for (std::size_t t = 0; t < shapes.size(); ++t) CHECK(torch::equal(resumed[t], original[t]));
+  for (std::int64_t i = 0; i < kf.layout().num_blocks(); ++i)
+    CHECK(torch::equal(kf_resumed.packed_covariance(i), kf.packed_covariance(i)));
+}
+
 TEST_CASE("kalman save and restore continues bit-identically", "[optim][kalman][restart]") {
   const std::vector<std::vector<std::int64_t>> shapes = {{6, 5}, {5}, {12}, {3, 3}};
   KalmanOptions options;
@@ -298,16 +353,12 @@ TEST_CASE("kalman save and restore continues bit-identically", "[optim][kalman][
   {
     KalmanFilter kf(first, options);
     for (std::int64_t k = 0; k < 3; ++k) kf.update(make_innovation(k), make_grads(first, k));
-    torch::serialize::OutputArchive archive;
-    kf.save(archive);
-    archive.save_to(file);
+    save_state(kf, file);
     saved_weights = clone_all(first);
   }
   auto resumed = clone_all(saved_weights);
   KalmanFilter kf_resumed(resumed, options);
-  torch::serialize::InputArchive in;
-  in.load_from(file);
-  kf_resumed.load(in);
+  load_state(kf_resumed, file);
   CHECK(kf_resumed.steps() == 3);
   for (std::int64_t k = 3; k < 8; ++k) kf_resumed.update(make_innovation(k), make_grads(resumed, k));
 

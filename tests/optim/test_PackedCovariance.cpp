@@ -1,5 +1,5 @@
 // The packed covariance: the fused sweep against dense algebra (y = P h, and the deferred rank-1 update),
-// flushing against fusing (bit for bit), the row chunks, and independence of the thread count.
+// flushing against fusing (bit for bit in float64), the row chunks, and independence of the thread count.
 #include <ATen/Parallel.h>
 #include <torch/torch.h>
 
@@ -99,13 +99,16 @@ TEST_CASE("the fused sweep equals dense algebra: y = P h, then the deferred upda
       for (std::size_t j = 0; j < kSizes.size(); ++j) {
         INFO("block " << j << " of size " << kSizes[j]);
         const auto n = kSizes[j];
+        // The sweep multiplies with P_j as updated in float64 and stores it rounded to the block's dtype.
+        auto updated = P[j];
         if (step > 0) {
-          // P_j <- (P_j - K_j K_j^T / a) / lambda, then rounded to the block's dtype as the sweep stores it.
+          // P_j <- (P_j - K_j K_j^T / a) / lambda
           const auto k = K_prev.narrow(0, off, n);
-          P[j] = ((P[j] - torch::outer(k, k) / a) / lambda).to(dtype).to(torch::kFloat64);
+          updated = (P[j] - torch::outer(k, k) / a) / lambda;
+          P[j] = updated.to(dtype).to(torch::kFloat64);
         }
         const auto hj = h.narrow(0, off, n);
-        const auto ref = P[j].mv(hj);
+        const auto ref = updated.mv(hj);
         CHECK(relative_difference(K.narrow(0, off, n), ref) <
               (f64 ? 1e-13 : 1e-12));  // products in float64 for both
         CHECK(terms[j] == Approx(hj.dot(ref).item<double>()).epsilon(1e-12));
@@ -128,10 +131,15 @@ TEST_CASE("the fused sweep equals dense algebra: y = P h, then the deferred upda
   }
 }
 
-TEST_CASE("flushing the deferred update equals applying it inside the sweep, bit for bit",
-          "[optim][packed]") {
+TEST_CASE(
+    "flushing the deferred update equals applying it inside the sweep: float64 bit for bit, float32 to "
+    "its rounding",
+    "[optim][packed]") {
   for (const auto dtype : {torch::kFloat64, torch::kFloat32}) {
     INFO("dtype " << c10::toString(dtype));
+    // A float32 sweep multiplies with an updated value before it is rounded for storage; after a flush it
+    // multiplies with the stored one. Products then differ by float32 rounding, and so do later updates.
+    const double tolerance = dtype == torch::kFloat64 ? 0.0 : 1e-6;
     PackedCovariance fused(kSizes, 0.5, dtype, torch::kCPU);
     PackedCovariance flushed(kSizes, 0.5, dtype, torch::kCPU);
     for (int step = 0; step < 5; ++step) {
@@ -140,15 +148,24 @@ TEST_CASE("flushing the deferred update equals applying it inside the sweep, bit
       if (step % 2 == 1) flushed.flush();
       const auto K1 = fused.sweep(h, t1);
       const auto K2 = flushed.sweep(h, t2);
-      CHECK(torch::equal(K1, K2));
-      CHECK(t1 == t2);
+      CHECK(relative_difference(K2, K1) <= tolerance);
+      for (std::size_t j = 0; j < t1.size(); ++j)
+        CHECK(std::abs(t1[j] - t2[j]) <= tolerance * std::abs(t1[j]));
+      if (step == 1) {
+        // The same update on the same bits, once by a flush and once inside a sweep: equal bit for bit.
+        for (std::int64_t j = 0; j < fused.num_blocks(); ++j)
+          CHECK(torch::equal(fused.packed(j), flushed.packed(j)));
+      }
       double a = 1.0;
       for (double t : t1) a += t;
+      // Both take the fused run's K, so that only the flushes differ between them.
       fused.defer_update(K1, a, 0.98);
-      flushed.defer_update(K2, a, 0.98);
+      flushed.defer_update(K1.clone(), a, 0.98);
     }
-    for (std::int64_t j = 0; j < fused.num_blocks(); ++j)
-      CHECK(torch::equal(fused.packed(j), flushed.packed(j)));
+    for (std::int64_t j = 0; j < fused.num_blocks(); ++j) {
+      INFO("block " << j);
+      CHECK(relative_difference(flushed.packed(j), fused.packed(j)) <= tolerance);
+    }
   }
 }
 

@@ -37,9 +37,12 @@ TEST_CASE("the CUDA sweep equals the CPU sweep to round-off and repeats its own 
       const auto Kc = cpu.sweep(h, tc);
       const auto Kg = gpu.sweep(h.to(torch::kCUDA), tg);
       const auto Kf = gpu_flushed.sweep(h.to(torch::kCUDA), tf);
-      CHECK(relative_difference(Kg, Kc) < 1e-12);
+      // float32 blocks round each update once, and the CPU sweep (fused multiply-adds, products with the
+      // value before that rounding) and the CUDA one (neither) may round differently.
+      const double tol = dtype == torch::kFloat64 ? 1e-12 : 1e-6;
+      CHECK(relative_difference(Kg, Kc) < tol);
       CHECK(torch::equal(Kg, Kf));  // flushing does not change the bits on the device either
-      for (std::size_t j = 0; j < tc.size(); ++j) CHECK(tg[j] == Approx(tc[j]).epsilon(1e-12));
+      for (std::size_t j = 0; j < tc.size(); ++j) CHECK(tg[j] == Approx(tc[j]).epsilon(tol));
       double a = 2.0;
       for (double t : tc) a += t;
       cpu.defer_update(Kc, a, 0.98);
