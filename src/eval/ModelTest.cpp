@@ -36,15 +36,17 @@ void check_finite_prediction(const ModelOutput& out, const std::vector<std::int6
 
 }  // namespace
 
-ModelTestResult test_model(const LoadedModel& loaded, const Dataset& data, int batch) {
+ModelTestResult test_model(const LoadedModel& loaded, const Dataset& data, int batch,
+                           std::int64_t max_frames) {
   const ModelConfig& config = loaded.config;
   DeepPot model = loaded.model;  // a handle: evaluation is not const
   ModelTestResult r;
   for (const auto& sys : data.systems) {
     ErrorMetrics m;
-    for (std::int64_t begin = 0; begin < sys.nframes; begin += batch) {
+    const std::int64_t tested = max_frames > 0 ? std::min(max_frames, sys.nframes) : sys.nframes;
+    for (std::int64_t begin = 0; begin < tested; begin += batch) {
       std::vector<std::int64_t> frames;
-      for (std::int64_t f = begin; f < std::min(sys.nframes, begin + batch); ++f) frames.push_back(f);
+      for (std::int64_t f = begin; f < std::min(tested, begin + batch); ++f) frames.push_back(f);
       const Batch b = make_batch(sys, frames, config, torch::kCPU, config.precision);
       const ModelOutput out = model->evaluate(b.coord, b.atype, b.nlist, b.shift, false);
       check_finite_prediction(out, frames, sys.source);
@@ -53,8 +55,13 @@ ModelTestResult test_model(const LoadedModel& loaded, const Dataset& data, int b
       const auto re = b.energy.to(torch::kFloat64).contiguous();
       for (std::size_t k = 0; k < frames.size(); ++k) {
         const auto i = static_cast<std::int64_t>(k);
-        FrameResult fr{sys.source,           frames[k],    sys.natoms,  re[i].item<double>(),
-                       pe[i].item<double>(), std::nan(""), std::nan("")};
+        FrameResult fr;
+        fr.system = sys.source;
+        fr.frame = frames[k];
+        fr.natoms = sys.natoms;
+        fr.e_ref = re[i].item<double>();
+        fr.e_pred = pe[i].item<double>();
+        fr.f_rmse = fr.v_rmse_per_atom = std::nan("");
         const double n = static_cast<double>(sys.natoms);
         r.e_ref.push_back(fr.e_ref / n);
         r.e_pred.push_back(fr.e_pred / n);
@@ -62,22 +69,23 @@ ModelTestResult test_model(const LoadedModel& loaded, const Dataset& data, int b
           const auto ref = b.force[i].to(torch::kFloat64).contiguous().reshape({-1});
           const auto pred = out.force[i].to(torch::kFloat64).contiguous().reshape({-1});
           fr.f_rmse = (pred - ref).square().mean().sqrt().item<double>();
+          fr.force_begin = static_cast<std::int64_t>(r.f_ref.size());
           r.f_ref.insert(r.f_ref.end(), ref.data_ptr<double>(), ref.data_ptr<double>() + ref.numel());
           r.f_pred.insert(r.f_pred.end(), pred.data_ptr<double>(), pred.data_ptr<double>() + pred.numel());
         }
         if (b.has_virial) {
-          fr.v_rmse_per_atom = ((out.virial[i].to(torch::kFloat64) - b.virial[i].to(torch::kFloat64)) / n)
-                                   .square()
-                                   .mean()
-                                   .sqrt()
-                                   .item<double>();
+          const auto ref = b.virial[i].to(torch::kFloat64).contiguous().reshape({-1});
+          const auto pred = out.virial[i].to(torch::kFloat64).contiguous().reshape({-1});
+          fr.v_rmse_per_atom = ((pred - ref) / n).square().mean().sqrt().item<double>();
+          fr.v_ref.assign(ref.data_ptr<double>(), ref.data_ptr<double>() + ref.numel());
+          fr.v_pred.assign(pred.data_ptr<double>(), pred.data_ptr<double>() + pred.numel());
         }
         r.frames.push_back(fr);
       }
     }
-    r.systems.push_back({sys.source, sys.nframes, m});
+    r.systems.push_back({sys.source, tested, m, sys.atom_types});
     r.total.merge(m);
-    r.total_frames += sys.nframes;
+    r.total_frames += tested;
   }
   return r;
 }

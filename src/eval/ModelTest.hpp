@@ -18,12 +18,16 @@ struct FrameResult {
   double e_ref = 0.0, e_pred = 0.0;  // total energies (eV)
   double f_rmse = 0.0;               // force RMSE over the frame's components (eV/A); NaN without forces
   double v_rmse_per_atom = 0.0;      // virial RMSE per atom (eV/atom); NaN without virials
+  // The frame's force components in ModelTestResult::f_ref / f_pred start here (-1 without forces).
+  std::int64_t force_begin = -1;
+  std::vector<double> v_ref, v_pred;  // the 9 virial components (eV), row-major; empty without virials
 };
 
 struct SystemResult {
   std::string source;
-  std::int64_t frames = 0;
+  std::int64_t frames = 0;  // tested
   ErrorMetrics metrics;
+  std::vector<int> atom_types;  // the model's type index of each atom, in the data's order
 };
 
 struct ModelTestResult {
@@ -35,9 +39,11 @@ struct ModelTestResult {
   std::vector<double> e_ref, e_pred, f_ref, f_pred;
 };
 
-// Evaluates `model` on every frame of `data`, `batch` frames at a time, on the CPU. Throws ModelError naming
-// the frame and system when a predicted energy, force or virial is not finite.
-ModelTestResult test_model(const LoadedModel& model, const Dataset& data, int batch);
+// Evaluates `model` on every frame of `data` (the first `max_frames` of each system when it is positive),
+// `batch` frames at a time, on the CPU. Throws ModelError naming the frame and system when a predicted
+// energy, force or virial is not finite.
+ModelTestResult test_model(const LoadedModel& model, const Dataset& data, int batch,
+                           std::int64_t max_frames = 0);
 
 // The per-frame table, tab-separated with a commented header.
 std::string frames_table(const ModelTestResult& result);
