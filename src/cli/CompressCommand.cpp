@@ -1,5 +1,7 @@
 // deepkf compress MODEL -o OUT [--step H] [--extrapolate X] [--min-distance R]: a compressed copy of a model
 // file, its embedding nets replaced by tables of piecewise quintic polynomials (docs/compression.md).
+// `dp compress`'s spelling works too: -i MODEL, -s H, -e X; its -t (training script) and -f (overflow
+// check frequency) are accepted and have nothing to do here, which is said.
 #include <fmt/format.h>
 #include <torch/torch.h>
 
@@ -16,11 +18,29 @@ namespace {
 
 struct CompressArgs {
   std::string model;
+  std::string input;  // -i, as dp compress
   std::string output = "model-compressed.pt";
+  std::string training_script;
+  int frequency = -1;
   TableSettings settings;
 };
 
 void run_compress(CompressArgs args) {
+  if (args.model.empty()) args.model = args.input;
+  if (args.model.empty())
+    throw ConfigError("deepkf compress: give the model file to compress (MODEL or -i MODEL)");
+  if (!args.training_script.empty()) {
+    fmt::print(
+        "note: -t {} is not needed: the model file records the closest neighbours of its training data "
+        "(or give --min-distance)\n",
+        args.training_script);
+  }
+  if (args.frequency > 0) {
+    fmt::print(
+        "note: -f {} (overflow checks during MD) has no counterpart: the LAMMPS plugin warns the first "
+        "time a neighbour falls beyond the tables\n",
+        args.frequency);
+  }
   if (args.output == args.model) {
     throw ConfigError("deepkf compress: the output file (-o " + args.output +
                       ") must differ from the model file it reads");
@@ -62,14 +82,23 @@ void add_compress_command(CLI::App& app) {
   auto args = std::make_shared<CompressArgs>();
   auto* cmd = app.add_subcommand(
       "compress", "Tabulate a model's embedding nets for faster evaluation (LAMMPS, deepkf test)");
-  cmd->add_option("MODEL", args->model, "model file (uncompressed)")->required()->check(CLI::ExistingFile);
+  auto* positional =
+      cmd->add_option("MODEL", args->model, "model file (uncompressed)")->check(CLI::ExistingFile);
+  cmd->add_option("-i,--input", args->input, "the model file, as dp compress -i")
+      ->check(CLI::ExistingFile)
+      ->excludes(positional);
   cmd->add_option("-o,--output", args->output, "compressed model file to write")->capture_default_str();
-  cmd->add_option("--step", args->settings.step,
+  cmd->add_option("-s,--step", args->settings.step,
                   "knot spacing in the embedding nets' input over the training range")
       ->capture_default_str();
-  cmd->add_option("--extrapolate", args->settings.extrapolate,
+  cmd->add_option("-e,--extrapolate", args->settings.extrapolate,
                   "the coarse region (10 x the step) reaches this multiple of the largest s seen in training")
       ->capture_default_str();
+  cmd->add_option(
+      "-t,--training-script", args->training_script,
+      "dp compress's training input: accepted, not needed (the model records its training range)");
+  cmd->add_option("-f,--frequency", args->frequency,
+                  "dp compress's overflow check frequency: accepted, no counterpart");
   cmd->add_option_function<double>(
          "--min-distance",
          [args](double r) {

@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   deepkf::cli::add_train_command(app);
   deepkf::cli::add_test_command(app);
   deepkf::cli::add_export_command(app);
+  deepkf::cli::add_freeze_command(app);
   deepkf::cli::add_compress_command(app);
   deepkf::cli::add_plan_command(app);
   deepkf::cli::add_uncertainty_command(app);

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# DeePMD-kit's command sequence with `dp` replaced by `deepkf`, in a training folder, as its documentation
+# gives it (train, freeze, compress, test), on the project's silicon data; then the mistakes freeze and
+# compress refuse with one error line.
+# Usage: cli_dp_workflow.sh DEEPKF SOURCE_DIR
+set -u
+deepkf=$1
+source_dir=$2
+work=$(mktemp -d "${TMPDIR:-/tmp}/deepkf-dp-workflow.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+source "$source_dir/tests/support/cli_checks.sh"
+
+mkdir -p "$work/train" "$work/empty"
+cat >"$work/train/input.json" <<JSON
+{"model": {"type_map": ["Si"],
+           "descriptor": {"type": "se_e2_a", "rcut": 4.0, "rcut_smth": 1.0, "sel": [40], "neuron": [4, 8],
+                          "axis_neuron": 2, "type_one_side": true},
+           "fitting_net": {"neuron": [8, 8]}},
+ "training": {"training_data": {"systems": ["$source_dir/data/si_cp2k.h5"]}, "numb_steps": 2,
+              "disp_freq": 1, "save_freq": 2, "num_threads": 1}}
+JSON
+cd "$work/train" || exit 1
+expect "deepkf train input.json" "model.ckpt" "$deepkf" train input.json --no-progress
+expect "deepkf freeze -o graph.pb" "model written to graph.pb" "$deepkf" freeze -o graph.pb
+expect "deepkf compress -i graph.pb -o graph-compress.pb -t input.json" "note: -t input.json is not needed" \
+  "$deepkf" compress -i graph.pb -o graph-compress.pb -t input.json
+expect "deepkf test -m graph-compress.pb -s DATA -n 2" "all systems" \
+  "$deepkf" test -m graph-compress.pb -s "$source_dir/data/si_cp2k.h5" -n 2
+
+# freeze wrote what export writes from the same checkpoint: the same predictions on every frame.
+expect "export the same checkpoint" "model written to" "$deepkf" export model.ckpt -o exported.pt
+"$deepkf" test -m graph.pb -s "$source_dir/data/si_cp2k.h5" -o frozen >/dev/null 2>&1 || fail "test graph.pb"
+"$deepkf" test -m exported.pt -s "$source_dir/data/si_cp2k.h5" -o exported >/dev/null 2>&1 || fail "test exported.pt"
+if cmp -s frozen.frames.tsv exported.frames.tsv; then
+  ok "freeze and export: the same per-frame results"
+else
+  fail "freeze and export differ: $(diff frozen.frames.tsv exported.frames.tsv | head -3)"
+fi
+# -c takes the training folder from elsewhere, or the checkpoint file itself.
+cd "$work" || exit 1
+expect "deepkf freeze -c train" "model written to frozen_model.pth" "$deepkf" freeze -c train
+expect "deepkf freeze -c train/model.ckpt -o b.pt" "model written to b.pt" "$deepkf" freeze -c train/model.ckpt -o b.pt
+
+expect_error "freeze in a folder without a checkpoint" "no checkpoint model.ckpt in $work/empty" \
+  "$deepkf" freeze -c "$work/empty"
+expect_error "freeze from a folder that does not exist" "-c $work/nowhere: no such folder or checkpoint file" \
+  "$deepkf" freeze -c "$work/nowhere"
+expect_error "compress without a model" "give the model file to compress" "$deepkf" compress -o x.pt
+
+if [ $failures -ne 0 ]; then
+  echo "$failures failure(s)"
+  exit 1
+fi
+echo "all cli_dp_workflow checks passed"
