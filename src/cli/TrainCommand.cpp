@@ -1,4 +1,5 @@
-// deepkf train INPUT.json [--restart CKPT | --continue CKPT | --init-model MODEL] [-o DIR]: fit a model.
+// deepkf train INPUT.json [--restart CKPT | --continue CKPT | --init-model MODEL|CKPT] [-o DIR]: fit a model.
+// `dp train`'s spellings work too: -r CKPT, -i CKPT, -f/--init-frz-model MODEL, --skip-neighbor-stat.
 // Under mpirun every rank runs this command; a rank-local error ends the whole job with its message
 // (MPI_Abort), never a hang.
 #include <mpi.h>
@@ -22,8 +23,10 @@ struct TrainArgs {
   std::string restart;
   std::string continue_from;
   std::string init_model;
+  std::string init_frozen;  // dp train -f
   std::string output_dir = ".";
   bool no_progress = false;
+  bool skip_neighbor_stat = false;
 };
 
 void run_train(const TrainArgs& args) {
@@ -33,7 +36,12 @@ void run_train(const TrainArgs& args) {
     options.output_dir = args.output_dir;
     options.restart = args.restart;
     options.continue_from = args.continue_from;
-    options.init_model = args.init_model;
+    options.init_model = args.init_model.empty() ? args.init_frozen : args.init_model;
+    if (args.skip_neighbor_stat && comm->rank() == 0) {
+      std::printf(
+          "note: --skip-neighbor-stat changes nothing: deepkf always gathers the neighbour statistics "
+          "(automatic sel, the training range that compression uses)\n");
+    }
     options.progress = args.no_progress ? 0 : -1;
     Trainer trainer(config, options, comm);
     const TrainResult r = trainer.run();
@@ -68,16 +76,22 @@ void add_train_command(CLI::App& app) {
   auto args = std::make_shared<TrainArgs>();
   auto* cmd = app.add_subcommand("train", "Train a Deep Potential from a DeePMD-kit style input file");
   cmd->add_option("INPUT", args->input, "input file (input.json)")->required()->check(CLI::ExistingFile);
-  auto* restart =
-      cmd->add_option("--restart", args->restart, "continue from this checkpoint")->check(CLI::ExistingFile);
+  auto* restart = cmd->add_option("-r,--restart", args->restart, "continue from this checkpoint")
+                      ->check(CLI::ExistingFile);
   cmd->add_option(
          "--continue", args->continue_from,
          "go on learning from this checkpoint's weights and optimizer state on the input's data, which "
          "may have grown (the data order starts afresh)")
       ->check(CLI::ExistingFile)
       ->excludes(restart);
-  cmd->add_option("--init-model", args->init_model, "start from this model file (fine-tuning)")
-      ->check(CLI::ExistingFile);
+  auto* init = cmd->add_option("-i,--init-model", args->init_model,
+                               "start from the weights of this model file or checkpoint (fine-tuning)")
+                   ->check(CLI::ExistingFile);
+  cmd->add_option("-f,--init-frz-model", args->init_frozen, "the same for a model file, as dp train -f")
+      ->check(CLI::ExistingFile)
+      ->excludes(init);
+  cmd->add_flag("--skip-neighbor-stat", args->skip_neighbor_stat,
+                "dp train's flag: accepted, changes nothing (the statistics are always gathered)");
   cmd->add_option("-o,--output", args->output_dir, "directory for the outputs")->capture_default_str();
   cmd->add_flag("--no-progress", args->no_progress, "no progress bar");
   cmd->callback([args] { run_train(*args); });

@@ -185,6 +185,8 @@ nlohmann::json read_model_metadata(const std::string& path) {
   return parse_metadata(read_metadata_text(archive, path), path);
 }
 
+bool is_training_checkpoint(const std::string& path) { return starts_like_checkpoint(path); }
+
 LoadedModel load_model(const std::string& path, torch::Device device) {
   auto archive = open_archive(path, device);
   const std::string text = read_metadata_text(archive, path);

@@ -39,6 +39,8 @@ void save_model(const std::string& path, const DeepPot& model, const nlohmann::j
 // truncated or corrupt (from format 2: any part whose checksum differs, named), a checkpoint, or has a
 // format version newer than kModelFormatVersion.
 LoadedModel load_model(const std::string& path, torch::Device device = torch::kCPU);
+// Whether `path` is a training checkpoint (format 2 and later) rather than a model file.
+bool is_training_checkpoint(const std::string& path);
 
 // Only the metadata JSON of a model file (same errors as load_model).
 nlohmann::json read_model_metadata(const std::string& path);

@@ -70,8 +70,16 @@ void Trainer::Impl::setup() {
     return;
   }
   if (!opt.init_model.empty()) {
+    // A model file, or a checkpoint as DeePMD-kit's --init-model takes one: its weights only.
+    const bool from_checkpoint = is_training_checkpoint(opt.init_model);
     together([&] {
-      auto loaded = load_model(opt.init_model, torch::kCPU);
+      LoadedModel loaded;
+      if (from_checkpoint) {
+        loaded.model = read_checkpoint(opt.init_model, torch::kCPU).model;
+        loaded.config = loaded.model->config();
+      } else {
+        loaded = load_model(opt.init_model, torch::kCPU);
+      }
       if (loaded.model->compressed()) {
         throw ConfigError("--init-model " + opt.init_model +
                           " is a compressed model (deepkf compress): training continues on an uncompressed "
@@ -80,7 +88,14 @@ void Trainer::Impl::setup() {
       mcfg = loaded.config;
       model = loaded.model;
     });
-    log->info("starting from model {} ({} parameters)", opt.init_model, model->parameter_count());
+    if (from_checkpoint) {
+      log->info(
+          "starting from the weights of checkpoint {} ({} parameters; its optimizer state is not used: "
+          "--continue would keep it)",
+          opt.init_model, model->parameter_count());
+    } else {
+      log->info("starting from model {} ({} parameters)", opt.init_model, model->parameter_count());
+    }
   } else {
     mcfg = ModelConfig::from_json(cfg.model, cfg.file);
     resolve_sel(mcfg, data.train, *comm, *log);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # DeePMD-kit's command sequence with `dp` replaced by `deepkf`, in a training folder, as its documentation
-# gives it (train, freeze, compress, test), on the project's silicon data; then the mistakes freeze and
-# compress refuse with one error line.
+# gives it (train, freeze, compress, test), dp train's options for starting from earlier work, on the
+# project's silicon data; then the mistakes freeze and compress refuse with one error line.
 # Usage: cli_dp_workflow.sh DEEPKF SOURCE_DIR
 set -u
 deepkf=$1
@@ -36,6 +36,20 @@ if cmp -s frozen.frames.tsv exported.frames.tsv; then
 else
   fail "freeze and export differ: $(diff frozen.frames.tsv exported.frames.tsv | head -3)"
 fi
+# dp train's ways to start from earlier work: a checkpoint's weights (-i, as DP-GEN passes it), a frozen
+# model (-f), a restart (-r); --skip-neighbor-stat is accepted.
+expect "deepkf train input.json --init-model model.ckpt --skip-neighbor-stat" \
+  "note: --skip-neighbor-stat changes nothing" \
+  "$deepkf" train input.json --init-model model.ckpt --skip-neighbor-stat -o init --no-progress
+grep -q "starting from the weights of checkpoint model.ckpt" init/train.log &&
+  ok "init-model from a checkpoint: its weights" || fail "init-model: no line naming the checkpoint in init/train.log"
+expect "deepkf train input.json -f graph.pb" "model.ckpt" "$deepkf" train input.json -f graph.pb -o frz --no-progress
+grep -q "starting from model graph.pb" frz/train.log && ok "init-frz-model: the model's weights" ||
+  fail "init-frz-model: no line naming graph.pb in frz/train.log"
+sed 's/"numb_steps": 2/"numb_steps": 4/' input.json >longer.json
+expect "deepkf train longer.json -r model.ckpt" "finished after 4 steps" \
+  "$deepkf" train longer.json -r model.ckpt --no-progress
+
 # -c takes the training folder from elsewhere, or the checkpoint file itself.
 cd "$work" || exit 1
 expect "deepkf freeze -c train" "model written to frozen_model.pth" "$deepkf" freeze -c train
