@@ -14,12 +14,12 @@
 #include <thread>
 
 #include "src/cli/Commands.hpp"
+#include "src/cli/FrameInputs.hpp"
 #include "src/cli/MpiSession.hpp"
 #include "src/core/AtomicFile.hpp"
 #include "src/core/Error.hpp"
 #include "src/core/Together.hpp"
 #include "src/data/Dataset.hpp"
-#include "src/data/LammpsDump.hpp"
 #include "src/eval/EnsembleDeviation.hpp"
 #include "src/eval/UncertaintyTable.hpp"
 #include "src/model/ModelFile.hpp"
@@ -41,38 +41,6 @@ struct UncertaintyArgs {
   double relative = -1.0;
   int threads = 0;
 };
-
-// Frames to score: every system of every path, under the model's type map; a LAMMPS dump's frames carry
-// their timesteps.
-struct Frames {
-  std::vector<FrameSubset> sets;
-  std::vector<std::vector<std::int64_t>> timesteps;  // per set; empty for frames not from a dump
-};
-
-Frames open_frames(const std::vector<std::string>& paths, const std::vector<std::string>& dump_types,
-                   const std::vector<std::string>& model_types, const std::string& model_origin) {
-  Frames out;
-  for (const auto& path : paths) {
-    if (!is_lammps_dump(path)) {
-      for (auto& source : open_dataset({path}, model_types, model_origin).systems) {
-        out.sets.push_back({source, {}});
-        out.timesteps.emplace_back();
-      }
-      continue;
-    }
-    LammpsDump dump = read_lammps_dump(path, dump_types);
-    for (std::size_t k = 0; k < dump.systems.size(); ++k) {
-      remap_types(dump.systems[k], model_types);
-      out.sets.push_back({std::make_shared<MemoryFrameSource>(std::move(dump.systems[k])), {}});
-      out.timesteps.push_back(std::move(dump.timesteps[k]));
-    }
-  }
-  for (auto& s : out.sets) {
-    s.frames.resize(static_cast<std::size_t>(s.source->nframes()));
-    for (std::size_t f = 0; f < s.frames.size(); ++f) s.frames[f] = static_cast<std::int64_t>(f);
-  }
-  return out;
-}
 
 std::int64_t parse_force_atoms(const std::string& text) {
   if (text == "all") return 0;

@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
   deepkf::cli::add_compress_command(app);
   deepkf::cli::add_plan_command(app);
   deepkf::cli::add_uncertainty_command(app);
+  deepkf::cli::add_model_devi_command(app);
   deepkf::cli::add_learn_command(app);
   try {
     app.parse(argc, argv);

@@ -20,6 +20,7 @@ std::vector<EnsembleFrame> ensemble_deviation(const std::vector<LoadedModel>& mo
       // forces: natoms x K x 3 (atom-major, as force_deviation reads them); virials: K x 9
       auto forces = torch::empty({n, k, 3}, torch::kFloat64);
       auto virials = torch::empty({k, 9}, torch::kFloat64);
+      auto energies = torch::empty({k}, torch::kFloat64);  // per atom
       FrameErrors errors;
       for (std::int64_t m = 0; m < k; ++m) {
         const auto& loaded = models[static_cast<std::size_t>(m)];
@@ -34,11 +35,14 @@ std::vector<EnsembleFrame> ensemble_deviation(const std::vector<LoadedModel>& mo
         if (m == 0) errors = frame_errors(out, b, 0);
         forces.select(1, m).copy_(out.force[0]);
         virials[m].copy_(out.virial[0]);
+        energies[m].copy_(out.energy[0] / static_cast<double>(n));
       }
+      // sqrt((1/K) sum_k (e_k - <e>)^2), the population deviation as numpy's std
+      const double devi_e = energies.std(/*unbiased=*/false).item<double>();
       rows.push_back(
           {frame_deviation(forces.data_ptr<double>(), virials.data_ptr<double>(), static_cast<std::size_t>(n),
                            static_cast<std::size_t>(k), relative_level),
-           errors});
+           devi_e, errors});
     }
   }
   return rows;

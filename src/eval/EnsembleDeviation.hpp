@@ -14,6 +14,8 @@ namespace deepkf {
 
 struct EnsembleFrame {
   ModelDeviationRow deviation;
+  double devi_e =
+      0.0;  // standard deviation over the models of the energy per atom (eV/atom), as dp model-devi
   FrameErrors errors;  // of the first model, where the frame has labels
 };
 

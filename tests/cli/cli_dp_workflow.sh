@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # DeePMD-kit's command sequence with `dp` replaced by `deepkf`, in a training folder, as its documentation
-# gives it (train, freeze, compress, test), dp train's options for starting from earlier work, on the
-# project's silicon data; then the mistakes freeze and compress refuse with one error line.
+# gives it (train, freeze, compress, test), dp train's options for starting from earlier work, dp model-devi,
+# on the project's silicon data; then the mistakes freeze, compress and model-devi refuse with one error
+# line.
 # Usage: cli_dp_workflow.sh DEEPKF SOURCE_DIR
 set -u
 deepkf=$1
@@ -49,6 +50,38 @@ grep -q "starting from model graph.pb" frz/train.log && ok "init-frz-model: the 
 sed 's/"numb_steps": 2/"numb_steps": 4/' input.json >longer.json
 expect "deepkf train longer.json -r model.ckpt" "finished after 4 steps" \
   "$deepkf" train longer.json -r model.ckpt --no-progress
+
+# dp model-devi with a second model (other seeds): one block per system, 8 columns, steps of the frequency,
+# and devi_e against the energies that deepkf test predicts with each model (a separate evaluation).
+sed 's/"axis_neuron": 2,/"axis_neuron": 2, "seed": 11,/; s/"numb_steps": 2,/"numb_steps": 2, "seed": 5,/' input.json \
+  >seed2.json
+expect "train a second model" "model.ckpt" "$deepkf" train seed2.json -o seed2 --no-progress
+expect "deepkf model-devi -m graph.pb seed2/model.pt -s DATA -o md.out -f 10" "written to md.out" \
+  "$deepkf" model-devi -m graph.pb seed2/model.pt -s "$source_dir/data/si_cp2k.h5" -o md.out -f 10
+"$deepkf" test -m seed2/model.pt -s "$source_dir/data/si_cp2k.h5" -o second >/dev/null 2>&1 || fail "test seed2"
+awk -v md=md.out '
+  FNR == 1 { file++ }
+  file <= 2 && !/^#/ { e[file, n[file]++] = $5 / $3 }   # predicted energy per atom of each frame
+  END {
+    k = 0
+    while ((getline line < md) > 0) {
+      if (line ~ /^# step/) { steps++; j = 0; continue }
+      if (line ~ /^#/) { systems++; continue }
+      split(line, c, " ")
+      if (length(c) != 8) { print "FAILED: a model_devi row without 8 columns: " line; bad++ }
+      if (c[1] != 10 * j) { print "FAILED: step " c[1] " at row " j " of system " systems; bad++ }
+      d = (e[1, k] - e[2, k]) / 2; d = d < 0 ? -d : d   # std of two values: half their difference
+      tol = 1e-9 * (e[1, k] < 0 ? -e[1, k] : e[1, k]) + 2e-6 * d + 1e-12   # 10 and 7 printed digits
+      if (d - c[8] > tol || c[8] - d > tol) { print "FAILED: devi_e " c[8] " != " d " in row " k; bad++ }
+      j++; k++
+    }
+    if (k != n[1] || systems != steps || systems < 1) { print "FAILED: " k " rows, " systems " systems"; bad++ }
+    if (!bad) print "ok: model_devi: " k " frames in " systems " systems, steps of 10, devi_e from deepkf test"
+  }' frozen.frames.tsv second.frames.tsv >md.check
+cat md.check
+grep -q FAILED md.check && failures=$((failures + 1))
+expect_error "model-devi with one model" "a deviation needs two or more" \
+  "$deepkf" model-devi -m graph.pb -s "$source_dir/data/si_cp2k.h5"
 
 # -c takes the training folder from elsewhere, or the checkpoint file itself.
 cd "$work" || exit 1
