@@ -111,8 +111,30 @@ System select_frames(const System& system, const std::vector<std::int64_t>& fram
   return out;
 }
 
+namespace {
+
+// The names a system without type_map.raw gets (src/data/DeepmdLayout.hpp): Type_0, Type_1, ...
+bool placeholder_names(const std::vector<std::string>& names) {
+  for (std::size_t t = 0; t < names.size(); ++t)
+    if (names[t] != "Type_" + std::to_string(t)) return false;
+  return !names.empty();
+}
+
+}  // namespace
+
 void remap_atom_types(std::vector<int>& atom_types, const std::vector<std::string>& from,
                       const std::vector<std::string>& to, const std::string& source) {
+  // Types without names index the target type map, as DeePMD-kit reads such a system.
+  if (placeholder_names(from) && !placeholder_names(to)) {
+    for (const int t : atom_types) {
+      if (t >= static_cast<int>(to.size()))
+        throw DataError(
+            fmt::format("{} has atom type {} and no type_map.raw, so its types index the type map "
+                        "({}), which has {} elements",
+                        source, t, fmt::join(to, ", "), to.size()));
+    }
+    return;
+  }
   std::vector<int> index(from.size(), -1);
   for (std::size_t t = 0; t < from.size(); ++t) {
     const auto it = std::find(to.begin(), to.end(), from[t]);

@@ -67,7 +67,8 @@ class MemoryFrameSource final : public FrameSource {
 System select_frames(const System& system, const std::vector<std::int64_t>& frames);
 
 // Rewrites atom_types (indices into `from`) to index `to` by element name. Throws DataError naming
-// `source` and the element when one is missing from `to`.
+// `source` and the element when one is missing from `to`. A system without names (no type_map.raw: `from` is
+// Type_0, Type_1, ...) keeps its indices into `to`, as DeePMD-kit reads it; an index past `to` is an error.
 void remap_atom_types(std::vector<int>& atom_types, const std::vector<std::string>& from,
                       const std::vector<std::string>& to, const std::string& source);
 

@@ -64,6 +64,10 @@ json member_input(const json& base, const std::string& base_file, const Training
     valid["systems"] = resolve_system_paths(as_list(valid.at("systems")), base_dir,
                                             "training.validation_data.systems", base_file);
   }
+  // The round's length replaces whatever the input set it with (DeePMD-kit's other names included).
+  for (const char* key : {"stop_batch", "num_step", "num_steps", "numb_step", "numb_epoch", "num_epochs",
+                          "num_epoch", "numb_epochs"})
+    training.erase(key);
   training["numb_steps"] = round.numb_steps;
   shift_seed(training, "seed", member);
   // Members differ in their initial weights and data order.

@@ -174,6 +174,34 @@ ModelConfig ModelConfig::parse(const nlohmann::json& model, const std::string& f
   // Every key of DeePMD-kit's se_e2_a energy model; those for options not built here are refused below
   // unless they hold their defaults, and data_stat_* (statistics sampling), trainable, rcond, env_protection
   // take no effect.
+  // DeePMD-kit models deepkf does not build, refused by name rather than as unknown keys.
+  const std::pair<const char*, const char*> other_models[] = {
+      {"models", "several models combined (DeePMD-kit's linear energy model, e.g. with a D3 or pair table)"},
+      {"modifier", "a long-range modifier (DPLR)"},
+      {"spin", "a spin model"},
+      {"use_srtab", "a tabulated short-range pair potential added to the model"},
+      {"type_embedding", "a type embedding (se_atten and DPA descriptors)"},
+      {"fitting_net_dict", "a multi-task model"}};
+  for (const auto& [key, what] : other_models) {
+    if (find(model, key) != nullptr) {
+      throw ConfigError("model key 'model." + std::string(key) + "' in " + file + " asks for " + what +
+                        ", which deepkf does not build: it trains one se_e2_a energy model");
+    }
+  }
+  if (const auto* d = find(model, "descriptor"); d != nullptr && d->is_object()) {
+    const auto* type = find(*d, "type");
+    if (type != nullptr && type->is_string() && *type != "se_e2_a" && *type != "se_a") {
+      throw ConfigError("model key 'model.descriptor.type' in " + file + " is " + dump(*type) +
+                        ": deepkf builds the se_e2_a descriptor (also written se_a) only");
+    }
+  }
+  if (const auto* f = find(model, "fitting_net"); f != nullptr && f->is_object()) {
+    const auto* type = find(*f, "type");
+    if (type != nullptr && *type != "ener") {
+      throw ConfigError("model key 'model.fitting_net.type' in " + file + " is " + dump(*type) +
+                        ": deepkf fits energies, forces and virials (type \"ener\") only");
+    }
+  }
   check_keys(model, "model",
              {"type", "type_map", "descriptor", "fitting_net", "data_stat_nbatch", "data_stat_protect"},
              file);

@@ -1,6 +1,9 @@
 #include "src/train/TrainConfig.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -19,9 +22,12 @@ namespace fs = std::filesystem;
 
 // DeePMD-kit keys that are valid in its input files but have no effect in deepkf.
 const std::vector<std::string> kIgnoredTraining = {
-    "disp_training",       "time_training",    "profiling", "profiling_file", "tensorboard",
-    "tensorboard_log_dir", "tensorboard_freq", "numb_test", "max_ckpt_keep",  "enable_profiler",
-    "gradient_max_norm",   "warmup_steps",     "stat_file", "mixed_precision"};
+    "disp_training",       "time_training",    "profiling", "profiling_file",  "tensorboard",
+    "tensorboard_log_dir", "tensorboard_freq", "numb_test", "max_ckpt_keep",   "enable_profiler",
+    "gradient_max_norm",   "warmup_steps",     "stat_file", "mixed_precision", "disp_avg"};
+// Top-level sections of DeePMD-kit's input with no effect in deepkf ("validating": its full-validation and
+// best-checkpoint settings; deepkf validates at every display step).
+const std::vector<std::string> kIgnoredTop = {"validating"};
 const std::vector<std::string> kIgnoredData = {"set_prefix", "auto_prob", "auto_prob_style", "sys_probs"};
 const std::vector<std::string> kIgnoredLoss = {"start_pref_ae", "limit_pref_ae", "start_pref_pf",
                                                "limit_pref_pf", "relative_f",    "enable_atom_ener_coeff"};
@@ -41,6 +47,22 @@ void note_ignored(const json& section, const std::string& path, const std::vecto
 void require(bool ok, const std::string& file, const std::string& key, const json& value,
              const std::string& rule) {
   if (!ok) reject_value(key, value, rule, file);
+}
+
+// Which of `names` (one key under several names, as DeePMD-kit's aliases) `section` sets: "" for none; two
+// of them are an error.
+std::string one_of(const json& section, const std::vector<std::string>& names, const std::string& path,
+                   const std::string& file) {
+  std::string found;
+  for (const auto& name : names) {
+    if (!section.contains(name)) continue;
+    if (!found.empty()) {
+      throw ConfigError("'" + path + "." + found + "' and '" + path + "." + name + "' in " + file +
+                        " are the same setting under two names: keep one");
+    }
+    found = name;
+  }
+  return found;
 }
 
 // batch_size in DeePMD-kit's forms (DataSection).
@@ -174,7 +196,11 @@ TrainConfig TrainConfig::from_json(const json& doc, const std::string& file, con
   TrainConfig c;
   c.file = file;
   c.base_dir = base_dir;
-  check_keys(doc, "", {"model", "learning_rate", "loss", "training", "optimizer", "device"}, file);
+  check_keys(doc, "",
+             joined({"model", "learning_rate", "loss", "training", "optimizer", "device"}, kIgnoredTop),
+             file);
+  for (const auto& key : kIgnoredTop)
+    if (doc.contains(key)) c.ignored_keys.push_back(key);
   if (!doc.contains("model")) throw ConfigError("missing required section 'model' in " + file);
   c.model = doc.at("model");
   require(c.model.is_object(), file, "model", c.model,
@@ -187,6 +213,14 @@ TrainConfig TrainConfig::from_json(const json& doc, const std::string& file, con
   std::vector<std::string> training_keys = {"training_data",
                                             "validation_data",
                                             "numb_steps",
+                                            "stop_batch",
+                                            "num_step",
+                                            "num_steps",
+                                            "numb_step",
+                                            "numb_epoch",
+                                            "num_epochs",
+                                            "num_epoch",
+                                            "numb_epochs",
                                             "seed",
                                             "disp_file",
                                             "disp_freq",
@@ -207,10 +241,12 @@ TrainConfig TrainConfig::from_json(const json& doc, const std::string& file, con
   // read by its own parser (src/train/Optimizers.hpp), from whichever sections it allows.
   if (doc.contains("loss")) {
     const json& l = doc.at("loss");
+    // The type first: another loss has keys of its own, which are not the mistake.
+    const std::string type = get_or<std::string>(l, "type", "ener", "loss", file);
+    require(type == "ener", file, "loss.type", json(type),
+            "only \"ener\" is supported (energies, forces and virials)");
     check_keys(l, "loss", joined(joined({"type"}, optimizer_keys("loss")), kIgnoredLoss), file);
     note_ignored(l, "loss", kIgnoredLoss, c.ignored_keys);
-    const std::string type = get_or<std::string>(l, "type", "ener", "loss", file);
-    require(type == "ener", file, "loss.type", json(type), "only \"ener\" is supported");
   }
   if (doc.contains("learning_rate"))
     check_keys(doc.at("learning_rate"), "learning_rate", optimizer_keys("learning_rate"), file);
@@ -251,8 +287,25 @@ TrainConfig TrainConfig::from_json(const json& doc, const std::string& file, con
   require(c.validation_split == "frame" || c.validation_split == "system", file, "training.validation_split",
           json(c.validation_split), "must be \"frame\" or \"system\"");
 
-  c.numb_steps = get_required<std::int64_t>(t, "numb_steps", "training", file);
-  require(c.numb_steps >= 1, file, "training.numb_steps", json(c.numb_steps), "must be at least 1");
+  // The run's length under any of DeePMD-kit's names for it, one of them.
+  const std::string steps_key =
+      one_of(t, {"numb_steps", "stop_batch", "num_step", "num_steps", "numb_step"}, "training", file);
+  const std::string epoch_key =
+      one_of(t, {"numb_epoch", "num_epochs", "num_epoch", "numb_epochs"}, "training", file);
+  if (!steps_key.empty() && !epoch_key.empty()) {
+    throw ConfigError("training." + steps_key + " and training." + epoch_key + " in " + file +
+                      " both set the length of the run: keep one");
+  }
+  if (steps_key.empty() && epoch_key.empty())
+    throw ConfigError("missing required key 'training.numb_steps' (or 'training.num_epoch') in " + file);
+  if (!steps_key.empty()) {
+    c.numb_steps = get_required<std::int64_t>(t, steps_key, "training", file);
+    require(c.numb_steps >= 1, file, "training." + steps_key, json(c.numb_steps), "must be at least 1");
+  } else {
+    c.numb_epoch = get_required<double>(t, epoch_key, "training", file);
+    require(c.numb_epoch > 0.0 && c.numb_epoch < 1e9, file, "training." + epoch_key, t.at(epoch_key),
+            "must be a positive number of passes over the training frames");
+  }
   c.seed = get_or<std::uint64_t>(t, "seed", c.seed, "training", file);
   c.disp_freq = get_or<int>(t, "disp_freq", c.disp_freq, "training", file);
   require(c.disp_freq >= 1, file, "training.disp_freq", json(c.disp_freq), "must be at least 1");
@@ -273,6 +326,14 @@ TrainConfig TrainConfig::from_json(const json& doc, const std::string& file, con
           "training.calibration_frames", frames, "must be \"auto\" or a number of frames, 0 or more");
   c.calibration_frames = frames == "auto" ? TrainConfig::kCalibrationAuto : frames.get<std::int64_t>();
   return c;
+}
+
+std::string TrainConfig::resolve_numb_steps(std::int64_t batches_per_epoch) {
+  if (numb_epoch <= 0.0) return "";
+  numb_steps = std::max<std::int64_t>(
+      1, static_cast<std::int64_t>(std::ceil(numb_epoch * static_cast<double>(batches_per_epoch) - 1e-9)));
+  return fmt::format("num_epoch {} x {} batches per epoch: {} steps", numb_epoch, batches_per_epoch,
+                     numb_steps);
 }
 
 json TrainConfig::to_json() const {

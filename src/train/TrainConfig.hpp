@@ -38,7 +38,10 @@ struct TrainConfig {
   double validation_fraction = 0.0;  // with no validation_data: hold out this fraction...
   std::string validation_split =
       "frame";  // ...of the frames of each system ("frame") or of systems ("system")
+  // The length of the run: numb_steps, or numb_epoch passes over the training frames (DeePMD-kit's
+  // num_epoch; may be fractional), turned into numb_steps once the data is open (resolve_numb_steps).
   std::int64_t numb_steps = 0;
+  double numb_epoch = 0.0;
   std::uint64_t seed = 1;
   int disp_freq = 100;
   int save_freq = 1000;
@@ -69,6 +72,8 @@ struct TrainConfig {
                                const std::string& base_dir);
   // The resolved configuration with every default filled in (written next to the outputs).
   nlohmann::json to_json() const;
+  // With numb_epoch: numb_steps = ceil(numb_epoch * batches_per_epoch), and a line saying so; else "".
+  std::string resolve_numb_steps(std::int64_t batches_per_epoch);
 };
 
 }  // namespace deepkf

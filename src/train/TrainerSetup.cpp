@@ -59,6 +59,8 @@ void Trainer::Impl::setup() {
   std::vector<std::int64_t> nframes;
   for (const auto& s : data.train) nframes.push_back(s.nframes());
   sampler = std::make_unique<BatchSampler>(nframes, data.batch_size, cfg.seed, data.repeat);
+  if (const auto line = cfg.resolve_numb_steps(sampler->batches_per_epoch()); !line.empty())
+    log->info("{}", line);
 
   if (!opt.restart.empty() && !opt.continue_from.empty())
     throw ConfigError("--restart and --continue both name a checkpoint: give one");

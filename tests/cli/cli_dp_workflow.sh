@@ -47,6 +47,11 @@ grep -q "starting from the weights of checkpoint model.ckpt" init/train.log &&
 expect "deepkf train input.json -f graph.pb" "model.ckpt" "$deepkf" train input.json -f graph.pb -o frz --no-progress
 grep -q "starting from model graph.pb" frz/train.log && ok "init-frz-model: the model's weights" ||
   fail "init-frz-model: no line naming graph.pb in frz/train.log"
+# DeePMD-kit's num_epoch instead of numb_steps: 0.1 passes over the training frames.
+sed 's/"numb_steps": 2,/"num_epoch": 0.1,/' input.json >epochs.json
+expect "deepkf train epochs.json (num_epoch 0.1)" "model.ckpt" "$deepkf" train epochs.json -o epochs --no-progress
+grep -q "num_epoch 0.1 x [0-9]* batches per epoch: [0-9]* steps" epochs/train.log &&
+  ok "num_epoch: $(grep -o 'num_epoch 0.1 x .*' epochs/train.log)" || fail "num_epoch: no line in epochs/train.log"
 sed 's/"numb_steps": 2/"numb_steps": 4/' input.json >longer.json
 expect "deepkf train longer.json -r model.ckpt" "finished after 4 steps" \
   "$deepkf" train longer.json -r model.ckpt --no-progress

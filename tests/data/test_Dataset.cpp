@@ -290,6 +290,24 @@ TEST_CASE("splits by system and by frame: reproducible, disjoint, covering", "[d
   }
 }
 
+TEST_CASE("a system without type_map.raw: its types index the model's type map, as DeePMD-kit reads it",
+          "[data][npy]") {
+  const std::string dir = make_temp_dir("unnamed-types");
+  deepkf::test::write_synthetic_system(dir + "/sys", deepkf::test::SyntheticArrays(3));
+  fs::remove(dir + "/sys/type_map.raw");  // type.raw is "0 1 1 0"
+  // Named by the model's map: 0 -> Be, 1 -> C (names that the data does not know).
+  const Dataset d = Dataset::load({dir + "/sys"}, {"Be", "C"});
+  REQUIRE(d.systems.size() == 1);
+  CHECK(d.systems[0].type_map == std::vector<std::string>{"Be", "C"});
+  CHECK(d.systems[0].atom_types == std::vector<int>{0, 1, 1, 0});
+  // A type the map does not reach.
+  CHECK_THROWS_WITH(Dataset::load({dir + "/sys"}, {"Be"}),
+                    Contains(dir + "/sys has atom type 1 and no type_map.raw") && Contains("(Be)"));
+  // Without a model's map the types keep dpdata's names.
+  CHECK(Dataset::load({dir + "/sys"}).type_map == std::vector<std::string>{"Type_0", "Type_1"});
+  fs::remove_all(dir);
+}
+
 TEST_CASE("dataset paths: missing paths and folders without systems", "[data][errors]") {
   const std::string dir = make_temp_dir("paths");
   CHECK_THROWS_WITH(Dataset::load({dir + "/absent"}),

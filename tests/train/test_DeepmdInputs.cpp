@@ -1,6 +1,7 @@
 // DeePMD-kit's own training inputs (tests/train/deepmd-kit-inputs, copied unchanged from its repository)
 // train here as they are, on the water data laid out where those inputs expect it: the PyTorch water
-// example (its numb_steps cut to 2, no bias fit after training) and its LKF test input (1 step, as written).
+// example (its numb_steps cut to 2, no bias fit after training) and its LKF test input (1 step, as written);
+// the same example with num_epoch is read.
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -50,6 +51,15 @@ TEST_CASE("DeePMD-kit's LKF test input trains unchanged", "[train][deepmd]") {
     CHECK(resolved["training"]["training_data"]["systems"][0] == "pt/water/data/data_0");
   });
   fs::remove_all(root);
+}
+
+TEST_CASE("DeePMD-kit's water example with num_epoch is read as it is", "[train][deepmd]") {
+  // The file only: its data is not needed to read it. The trainer turns the epochs into steps once the data
+  // is open (tests/cli/cli_dp_workflow.sh trains with num_epoch).
+  const auto cfg = deepkf::TrainConfig::from_file(kInputs + "/input_torch_num_epoch.json");
+  CHECK(cfg.numb_epoch == 100.0);
+  CHECK(cfg.numb_steps == 0);
+  CHECK(cfg.training_data.systems.size() == 3);
 }
 
 TEST_CASE("DeePMD-kit's PyTorch water example trains unchanged but for its length", "[train][deepmd]") {

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <fstream>
 
 #include "src/core/Error.hpp"
@@ -106,10 +107,64 @@ TEST_CASE("defaults and the optimizer section", "[train][config]") {
         rlekf.optimizer_settings);
 }
 
+TEST_CASE("the run's length under DeePMD-kit's names: numb_steps and its aliases, or num_epoch",
+          "[train][config]") {
+  for (const char* name : {"stop_batch", "num_step", "num_steps", "numb_step"}) {
+    INFO(name);
+    json doc = minimal();
+    doc["training"].erase("numb_steps");
+    doc["training"][name] = 7;
+    const TrainConfig c = TrainConfig::from_json(doc, "in.json", "/tmp");
+    CHECK(c.numb_steps == 7);
+    CHECK(c.numb_epoch == 0.0);
+  }
+  json doc = minimal();
+  doc["training"].erase("numb_steps");
+  doc["training"]["num_epoch"] = 2.5;
+  TrainConfig c = TrainConfig::from_json(doc, "in.json", "/tmp");
+  CHECK(c.numb_epoch == 2.5);
+  // ceil(num_epoch x batches per epoch), as DeePMD-kit counts them
+  CHECK(c.resolve_numb_steps(38) == "num_epoch 2.5 x 38 batches per epoch: 95 steps");
+  CHECK(c.numb_steps == 95);
+  CHECK(c.resolve_numb_steps(39) == "num_epoch 2.5 x 39 batches per epoch: 98 steps");
+  doc["training"]["num_epoch"] = 0.25;
+  c = TrainConfig::from_json(doc, "in.json", "/tmp");
+  (void)c.resolve_numb_steps(8);
+  CHECK(c.numb_steps == 2);  // exactly 2, not 3 by rounding
+
+  doc = minimal();
+  CHECK(TrainConfig::from_json(doc, "in.json", "/tmp").resolve_numb_steps(38).empty());  // numb_steps given
+  doc["training"]["num_epoch"] = 1;
+  CHECK(error_of(doc) ==
+        "training.numb_steps and training.num_epoch in in.json both set the length of the run: keep one");
+  doc = minimal();
+  doc["training"]["stop_batch"] = 4;
+  CHECK(
+      error_of(doc) ==
+      "'training.numb_steps' and 'training.stop_batch' in in.json are the same setting under two names: keep "
+      "one");
+  doc = minimal();
+  doc["training"].erase("numb_steps");
+  CHECK(error_of(doc) == "missing required key 'training.numb_steps' (or 'training.num_epoch') in in.json");
+  doc["training"]["numb_epochs"] = 0;
+  CHECK(
+      error_of(doc) ==
+      "'training.numb_epochs' in in.json is 0: must be a positive number of passes over the training frames");
+}
+
+TEST_CASE("newer DeePMD-kit keys without effect here are accepted and listed", "[train][config]") {
+  json doc = minimal();
+  doc["validating"] = json::parse(R"({"full_validation": true})");
+  doc["training"]["disp_avg"] = true;
+  const TrainConfig c = TrainConfig::from_json(doc, "in.json", "/tmp");
+  CHECK(std::find(c.ignored_keys.begin(), c.ignored_keys.end(), "validating") != c.ignored_keys.end());
+  CHECK(std::find(c.ignored_keys.begin(), c.ignored_keys.end(), "training.disp_avg") != c.ignored_keys.end());
+}
+
 TEST_CASE("misspelt and bad keys name the key, the file and a suggestion", "[train][config]") {
   json doc = minimal();
-  doc["training"]["numb_step"] = 5;
-  CHECK(error_of(doc) == "unknown key 'numb_step' in training of in.json; did you mean 'numb_steps'?");
+  doc["training"]["disp_freg"] = 5;
+  CHECK(error_of(doc) == "unknown key 'disp_freg' in training of in.json; did you mean 'disp_freq'?");
 
   doc = minimal();
   doc["optimizer"] = json::parse(R"({"type": "LKF", "kf_blocksze": 10})");
@@ -170,7 +225,7 @@ TEST_CASE("misspelt and bad keys name the key, the file and a suggestion", "[tra
 
   doc = minimal();
   doc["training"].erase("numb_steps");
-  CHECK(error_of(doc) == "missing required key 'training.numb_steps' in in.json");
+  CHECK(error_of(doc) == "missing required key 'training.numb_steps' (or 'training.num_epoch') in in.json");
 
   doc = minimal();
   doc["optimizer"] = json::parse(R"({"kalman_lambda": 1.5})");
