@@ -161,10 +161,25 @@ TEST_CASE("ModelConfig reads DeePMD-kit's keys and defaults and rejects bad valu
     model["descriptor"]["rcutt"] = 5.0;
     CHECK_THROWS_WITH(ModelConfig::from_json(model, "in.json"),
                       "unknown key 'rcutt' in model.descriptor of in.json; did you mean 'rcut'?");
+    // DeePMD-kit's other models are refused by name, before their own keys are taken for misspellings.
     model = water_reference_model();
     model["type_embedding"] = {{"neuron", {8}}};
+    CHECK_THROWS_WITH(
+        ModelConfig::from_json(model, "in.json"),
+        "model key 'model.type_embedding' in in.json asks for a type embedding (se_atten and DPA "
+        "descriptors), which deepkf does not build: it trains one se_e2_a energy model");
+    model = water_reference_model();
+    model["models"] = nlohmann::json::array();
+    CHECK_THROWS_WITH(ModelConfig::from_json(model, "in.json"), Catch::Contains("'model.models' in in.json"));
+    model = water_reference_model();
+    model["descriptor"] = {{"type", "hybrid"}, {"list", nlohmann::json::array()}};
     CHECK_THROWS_WITH(ModelConfig::from_json(model, "in.json"),
-                      Catch::Contains("unknown key 'type_embedding'"));
+                      "model key 'model.descriptor.type' in in.json is \"hybrid\": deepkf builds the se_e2_a "
+                      "descriptor (also written se_a) only");
+    model = water_reference_model();
+    model["fitting_net"]["type"] = "dipole";
+    CHECK_THROWS_WITH(ModelConfig::from_json(model, "in.json"),
+                      Catch::Contains("'model.fitting_net.type' in in.json is \"dipole\""));
     model = water_reference_model();
     model["data_stat_nbatch"] = 20;
     model["descriptor"]["trainable"] = true;
