@@ -9,10 +9,10 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <memory>
-#include <thread>
 
 #include "src/cli/Commands.hpp"
 #include "src/cli/FrameInputs.hpp"
+#include "src/cli/Threads.hpp"
 #include "src/core/AtomicFile.hpp"
 #include "src/core/Error.hpp"
 #include "src/eval/EnsembleDeviation.hpp"
@@ -41,8 +41,7 @@ std::string column_header() {
 }
 
 void run_model_devi(const ModelDeviArgs& args) {
-  torch::set_num_threads(
-      args.threads > 0 ? args.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  set_torch_threads(args.threads);
   if (args.models.size() < 2)
     throw ConfigError(fmt::format(
         "deepkf model-devi: -m names {} model file(s); a deviation needs two or more", args.models.size()));

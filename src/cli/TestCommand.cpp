@@ -8,9 +8,9 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
-#include <thread>
 
 #include "src/cli/Commands.hpp"
+#include "src/cli/Threads.hpp"
 #include "src/core/AtomicFile.hpp"
 #include "src/core/Error.hpp"
 #include "src/data/Dataset.hpp"
@@ -58,8 +58,7 @@ std::string metrics_row(const std::string& name, std::int64_t frames, const Erro
 }
 
 void run_test(const TestArgs& args) {
-  torch::set_num_threads(
-      args.threads > 0 ? args.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  set_torch_threads(args.threads);
   std::vector<std::string> systems = args.systems;
   if (!args.datafile.empty()) {
     const auto listed = read_datafile(args.datafile);

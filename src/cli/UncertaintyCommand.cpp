@@ -11,11 +11,11 @@
 #include <chrono>
 #include <cmath>
 #include <memory>
-#include <thread>
 
 #include "src/cli/Commands.hpp"
 #include "src/cli/FrameInputs.hpp"
 #include "src/cli/MpiSession.hpp"
+#include "src/cli/Threads.hpp"
 #include "src/core/AtomicFile.hpp"
 #include "src/core/Error.hpp"
 #include "src/core/Together.hpp"
@@ -88,8 +88,7 @@ std::string calibration_report(const UncertaintyCalibration& c, const std::strin
 }
 
 void run_uncertainty(const UncertaintyArgs& args, const std::shared_ptr<Communicator>& comm) {
-  torch::set_num_threads(
-      args.threads > 0 ? args.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  set_torch_threads(args.threads);
   if (args.checkpoint.empty() && args.models.empty())
     throw ConfigError(
         "give a checkpoint (-c, for the Kalman uncertainty) and/or model files (-m, two or more, for "

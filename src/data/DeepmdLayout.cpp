@@ -136,7 +136,8 @@ std::shared_ptr<FrameSource> open_layout_system(SystemLayout raw) {
   if (raw.types.empty()) throw DataError(fmt::format("type.raw in {} is empty", src));
   const auto max_type = *std::max_element(raw.types.begin(), raw.types.end());
   if (raw.type_map.empty())
-    for (std::int64_t t = 0; t <= max_type; ++t) raw.type_map.push_back("Type_" + std::to_string(t));
+    for (std::int64_t t = 0; t <= max_type; ++t)
+      raw.type_map.push_back(unnamed_type(static_cast<std::size_t>(t)));
   const auto ntypes = static_cast<std::int64_t>(raw.type_map.size());
   for (std::size_t i = 0; i < raw.types.size(); ++i) {
     if (raw.types[i] < 0 || raw.types[i] >= ntypes)

@@ -111,12 +111,14 @@ System select_frames(const System& system, const std::vector<std::int64_t>& fram
   return out;
 }
 
+std::string unnamed_type(std::size_t t) { return "Type_" + std::to_string(t); }
+
 namespace {
 
-// The names a system without type_map.raw gets (src/data/DeepmdLayout.hpp): Type_0, Type_1, ...
+// The names of a system without type_map.raw (unnamed_type).
 bool placeholder_names(const std::vector<std::string>& names) {
   for (std::size_t t = 0; t < names.size(); ++t)
-    if (names[t] != "Type_" + std::to_string(t)) return false;
+    if (names[t] != unnamed_type(t)) return false;
   return !names.empty();
 }
 

@@ -66,6 +66,9 @@ class MemoryFrameSource final : public FrameSource {
 // of range.
 System select_frames(const System& system, const std::vector<std::int64_t>& frames);
 
+// The name of type t in a system without type_map.raw, as dpdata names it: Type_0, Type_1, ...
+std::string unnamed_type(std::size_t t);
+
 // Rewrites atom_types (indices into `from`) to index `to` by element name. Throws DataError naming
 // `source` and the element when one is missing from `to`. A system without names (no type_map.raw: `from` is
 // Type_0, Type_1, ...) keeps its indices into `to`, as DeePMD-kit reads it; an index past `to` is an error.

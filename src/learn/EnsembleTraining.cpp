@@ -13,6 +13,7 @@
 #include "src/learn/ExternalProgram.hpp"
 #include "src/learn/ParallelJobs.hpp"
 #include "src/train/DataSetup.hpp"
+#include "src/train/TrainConfig.hpp"
 
 namespace deepkf {
 namespace fs = std::filesystem;
@@ -65,9 +66,8 @@ json member_input(const json& base, const std::string& base_file, const Training
                                             "training.validation_data.systems", base_file);
   }
   // The round's length replaces whatever the input set it with (DeePMD-kit's other names included).
-  for (const char* key : {"stop_batch", "num_step", "num_steps", "numb_step", "numb_epoch", "num_epochs",
-                          "num_epoch", "numb_epochs"})
-    training.erase(key);
+  for (const auto* names : {&kNumbStepsNames, &kNumEpochNames})
+    for (const auto& key : *names) training.erase(key);
   training["numb_steps"] = round.numb_steps;
   shift_seed(training, "seed", member);
   // Members differ in their initial weights and data order.

@@ -190,8 +190,9 @@ ModelConfig ModelConfig::parse(const nlohmann::json& model, const std::string& f
   }
   if (const auto* d = find(model, "descriptor"); d != nullptr && d->is_object()) {
     const auto* type = find(*d, "type");
-    if (type != nullptr && type->is_string() && *type != "se_e2_a" && *type != "se_a") {
-      throw ConfigError("model key 'model.descriptor.type' in " + file + " is " + dump(*type) +
+    if (type == nullptr || !type->is_string() || (*type != "se_e2_a" && *type != "se_a")) {
+      throw ConfigError("model key 'model.descriptor.type' in " + file + " is " +
+                        (type ? dump(*type) : std::string("missing")) +
                         ": deepkf builds the se_e2_a descriptor (also written se_a) only");
     }
   }
@@ -229,13 +230,7 @@ ModelConfig ModelConfig::parse(const nlohmann::json& model, const std::string& f
 
   const nlohmann::json* desc = find(model, "descriptor");
   if (desc == nullptr || !desc->is_object()) throw ConfigError("model key 'model.descriptor' is missing");
-  const std::string dp = "model.descriptor";
-  const nlohmann::json* type = find(*desc, "type");
-  if (type == nullptr || !type->is_string() ||
-      (type->get<std::string>() != "se_e2_a" && type->get<std::string>() != "se_a")) {
-    throw ConfigError("model key 'model.descriptor.type' must be \"se_e2_a\" (also written se_a), got " +
-                      (type ? dump(*type) : std::string("nothing")));
-  }
+  const std::string dp = "model.descriptor";  // its type was checked with the keys above
   // DeePMD-kit options this model does not implement: refuse values other than their defaults
   if (const auto* a = find(*desc, "activation_function"); a != nullptr && *a != "tanh" && *a != "default") {
     throw ConfigError("model key 'model.descriptor.activation_function' must be \"tanh\", got " + dump(*a));

@@ -37,10 +37,11 @@ std::vector<std::string> joined(std::vector<std::string> a, const std::vector<st
   return a;
 }
 
+// `path` "" is the top level.
 void note_ignored(const json& section, const std::string& path, const std::vector<std::string>& ignored,
                   std::vector<std::string>& out) {
   for (const auto& key : ignored) {
-    if (section.contains(key)) out.push_back(path + "." + key);
+    if (section.contains(key)) out.push_back(path.empty() ? key : path + "." + key);
   }
 }
 
@@ -199,8 +200,7 @@ TrainConfig TrainConfig::from_json(const json& doc, const std::string& file, con
   check_keys(doc, "",
              joined({"model", "learning_rate", "loss", "training", "optimizer", "device"}, kIgnoredTop),
              file);
-  for (const auto& key : kIgnoredTop)
-    if (doc.contains(key)) c.ignored_keys.push_back(key);
+  note_ignored(doc, "", kIgnoredTop, c.ignored_keys);
   if (!doc.contains("model")) throw ConfigError("missing required section 'model' in " + file);
   c.model = doc.at("model");
   require(c.model.is_object(), file, "model", c.model,
@@ -212,15 +212,6 @@ TrainConfig TrainConfig::from_json(const json& doc, const std::string& file, con
 
   std::vector<std::string> training_keys = {"training_data",
                                             "validation_data",
-                                            "numb_steps",
-                                            "stop_batch",
-                                            "num_step",
-                                            "num_steps",
-                                            "numb_step",
-                                            "numb_epoch",
-                                            "num_epochs",
-                                            "num_epoch",
-                                            "numb_epochs",
                                             "seed",
                                             "disp_file",
                                             "disp_freq",
@@ -233,7 +224,9 @@ TrainConfig TrainConfig::from_json(const json& doc, const std::string& file, con
                                             "calibration_frames",
                                             "opt_type",
                                             "change_bias_after_training"};
-  training_keys = joined(joined(training_keys, optimizer_keys("training")), kIgnoredTraining);
+  training_keys = joined(
+      joined(joined(joined(training_keys, kNumbStepsNames), kNumEpochNames), optimizer_keys("training")),
+      kIgnoredTraining);
   check_keys(t, "training", training_keys, file);
   note_ignored(t, "training", kIgnoredTraining, c.ignored_keys);
 
@@ -288,10 +281,8 @@ TrainConfig TrainConfig::from_json(const json& doc, const std::string& file, con
           json(c.validation_split), "must be \"frame\" or \"system\"");
 
   // The run's length under any of DeePMD-kit's names for it, one of them.
-  const std::string steps_key =
-      one_of(t, {"numb_steps", "stop_batch", "num_step", "num_steps", "numb_step"}, "training", file);
-  const std::string epoch_key =
-      one_of(t, {"numb_epoch", "num_epochs", "num_epoch", "numb_epochs"}, "training", file);
+  const std::string steps_key = one_of(t, kNumbStepsNames, "training", file);
+  const std::string epoch_key = one_of(t, kNumEpochNames, "training", file);
   if (!steps_key.empty() && !epoch_key.empty()) {
     throw ConfigError("training." + steps_key + " and training." + epoch_key + " in " + file +
                       " both set the length of the run: keep one");

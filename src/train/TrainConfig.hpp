@@ -26,6 +26,12 @@ struct DataSection {
   std::vector<int> repeat;
 };
 
+// The names DeePMD-kit takes for the run's length: training.numb_steps, or training.num_epoch.
+inline const std::vector<std::string> kNumbStepsNames = {"numb_steps", "stop_batch", "num_step", "num_steps",
+                                                         "numb_step"};
+inline const std::vector<std::string> kNumEpochNames = {"numb_epoch", "num_epochs", "num_epoch",
+                                                        "numb_epochs"};
+
 struct TrainConfig {
   std::string file;                   // the input file, for messages
   std::string base_dir;               // relative system paths are resolved against this
