@@ -9,6 +9,15 @@
 #                                            # python3; no network): unpacks .gpu/debs, configures, builds,
 #                                            # tests, benchmarks; logs and tables go to OUT_DIR
 #
+# OUT_DIR gets at most 7 files: gpu_check.log (everything printed), build.log, cuda.txt, bench_kalman.txt,
+# lcurve_rlekf.out, lcurve_adam.out, ctest.log.
+# `run` goes through its phases in order, each cut off so that all end within DEEPKF_GPU_SECONDS (520) of
+# the start: configure; build (the program, test_optim, test_model, bench_kalman); cuda (the tests tagged
+# [cuda]: CUDA against CPU); bench (bench_kalman); train (the water reference model, RLEKF and Adam,
+# DEEPKF_GPU_TRAIN_SECONDS each); suite (everything else built, ctest for the time left).
+# DEEPKF_GPU_PHASES="bench train" runs only those (the build folder, /tmp/deepkf-gpu-build, is kept while
+# the machine is).
+#
 # The GPU machine's own libraries are preferred; the unpacked .debs are found only where the machine has
 # none (they go to CMake's system prefix path, after the machine's own). With DEEPKF_GPU_DRY_RUN=1, `run`
 # uses whatever LibTorch CMake finds (Debian's CPU one here) and skips what needs a GPU, to check the staging,
@@ -38,6 +47,7 @@ stage() {
   [ "$(id -u)" -ne 0 ] && sudo="sudo"
   $sudo apt-get update -qq
   (cd "$stage_dir" && apt-get download "${packages[@]}")
+  stage_closure
   # The DFT datasets the tests and benchmarks read (a few MB), when this checkout has them beside it.
   local datasets="${DEEPKF_SHARED_DATASETS:-$root/../shared/datasets}"
   if [ -d "$datasets" ]; then
@@ -47,26 +57,58 @@ stage() {
   du -sh "$root/.gpu"/*
 }
 
+# The shared libraries the staged ones load (HDF5's libcurl and its TLS, Kerberos and LDAP libraries, Open
+# MPI's helpers) as this machine resolves them, except the C/C++ runtime: copied into .gpu/libs, which the GPU
+# machine searches last, so that a library it lacks is still found there.
+stage_closure() {
+  local tmp libs="$root/.gpu/libs"
+  tmp="$(mktemp -d)"
+  for f in "$stage_dir"/*.deb; do dpkg -x "$f" "$tmp"; done
+  rm -rf "$libs"
+  mkdir -p "$libs"
+  local ld="$tmp/usr/lib/x86_64-linux-gnu:$tmp/usr/lib/x86_64-linux-gnu/openmpi/lib"
+  find "$tmp" -type f \( -name '*.so*' -o -perm -u+x \) -print0 |
+    xargs -0 -n 50 env LD_LIBRARY_PATH="$ld" ldd 2>/dev/null |
+    awk '$2 == "=>" && $3 ~ /^\// {print $3}' | sort -u |
+    grep -v -E "^$tmp|/(libc|libm|libdl|librt|libpthread|libresolv|libstdc\+\+|libgcc_s|ld-linux[^/]*)\.so" |
+    while read -r lib; do cp -L "$lib" "$libs/"; done || true  # ldd fails on files that are not ELF
+  rm -rf "$tmp"
+  echo "closure: $(ls "$libs" | wc -l) libraries in .gpu/libs"
+}
+
 run() {
   local out="${1:?usage: gpu_check.sh run OUT_DIR}"
   mkdir -p "$out"
   out="$(cd "$out" && pwd)"
   local dry="${DEEPKF_GPU_DRY_RUN:-0}"
   local prefix="${DEEPKF_GPU_PREFIX:-/tmp/deepkf-gpu-deps}"
-  local build="${DEEPKF_GPU_BUILD:-$root/build-gpu}"
+  local build="${DEEPKF_GPU_BUILD:-/tmp/deepkf-gpu-build}"
+  local phases=" ${DEEPKF_GPU_PHASES:-configure build cuda bench train suite} "
   local jobs
   jobs="$(nproc)"
-  exec > >(tee "$out/gpu_check.log") 2>&1
-  echo "== deepkf gpu_check $(date -u +%FT%TZ), commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?')"
+  # Every phase ends by this many seconds after the start, so that the results come back within the lease.
+  local deadline=$((SECONDS + ${DEEPKF_GPU_SECONDS:-520}))
+  exec > >(tee -a "$out/gpu_check.log") 2>&1
+  echo "== deepkf gpu_check $(date -u +%FT%TZ), commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?'), phases:$phases"
 
   echo "== device"
   if [ "$dry" = 1 ]; then
     echo "dry run: no GPU"
   else
-    nvidia-smi | tee "$out/nvidia-smi.txt"
+    nvidia-smi
   fi
   nvcc --version 2>/dev/null | tail -2 || echo "no nvcc on PATH"
+  grep -m1 "model name" /proc/cpuinfo || true
+  echo "$(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB"
 
+  # The machine's own MPI when it has one (compiler wrapper and launcher), else the unpacked Open MPI.
+  local mpi_args=()
+  if ! command -v mpiexec >/dev/null 2>&1 ||
+    ! { mpicxx -showme >/dev/null 2>&1 || mpicxx -show >/dev/null 2>&1; }; then  # Open MPI's, MPICH's
+    mpi_args=(-DMPI_CXX_COMPILER="$prefix/usr/bin/mpicxx.openmpi"
+      -DMPIEXEC_EXECUTABLE="$prefix/usr/bin/mpiexec.openmpi")
+    export OPAL_PREFIX="$prefix/usr"
+  fi
   echo "== libraries: $stage_dir -> $prefix"
   mkdir -p "$prefix"
   local n=0
@@ -81,12 +123,8 @@ run() {
     [ -e "$prefix/usr/bin/$t.openmpi" ] && [ ! -e "$prefix/usr/bin/$t" ] && ln -s "$t.openmpi" "$prefix/usr/bin/$t"
   done
   local libdir="$prefix/usr/lib/x86_64-linux-gnu"
-  export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$libdir:$libdir/openmpi/lib"
+  export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$libdir:$libdir/openmpi/lib:$root/.gpu/libs"
   export PATH="$PATH:$prefix/usr/bin"
-  # Open MPI relocated from /usr to the prefix, when it is the unpacked one.
-  if ! command -v mpiexec >/dev/null 2>&1 || [ "$(command -v mpiexec)" = "$prefix/usr/bin/mpiexec" ]; then
-    export OPAL_PREFIX="$prefix/usr"
-  fi
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
   # The staged datasets, unless the machine has its own.
   if [ -z "${DEEPKF_SHARED_DATASETS:-}" ] && [ -d "$root/.gpu/datasets" ]; then
@@ -94,44 +132,118 @@ run() {
   fi
   echo "datasets: ${DEEPKF_SHARED_DATASETS:-none (the tests that read them are skipped)}"
   echo "mpiexec: $(command -v mpiexec) ${OPAL_PREFIX:+(OPAL_PREFIX $OPAL_PREFIX)}"
-  mpiexec -n 2 hostname || echo "mpiexec does not start: the MPI tests will fail"
+  timeout 20 mpiexec -n 2 hostname || echo "mpiexec does not start: the MPI tests will fail"
 
-  echo "== configure"
-  local torch_prefix=""
-  if [ "$dry" != 1 ]; then
-    torch_prefix="$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')"
-    python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.get_device_name(0))'
+  left() { echo $((deadline - SECONDS > 1 ? deadline - SECONDS : 1)); }
+
+  if [[ "$phases" == *" configure "* ]]; then
+    echo "== configure"
+    local torch_prefix=""
+    if [ "$dry" != 1 ]; then
+      torch_prefix="$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')"
+      python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.get_device_name(0))'
+    fi
+    local cuda_args=()
+    if [ "$dry" != 1 ]; then
+      cuda_args=(-DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_CUDA_COMPILER="$(command -v nvcc)")
+    fi
+    local generator=()
+    command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
+    cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
+      -DCMAKE_PREFIX_PATH="$torch_prefix" -DCMAKE_SYSTEM_PREFIX_PATH="/usr;/usr/local;$prefix/usr" \
+      -DHDF5_ROOT="$prefix/usr/lib/x86_64-linux-gnu/hdf5/serial" "${mpi_args[@]}" "${cuda_args[@]}" 2>&1 |
+      tee "$build/configure.log"
+    grep -E "^(HDF5|MPI|Torch|CMAKE_CUDA_COMPILER)[A-Za-z_]*:" "$build/CMakeCache.txt" || true
+    grep -q "building the CUDA kernels" "$build/configure.log" && echo "CUDA kernels: built" ||
+      echo "CUDA kernels: not built (LibTorch without CUDA)"
   fi
-  local cuda_args=()
-  if [ "$dry" != 1 ]; then
-    cuda_args=(-DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_CUDA_COMPILER="$(command -v nvcc)")
+
+  if [[ "$phases" == *" build "* ]]; then
+    echo "== build: the program, the optimizer and model tests, the Kalman benchmark"
+    timeout "$(left)" cmake --build "$build" -j "$jobs" --target deepkf test_optim test_model bench_kalman 2>&1 |
+      tee "$out/build.log" | grep -E "error|warning|FAILED|Linking" | head -60 || true
   fi
-  local generator=()
-  command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
-  cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_PREFIX_PATH="$torch_prefix" -DCMAKE_SYSTEM_PREFIX_PATH="/usr;/usr/local;$prefix/usr" \
-    -DHDF5_ROOT="$prefix/usr/lib/x86_64-linux-gnu/hdf5/serial" "${cuda_args[@]}" 2>&1 | tee "$out/configure.log"
-  grep -E "^(HDF5|MPI|Torch|CMAKE_CUDA_COMPILER)[A-Za-z_]*:" "$build/CMakeCache.txt" >"$out/found.txt" || true
-  grep -q "DEEPKF_WITH_CUDA\|building the CUDA kernels" "$out/configure.log" && echo "CUDA kernels: built" ||
-    echo "CUDA kernels: not built (LibTorch without CUDA)"
 
-  echo "== build"
-  cmake --build "$build" -j "$jobs" 2>&1 | tail -30
-
-  echo "== tests"
-  (cd "$build" && ctest --output-on-failure -j 4 2>&1 | tee "$out/ctest.log" | tail -40) || true
-
-  echo "== benchmarks"
   local device=cuda
   [ "$dry" = 1 ] && device=cpu
-  # Kalman step for kf_blocksize 1024 to 10240, float64 and float32, against a copy pass and the dense step.
-  DEEPKF_BENCH_DEVICE=$device "$build/bench/optim/bench_kalman" "${DEEPKF_GPU_MIN_MIB:-4096}" 16 \
-    2>&1 | tee "$out/bench_kalman.txt" || true
-  echo "results in $out"
+  if [[ "$phases" == *" cuda "* ]] && [ "$dry" != 1 ]; then
+    echo "== CUDA against CPU: the Kalman sweep and filter, the model"
+    for t in optim model; do
+      timeout "$(left)" "$build/tests/$t/test_$t" "[cuda]" 2>&1 | tee -a "$out/cuda.txt" | tail -15 || true
+    done
+  fi
+
+  if [[ "$phases" == *" bench "* ]]; then
+    echo "== Kalman step for kf_blocksize 1024 to 10240, float64 and float32, against a copy pass and the dense step"
+    local cap=$(($(left) < 120 ? $(left) : 120))
+    DEEPKF_BENCH_DEVICE=$device timeout "$cap" "$build/bench/optim/bench_kalman" \
+      "${DEEPKF_GPU_MIN_MIB:-4096}" 16 2>&1 | tee "$out/bench_kalman.txt" || true
+  fi
+
+  if [[ "$phases" == *" train "* ]]; then
+    echo "== training the water reference model: RLEKF and Adam, ${DEEPKF_GPU_TRAIN_SECONDS:-60} s each"
+    train_water "$build/src/cli/deepkf" "$out" "$device" "$dry"
+  fi
+
+  if [[ "$phases" == *" suite "* ]]; then
+    echo "== the whole test suite (for the time left: $(left) s)"
+    timeout "$(left)" cmake --build "$build" -j "$jobs" 2>&1 | tee -a "$out/build.log" |
+      grep -E "error|FAILED" | head -30 || true
+    (cd "$build" && timeout "$(left)" ctest -j 8 --timeout 300 --output-on-failure 2>&1 |
+      tee "$out/ctest.log" | grep -E "tests passed|Failed|\*\*\*|Timeout" | head -60) || true
+  fi
+  echo "== done at $(date -u +%FT%TZ); results in $out"
+}
+
+# train_water DEEPKF OUT DEVICE DRY: DeePMD-kit's water model (configs/water_se_e2_a.json: embedding
+# [25, 50, 100], fitting [240, 240, 240]) trained on the shared water data for a fixed wall time with RLEKF,
+# then with Adam (DeePMD-kit's own learning rate and loss from its example input); the learning curves
+# (lcurve.out: validation RMSE and wall time every few steps) and logs go to OUT.
+train_water() {
+  local deepkf="$1" out="$2" device="$3" dry="$4"
+  local water="${DEEPKF_SHARED_DATASETS:-}/water"
+  if [ ! -d "$water/data_0" ]; then
+    echo "no water data at $water: skipped"
+    return 0
+  fi
+  local seconds="${DEEPKF_GPU_TRAIN_SECONDS:-60}"
+  local work
+  work="$(mktemp -d)"
+  python3 - "$root/configs/water_se_e2_a.json" "$water" "$device" "$dry" "$work" <<'PY'
+import json, sys
+config, water, device, dry, work = sys.argv[1:]
+doc = json.load(open(config))
+t = doc["training"]
+t["training_data"]["systems"] = [f"{water}/data_{k}" for k in range(3)]
+t["validation_data"]["systems"] = [f"{water}/data_3"]
+t.update({"numb_steps": 1000000, "disp_freq": 10, "save_freq": 1000000000})
+doc["device"] = device
+if dry == "1":
+    doc["optimizer"]["kf_blocksize"] = 1024  # the reference blocksize's 19 GiB covariance fits no CPU here
+json.dump(doc, open(f"{work}/rlekf.json", "w"), indent=1)
+# DeePMD-kit's water example: Adam, its exponential learning rate and loss prefactors.
+ref = json.load(open(f"{water}/input_se_e2_a.reference.json"))
+doc["optimizer"] = {"type": "Adam"}
+doc["learning_rate"] = ref["learning_rate"]
+doc["loss"] = ref["loss"]
+t["disp_freq"] = 50
+json.dump(doc, open(f"{work}/adam.json", "w"), indent=1)
+PY
+  for opt in rlekf adam; do
+    # Killed at the time limit: lcurve.out is written line by line, and no checkpoint is wanted.
+    timeout -s KILL "$seconds" "$deepkf" train "$work/$opt.json" -o "$work/$opt" >"$work/$opt.stdout" 2>&1 || true
+    cp "$work/$opt/lcurve.out" "$out/lcurve_$opt.out" 2>/dev/null || true
+    echo "-- $opt: train.log"
+    head -40 "$work/$opt/train.log" 2>/dev/null || tail -20 "$work/$opt.stdout"
+    echo "-- $opt: last lines of lcurve.out"
+    tail -4 "$out/lcurve_$opt.out" 2>/dev/null || echo "(none)"
+  done
+  rm -rf "$work"
 }
 
 case "${1:-}" in
   stage) stage ;;
+  closure) stage_closure ;;
   run)
     shift
     run "$@"

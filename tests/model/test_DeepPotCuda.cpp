@@ -1,0 +1,63 @@
+// The model on the GPU against the same model on the CPU (built only when LibTorch has CUDA; the machine must
+// have a GPU): energies, forces, virials and the parameter gradients RLEKF uses, to round-off.
+#include <torch/torch.h>
+
+#include "tests/model/ModelTestSupport.hpp"
+#include "tests/support/Catch.hpp"
+
+using deepkf::DeepPot;
+using deepkf::ModelOutput;
+using namespace deepkf::test;
+
+namespace {
+
+double relative(const torch::Tensor& a, const torch::Tensor& b) {
+  const auto ref = b.to(torch::kCPU, torch::kFloat64);
+  const double scale = std::max(ref.abs().max().item<double>(), 1e-300);
+  return (a.to(torch::kCPU, torch::kFloat64) - ref).abs().max().item<double>() / scale;
+}
+
+struct Evaluated {
+  ModelOutput out;
+  torch::Tensor grad;  // dE/dw, all parameters concatenated
+};
+
+Evaluated evaluate_on(DeepPot& model, const Inputs& in, const torch::Device& device) {
+  model->to(device);
+  model->zero_grad();
+  Evaluated e;
+  e.out = model->evaluate(in.coord.to(device), in.atype.to(device), in.nlist.to(device), in.shift.to(device),
+                          true, true);
+  e.out.energy.sum().backward();
+  std::vector<torch::Tensor> g;
+  for (const auto& p : model->parameters())
+    g.push_back(p.grad().defined() ? p.grad().reshape(-1).to(torch::kCPU) : torch::zeros({p.numel()}, p.options().device(torch::kCPU)));
+  e.grad = torch::cat(g);
+  return e;
+}
+
+}  // namespace
+
+TEST_CASE("the model on the GPU equals the model on the CPU to round-off", "[model][cuda]") {
+  REQUIRE(torch::cuda::is_available());  // a CUDA build is tested on a machine with a GPU
+  const auto cell = jittered_cell({7.2, 0, 0, 1.1, 6.9, 0, -0.8, 0.9, 7.1}, 3, 2, 11);
+  for (const auto precision : {torch::kFloat64, torch::kFloat32}) {
+    for (bool one_side : {true, false}) {
+      INFO("precision " << c10::toString(precision) << ", type_one_side " << one_side);
+      auto model = small_model(one_side, !one_side, precision);
+      model->set_energy_bias(torch::tensor({-1.5, 0.25}, torch::kFloat64));
+      const auto in = make_inputs(cell, model->config());
+      const auto cpu = evaluate_on(model, in, torch::kCPU);
+      const auto gpu = evaluate_on(model, in, torch::kCUDA);
+      REQUIRE(gpu.out.force.device().is_cuda());
+      // float64: a few ulps summed over ~100 neighbours; float32: its rounding, likewise.
+      const double tol = precision == torch::kFloat64 ? 1e-11 : 2e-4;
+      CHECK(relative(gpu.out.energy, cpu.out.energy) < tol);
+      CHECK(relative(gpu.out.atom_energy, cpu.out.atom_energy) < tol);
+      CHECK(relative(gpu.out.force, cpu.out.force) < tol);
+      CHECK(relative(gpu.out.virial, cpu.out.virial) < tol);
+      CHECK(relative(gpu.out.atom_virial, cpu.out.atom_virial) < tol);
+      CHECK(relative(gpu.grad, cpu.grad) < tol);
+    }
+  }
+}
