@@ -137,7 +137,7 @@ run() {
   left() { echo $((deadline - SECONDS > 1 ? deadline - SECONDS : 1)); }
 
   if [[ "$phases" == *" configure "* ]]; then
-    echo "== configure"
+    echo "== configure ($(cmake --version | head -1))"
     local torch_prefix=""
     if [ "$dry" != 1 ]; then
       torch_prefix="$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')"
@@ -151,7 +151,8 @@ run() {
     command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
     cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
       -DCMAKE_PREFIX_PATH="$torch_prefix" -DCMAKE_SYSTEM_PREFIX_PATH="/usr;/usr/local;$prefix/usr" \
-      -DHDF5_ROOT="$prefix/usr/lib/x86_64-linux-gnu/hdf5/serial" "${mpi_args[@]}" "${cuda_args[@]}" 2>&1 |
+      -DHDF5_ROOT="$prefix/usr/lib/x86_64-linux-gnu/hdf5/serial" "${mpi_args[@]}" "${cuda_args[@]}" \
+      -DCMAKE_POLICY_VERSION_MINIMUM=3.5 2>&1 |
       tee "$build/configure.log"
     grep -E "^(HDF5|MPI|Torch|CMAKE_CUDA_COMPILER)[A-Za-z_]*:" "$build/CMakeCache.txt" || true
     grep -q "building the CUDA kernels" "$build/configure.log" && echo "CUDA kernels: built" ||
