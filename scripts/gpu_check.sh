@@ -101,19 +101,24 @@ run() {
   grep -m1 "model name" /proc/cpuinfo || true
   echo "$(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB"
 
-  # The machine's own MPI when it has one (compiler wrapper and launcher), else the unpacked Open MPI.
-  local mpi_args=()
-  if ! command -v mpiexec >/dev/null 2>&1 ||
-    ! { mpicxx -showme >/dev/null 2>&1 || mpicxx -show >/dev/null 2>&1; }; then  # Open MPI's, MPICH's
+  # The machine's own MPI when it has one that works (compiler wrapper and launcher), else the unpacked Open
+  # MPI. Decided before any unpacked library is on the search path, since those would shadow the machine's.
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+  local mpi_args=() machine_mpi=0 mpi_debs='openmpi|pmix|hwloc|libevent|ucx|fabric|psm|ibverbs|rdmacm|libnl|numa|munge|pciaccess'
+  if { mpicxx -showme >/dev/null 2>&1 || mpicxx -show >/dev/null 2>&1; } &&  # Open MPI's, MPICH's
+    timeout 20 mpiexec -n 2 true >/dev/null 2>&1; then
+    machine_mpi=1
+  else
     mpi_args=(-DMPI_CXX_COMPILER="$prefix/usr/bin/mpicxx.openmpi"
       -DMPIEXEC_EXECUTABLE="$prefix/usr/bin/mpiexec.openmpi")
     export OPAL_PREFIX="$prefix/usr"
   fi
-  echo "== libraries: $stage_dir -> $prefix"
-  mkdir -p "$prefix"
+  echo "== libraries: $stage_dir -> $prefix (MPI: $([ $machine_mpi = 1 ] && echo "the machine's" || echo unpacked))"
+  mkdir -p "$prefix" "$prefix/fallback" "$build"
   local n=0
   for f in "$stage_dir"/*.deb; do
     [ -e "$f" ] || continue
+    [ $machine_mpi = 1 ] && [[ "$(basename "$f")" =~ ^($mpi_debs) ]] && continue
     dpkg -x "$f" "$prefix"
     n=$((n + 1))
   done
@@ -122,10 +127,18 @@ run() {
   for t in mpicxx mpicc mpiexec mpirun; do
     [ -e "$prefix/usr/bin/$t.openmpi" ] && [ ! -e "$prefix/usr/bin/$t" ] && ln -s "$t.openmpi" "$prefix/usr/bin/$t"
   done
+  # Of the staged closure, only what the machine lacks (a library on LD_LIBRARY_PATH shadows the machine's).
+  local m=0
+  for f in "$root"/.gpu/libs/*; do
+    [ -e "$f" ] || continue
+    ldconfig -p | grep -q "^[[:space:]]$(basename "$f") " && continue
+    ln -sf "$f" "$prefix/fallback/"
+    m=$((m + 1))
+  done
+  echo "$m libraries of .gpu/libs the machine lacks"
   local libdir="$prefix/usr/lib/x86_64-linux-gnu"
-  export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$libdir:$libdir/openmpi/lib:$root/.gpu/libs"
+  export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$libdir:$libdir/openmpi/lib:$prefix/fallback"
   export PATH="$PATH:$prefix/usr/bin"
-  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
   # The staged datasets, unless the machine has its own.
   if [ -z "${DEEPKF_SHARED_DATASETS:-}" ] && [ -d "$root/.gpu/datasets" ]; then
     export DEEPKF_SHARED_DATASETS="$root/.gpu/datasets"
