@@ -114,7 +114,8 @@ run() {
     export OPAL_PREFIX="$prefix/usr"
   fi
   echo "== libraries: $stage_dir -> $prefix (MPI: $([ $machine_mpi = 1 ] && echo "the machine's" || echo unpacked))"
-  mkdir -p "$prefix" "$prefix/fallback" "$build"
+  rm -rf "$prefix"  # nothing left from an earlier run (an unpacked MPI shadowed the machine's)
+  mkdir -p "$prefix" "$prefix/fallback" "$prefix/first-include" "$build"
   local n=0
   for f in "$stage_dir"/*.deb; do
     [ -e "$f" ] || continue
@@ -160,12 +161,16 @@ run() {
     if [ "$dry" != 1 ]; then
       cuda_args=(-DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_CUDA_COMPILER="$(command -v nvcc)")
     fi
+    # spdlog and the fmt it was built with, ahead of the fmt headers in PyTorch's wheel.
+    ln -sfn "$prefix/usr/include/fmt" "$prefix/first-include/fmt"
+    ln -sfn "$prefix/usr/include/spdlog" "$prefix/first-include/spdlog"
     local generator=()
     command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
     cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
       -DCMAKE_PREFIX_PATH="$torch_prefix" -DCMAKE_SYSTEM_PREFIX_PATH="/usr;/usr/local;$prefix/usr" \
       -DHDF5_ROOT="$prefix/usr/lib/x86_64-linux-gnu/hdf5/serial" "${mpi_args[@]}" "${cuda_args[@]}" \
-      -DCMAKE_POLICY_VERSION_MINIMUM=3.5 2>&1 |
+      -DCMAKE_POLICY_VERSION_MINIMUM=3.5 -DDEEPKF_FIRST_INCLUDE_DIRS="$prefix/first-include" \
+      -Dspdlog_DIR="$prefix/usr/lib/x86_64-linux-gnu/cmake/spdlog" -Dfmt_DIR="$prefix/usr/lib/x86_64-linux-gnu/cmake/fmt" 2>&1 |
       tee "$build/configure.log"
     grep -E "^(HDF5|MPI|Torch|CMAKE_CUDA_COMPILER)[A-Za-z_]*:" "$build/CMakeCache.txt" || true
     grep -q "building the CUDA kernels" "$build/configure.log" && echo "CUDA kernels: built" ||
@@ -189,7 +194,7 @@ run() {
 
   if [[ "$phases" == *" bench "* ]]; then
     echo "== Kalman step for kf_blocksize 1024 to 10240, float64 and float32, against a copy pass and the dense step"
-    local cap=$(($(left) < 120 ? $(left) : 120))
+    local cap=$(($(left) < 90 ? $(left) : 90))
     DEEPKF_BENCH_DEVICE=$device timeout "$cap" "$build/bench/optim/bench_kalman" \
       "${DEEPKF_GPU_MIN_MIB:-4096}" 16 2>&1 | tee "$out/bench_kalman.txt" || true
   fi

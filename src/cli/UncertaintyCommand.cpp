@@ -4,6 +4,7 @@
 // each uncertainty ranks the frames by them (docs/uncertainty.md). DATA may be LAMMPS dumps (--type-map).
 // Under mpirun the frames and the covariance blocks are split over the ranks.
 #include <fmt/format.h>
+#include <fmt/ranges.h>  // fmt::join (in format.h before fmt 11)
 #include <torch/torch.h>
 
 #include <CLI/CLI.hpp>

@@ -1,6 +1,7 @@
 #include "src/data/FrameSource.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>  // fmt::join (in format.h before fmt 11)
 
 #include <algorithm>
 #include <numeric>

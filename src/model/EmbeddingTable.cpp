@@ -1,6 +1,7 @@
 #include "src/model/EmbeddingTable.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>  // fmt::join (in format.h before fmt 11)
 #include <torch/torch.h>
 
 #include <algorithm>
