@@ -148,6 +148,8 @@ run() {
   echo "mpiexec: $(command -v mpiexec) ${OPAL_PREFIX:+(OPAL_PREFIX $OPAL_PREFIX)}"
   timeout 20 mpiexec -n 2 hostname || echo "mpiexec does not start: the MPI tests will fail"
 
+  local keep_going=(-k)  # build what can be built past a failure
+  command -v ninja >/dev/null 2>&1 && keep_going=(-k 0)  # the generator configure chooses
   left() { echo $((deadline - SECONDS > 1 ? deadline - SECONDS : 1)); }
 
   if [[ "$phases" == *" configure "* ]]; then
@@ -179,7 +181,7 @@ run() {
 
   if [[ "$phases" == *" build "* ]]; then
     echo "== build: the program, the optimizer and model tests, the Kalman benchmark"
-    timeout "$(left)" cmake --build "$build" -j "$jobs" --target deepkf test_optim test_model bench_kalman 2>&1 |
+    timeout "$(left)" cmake --build "$build" -j "$jobs" --target deepkf test_optim test_model bench_kalman -- "${keep_going[@]}" 2>&1 |
       tee "$out/build.log" | grep -E "error|warning|FAILED|Linking" | head -60 || true
   fi
 
@@ -206,7 +208,7 @@ run() {
 
   if [[ "$phases" == *" suite "* ]]; then
     echo "== the whole test suite (for the time left: $(left) s)"
-    timeout "$(left)" cmake --build "$build" -j "$jobs" 2>&1 | tee -a "$out/build.log" |
+    timeout "$(left)" cmake --build "$build" -j "$jobs" -- "${keep_going[@]}" 2>&1 | tee -a "$out/build.log" |
       grep -E "error|FAILED" | head -30 || true
     (cd "$build" && timeout "$(left)" ctest -j 8 --timeout 300 --output-on-failure 2>&1 |
       tee "$out/ctest.log" | grep -E "tests passed|Failed|\*\*\*|Timeout" | head -60) || true

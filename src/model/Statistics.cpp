@@ -1,5 +1,6 @@
 #include "src/model/Statistics.hpp"
 
+#include <torch/linalg.h>
 #include <torch/torch.h>
 
 #include <algorithm>

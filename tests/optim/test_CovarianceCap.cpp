@@ -1,5 +1,6 @@
 // The bound on the covariance's diagonal (docs/rlekf.md, "Bounded covariance"): the packed scaling against
 // dense algebra, the filter with p_cap against the dense filter, and the cap's unit surviving a restore.
+#include <torch/linalg.h>
 #include <torch/torch.h>
 
 #include <cmath>

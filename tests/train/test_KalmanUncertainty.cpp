@@ -3,6 +3,7 @@
 // (P = L L^T from the filter's dense blocks, h^T P h = sum_j (dy/dw . l_j)^2 with each directional derivative
 // from central differences of the model's energy and forces); the scored atoms; the calibration; and a
 // trained run's checkpoint and model file carrying the calibration it fitted on its validation frames.
+#include <torch/linalg.h>
 #include <torch/torch.h>  // before Catch2: glog's CHECK must not replace Catch2's
 
 #include <cmath>
