@@ -10,7 +10,6 @@
 // `deepkf train` reads it. Environment: SNAP_RCUT (A, default 5.0, first_epoch.sh's model), SNAP_TWOJMAX
 // (default "6 8"), SNAP_ENERGY_WEIGHTS (weights of the per-atom energy rows, eV, against force rows, eV/A,
 // default "1 10 100"). Prints one markdown row per seed, twojmax and weight.
-#include <torch/linalg.h>
 #include <torch/torch.h>
 
 #include <array>

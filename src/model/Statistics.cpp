@@ -1,6 +1,5 @@
 #include "src/model/Statistics.hpp"
 
-#include <torch/linalg.h>
 #include <torch/torch.h>
 
 #include <algorithm>

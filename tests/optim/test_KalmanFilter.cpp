@@ -1,7 +1,6 @@
 // RLEKF: the packed, deferred update against dense algebra over energy, force and virial measurements,
 // recursive least squares, flushes anywhere, symmetry and memory of P, save/restore (also of the dense
 // format 1 state), and the block layout.
-#include <torch/linalg.h>
 #include <torch/torch.h>
 
 #include <cmath>

@@ -3,7 +3,6 @@
 // (P = L L^T from the filter's dense blocks, h^T P h = sum_j (dy/dw . l_j)^2 with each directional derivative
 // from central differences of the model's energy and forces); the scored atoms; the calibration; and a
 // trained run's checkpoint and model file carrying the calibration it fitted on its validation frames.
-#include <torch/linalg.h>
 #include <torch/torch.h>  // before Catch2: glog's CHECK must not replace Catch2's
 
 #include <cmath>
@@ -101,7 +100,7 @@ TEST_CASE("h^T P h of energies and force components equals a dense P and finite 
       const auto& b = filter.layout().blocks()[static_cast<std::size_t>(i)];
       P.narrow(0, b.begin, b.size()).narrow(1, b.begin, b.size()).copy_(filter.covariance(i));
     }
-    const auto L = torch::linalg::cholesky(P);
+    const auto L = torch::linalg_cholesky(P);
     const double eps = 1e-5;
     for (std::size_t k = 0; k < 2; ++k) {
       const FrameScore& s = result.frames[k];
