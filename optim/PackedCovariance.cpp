@@ -81,6 +81,7 @@ PackedCovariance::PackedCovariance(std::vector<std::int64_t> sizes, double p0, t
   }
   first_task_.push_back(static_cast<std::int64_t>(tasks_.size()));
   workspace_ = torch::empty({partial}, torch::TensorOptions().dtype(torch::kFloat64).device(device_));
+  device_ = workspace_.device();  // "cuda" names the current device: keep its index, as tensors report it
 }
 
 std::int64_t PackedCovariance::bytes() const {

@@ -104,7 +104,7 @@ run() {
   # The machine's own MPI when it has one that works (compiler wrapper and launcher), else the unpacked Open
   # MPI. Decided before any unpacked library is on the search path, since those would shadow the machine's.
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-  local mpi_args=() machine_mpi=0 mpi_debs='openmpi|pmix|hwloc|libevent|ucx|fabric|psm|ibverbs|rdmacm|libnl|numa|munge|pciaccess'
+  local mpi_args=() machine_mpi=0 mpi_debs='openmpi|pmix|hwloc|event|ucx|fabric|psm|ibverbs|rdmacm|nl-|numa|munge|pciaccess'
   if { mpicxx -showme >/dev/null 2>&1 || mpicxx -show >/dev/null 2>&1; } &&  # Open MPI's, MPICH's
     timeout 20 mpiexec -n 2 true >/dev/null 2>&1; then
     machine_mpi=1
@@ -119,7 +119,7 @@ run() {
   local n=0
   for f in "$stage_dir"/*.deb; do
     [ -e "$f" ] || continue
-    [ $machine_mpi = 1 ] && [[ "$(basename "$f")" =~ ^($mpi_debs) ]] && continue
+    [ $machine_mpi = 1 ] && [[ "$(basename "$f")" =~ ^(lib)?($mpi_debs) ]] && continue
     dpkg -x "$f" "$prefix"
     n=$((n + 1))
   done
