@@ -9,6 +9,7 @@
 
 #include "optim/PackedQuadraticForm.hpp"
 #include "optim/PackedSweep.hpp"
+#include "optim/PackedTiles.hpp"
 #include "src/core/Error.hpp"
 #ifdef DEEPKF_WITH_CUDA
 #include <ATen/cuda/CUDAContext.h>
@@ -73,13 +74,23 @@ PackedCovariance::PackedCovariance(std::vector<std::int64_t> sizes, double p0, t
         tasks_.push_back({static_cast<std::int64_t>(j), rows[k], rows[k + 1], partial});
         partial += n - rows[k];
       }
-    } else {
-#ifdef DEEPKF_WITH_CUDA
-      partial = std::max(partial, packed::cuda::sweep_workspace(n));
-#endif
     }
   }
   first_task_.push_back(static_cast<std::int64_t>(tasks_.size()));
+  if (!device_.is_cpu() && !sizes_.empty()) {
+    // The tile plan and the blocks' addresses (fixed: assign() copies into the blocks) on the device.
+    auto plan = packed::plan_tiles(sizes_);
+    static_assert(sizeof(packed::TileBlock) == 3 * sizeof(std::int64_t) &&
+                  sizeof(packed::Tile) == 3 * sizeof(std::int32_t));
+    const auto nb = static_cast<std::int64_t>(plan.blocks.size());
+    num_tiles_ = static_cast<std::int64_t>(plan.tiles.size());
+    tile_blocks_ = torch::from_blob(plan.blocks.data(), {3 * nb}, torch::kInt64).to(device_);
+    tiles_ = torch::from_blob(plan.tiles.data(), {3 * num_tiles_}, torch::kInt32).to(device_);
+    std::vector<std::int64_t> addresses;
+    for (const auto& P : blocks_) addresses.push_back(reinterpret_cast<std::int64_t>(P.data_ptr()));
+    block_ptrs_ = torch::tensor(addresses, torch::kInt64).to(device_);
+    partial = plan.workspace;
+  }
   workspace_ = torch::empty({partial}, torch::TensorOptions().dtype(torch::kFloat64).device(device_));
   device_ = workspace_.device();  // "cuda" names the current device: keep its index, as tensors report it
 }
@@ -110,11 +121,9 @@ torch::Tensor PackedCovariance::sweep(const torch::Tensor& h, std::vector<double
     }
   } else {
 #ifdef DEEPKF_WITH_CUDA
-    sweep_cuda(h, K);
-    // h_j^T K_j per block (a deterministic reduction: one block's segment summed in a fixed order).
+    // h_j^T K_j per block in the same launches (one block's segment summed in a fixed order).
     auto t = torch::empty({num_blocks()}, h.options());
-    packed::cuda::segment_dots(h.data_ptr<double>(), K.data_ptr<double>(), offsets_, t.data_ptr<double>(),
-                               at::cuda::getCurrentCUDAStream().stream());
+    sweep_cuda(h, K, t);
     const auto host = t.to(torch::kCPU);
     std::copy(host.data_ptr<double>(), host.data_ptr<double>() + num_blocks(), terms.begin());
 #endif
@@ -234,29 +243,41 @@ void PackedCovariance::flush_cpu() {
 }
 
 #ifdef DEEPKF_WITH_CUDA
-void PackedCovariance::sweep_cuda(const torch::Tensor& h, torch::Tensor& K) {
-  const auto stream = at::cuda::getCurrentCUDAStream().stream();
-  const double* pending = has_pending() ? pending_K_.data_ptr<double>() : nullptr;
+namespace {
+
+packed::cuda::DeviceTiles device_tiles(const torch::Tensor& block_ptrs, const torch::Tensor& tile_blocks,
+                                       const torch::Tensor& tiles, std::int64_t num_tiles, std::int64_t total,
+                                       torch::Tensor& workspace) {
+  packed::cuda::DeviceTiles t;
+  t.P = reinterpret_cast<void* const*>(block_ptrs.data_ptr<std::int64_t>());
+  t.blocks = reinterpret_cast<const packed::TileBlock*>(tile_blocks.data_ptr<std::int64_t>());
+  t.tiles = reinterpret_cast<const packed::Tile*>(tiles.data_ptr<std::int32_t>());
+  t.num_blocks = block_ptrs.numel();
+  t.num_tiles = num_tiles;
+  t.total = total;
+  t.workspace = workspace.data_ptr<double>();
+  return t;
+}
+
+}  // namespace
+
+void PackedCovariance::sweep_cuda(const torch::Tensor& h, torch::Tensor& K, torch::Tensor& dots) {
+  const auto tiles = device_tiles(block_ptrs_, tile_blocks_, tiles_, num_tiles_, offsets_.back(), workspace_);
+  packed::RankOneUpdate update;
+  if (has_pending()) update = {pending_K_.data_ptr<double>(), pending_inv_a_, pending_inv_lambda_};
   with_type(dtype_, [&](auto zero) {
     using T = decltype(zero);
-    for (std::size_t j = 0; j < sizes_.size(); ++j) {
-      packed::RankOneUpdate update;
-      if (pending) update = {pending + offsets_[j], pending_inv_a_, pending_inv_lambda_};
-      packed::cuda::sweep<T>(blocks_[j].data_ptr<T>(), sizes_[j], update, h.data_ptr<double>() + offsets_[j],
-                             K.data_ptr<double>() + offsets_[j], workspace_.data_ptr<double>(), stream);
-    }
+    packed::cuda::sweep<T>(tiles, update, h.data_ptr<double>(), K.data_ptr<double>(), dots.data_ptr<double>(),
+                           at::cuda::getCurrentCUDAStream().stream());
   });
 }
 
 void PackedCovariance::flush_cuda() {
-  const auto stream = at::cuda::getCurrentCUDAStream().stream();
-  const double* pending = pending_K_.data_ptr<double>();
+  const auto tiles = device_tiles(block_ptrs_, tile_blocks_, tiles_, num_tiles_, offsets_.back(), workspace_);
+  const packed::RankOneUpdate update{pending_K_.data_ptr<double>(), pending_inv_a_, pending_inv_lambda_};
   with_type(dtype_, [&](auto zero) {
     using T = decltype(zero);
-    for (std::size_t j = 0; j < sizes_.size(); ++j) {
-      const packed::RankOneUpdate update{pending + offsets_[j], pending_inv_a_, pending_inv_lambda_};
-      packed::cuda::update<T>(blocks_[j].data_ptr<T>(), sizes_[j], update, stream);
-    }
+    packed::cuda::update<T>(tiles, update, at::cuda::getCurrentCUDAStream().stream());
   });
 }
 #endif

@@ -11,8 +11,9 @@
 //
 // CPU: the rows of all blocks are cut into chunks that depend only on n_j (PackedSweep.hpp, row_chunks),
 // threads take chunks from a shared counter, and each chunk adds into its own partial vector; the partials
-// are summed in chunk order, so the result does not depend on the thread count. CUDA: the same sweep as a
-// kernel (PackedSweepCuda.cuh), compiled when LibTorch has CUDA and chosen by the blocks' device.
+// are summed in chunk order, so the result does not depend on the thread count. CUDA: the same sweep as
+// kernels over all blocks at once (PackedSweepCuda.cuh), compiled when LibTorch has CUDA and chosen by the
+// blocks' device.
 #include <torch/types.h>
 
 #include <cstdint>
@@ -78,7 +79,7 @@ class PackedCovariance {
   void sweep_cpu(const torch::Tensor& h, torch::Tensor& K);
   void flush_cpu();
 #ifdef DEEPKF_WITH_CUDA
-  void sweep_cuda(const torch::Tensor& h, torch::Tensor& K);
+  void sweep_cuda(const torch::Tensor& h, torch::Tensor& K, torch::Tensor& dots);
   void flush_cuda();
 #endif
 
@@ -92,7 +93,11 @@ class PackedCovariance {
   std::vector<torch::Tensor> diagonal_at_;  // positions of p_rr in each block (int64 on the blocks' device)
   std::vector<Task> tasks_;                 // ordered by block, then row
   std::vector<std::int64_t> first_task_;    // tasks of block j: [first_task_[j], first_task_[j + 1])
-  torch::Tensor workspace_;                 // float64 partial vectors of all tasks (CPU)
+  torch::Tensor workspace_;                 // float64 partial vectors: of all tasks (CPU), of all tiles (GPU)
+  // GPU: the tile plan (optim/PackedTiles.hpp) and the blocks' addresses in device memory, for one launch
+  // over all blocks.
+  torch::Tensor tile_blocks_, tiles_, block_ptrs_;
+  std::int64_t num_tiles_ = 0;
   torch::Tensor pending_K_;                 // undefined: no pending update
   double pending_inv_a_ = 0.0;
   double pending_inv_lambda_ = 1.0;

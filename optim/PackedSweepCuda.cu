@@ -35,14 +35,14 @@ __device__ __forceinline__ T updated(T p, double kr_over_a, double kc, double in
   return static_cast<T>(__dmul_rn(__dsub_rn(static_cast<double>(p), __dmul_rn(kr_over_a, kc)), inv_lambda));
 }
 
-// Tile (I = blockIdx.y, J = blockIdx.x), J >= I. With kUpdate, applies the update to the tile's elements.
-// With kProduct, writes row partials rows[J n + r] = sum_{c in tile J, c >= r} p_rc h_c for the tile's rows
-// r, and column partials cols[I n + c] = sum_{r in tile I, r < c} p_rc h_r for the tile's columns c.
+// Tile (I, J), J >= I, of a block of n (K, h, rows, cols of that block). With kUpdate, applies the update to
+// the tile's elements. With kProduct, writes row partials rows[J n + r] = sum_{c in tile J, c >= r} p_rc h_c
+// for the tile's rows r, and column partials cols[I n + c] = sum_{r in tile I, r < c} p_rc h_r for the
+// tile's columns c.
 template <typename T, bool kUpdate, bool kProduct>
-__global__ void tile_kernel(T* P, std::int64_t n, const double* K, double inv_a, double inv_lambda,
-                            const double* h, double* rows, double* cols) {
-  const std::int64_t I = blockIdx.y, J = blockIdx.x;
-  if (J < I) return;
+__device__ __forceinline__ void tile(T* P, std::int64_t n, std::int64_t I, std::int64_t J, const double* K,
+                                     double inv_a, double inv_lambda, const double* h, double* rows,
+                                     double* cols) {
   const int tx = threadIdx.x, ty = threadIdx.y;
   const std::int64_t r0 = I * kTile, c0 = J * kTile;
 
@@ -99,30 +99,47 @@ __global__ void tile_kernel(T* P, std::int64_t n, const double* K, double inv_a,
   }
 }
 
-// y_r = sum_{J >= I(r)} rows[J n + r] + sum_{I' <= I(r)} cols[I' n + r], in that order.
-__global__ void gather_kernel(std::int64_t n, std::int64_t tiles, const double* rows, const double* cols,
-                              double* y) {
-  const std::int64_t r = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (r >= n) return;
-  const std::int64_t I = r / kTile;
+// One thread block per tile of the plan: block t.block's tile (t.I, t.J).
+template <typename T, bool kUpdate, bool kProduct>
+__global__ void tiles_kernel(void* const* P, const TileBlock* blocks, const Tile* tiles, const double* K,
+                             double inv_a, double inv_lambda, const double* h, double* workspace) {
+  const Tile t = tiles[blockIdx.x];
+  const TileBlock b = blocks[t.block];
+  double* rows = kProduct ? workspace + b.workspace : nullptr;
+  double* cols = kProduct ? rows + tiles_of(b.n) * b.n : nullptr;
+  tile<T, kUpdate, kProduct>(static_cast<T*>(P[t.block]), b.n, t.I, t.J, kUpdate ? K + b.offset : nullptr,
+                             inv_a, inv_lambda, kProduct ? h + b.offset : nullptr, rows, cols);
+}
+
+// For every flat index g, in block j at row r = g - offset_j: y_g = sum_{J >= I(r)} rows_j[J n_j + r] +
+// sum_{I' <= I(r)} cols_j[I' n_j + r], in that order.
+__global__ void gather_kernel(const TileBlock* blocks, std::int64_t num_blocks, std::int64_t total,
+                              const double* workspace, double* y) {
+  const std::int64_t g = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (g >= total) return;
+  const TileBlock b = blocks[block_of(blocks, num_blocks, g)];
+  const std::int64_t n = b.n, r = g - b.offset, I = r / kTile, tiles = tiles_of(n);
+  const double* rows = workspace + b.workspace;
+  const double* cols = rows + tiles * n;
   double s = 0.0;
   for (std::int64_t J = I; J < tiles; ++J) s += rows[J * n + r];
   for (std::int64_t i = 0; i <= I; ++i) s += cols[i * n + r];
-  y[r] = s;
+  y[g] = s;
 }
 
-__global__ void dot_kernel(const double* a, const double* b, std::int64_t begin, std::int64_t end,
-                           double* out) {
+// out[j] = h_j^T y_j for block j = blockIdx.x: strided partial sums, then a tree, in a fixed order.
+__global__ void dots_kernel(const TileBlock* blocks, const double* a, const double* b, double* out) {
   __shared__ double part[kDotThreads];
+  const TileBlock blk = blocks[blockIdx.x];
   double s = 0.0;
-  for (std::int64_t i = begin + threadIdx.x; i < end; i += kDotThreads) s += a[i] * b[i];
+  for (std::int64_t i = blk.offset + threadIdx.x; i < blk.offset + blk.n; i += kDotThreads) s += a[i] * b[i];
   part[threadIdx.x] = s;
   __syncthreads();
   for (int w = kDotThreads / 2; w > 0; w >>= 1) {
     if (static_cast<int>(threadIdx.x) < w) part[threadIdx.x] += part[threadIdx.x + w];
     __syncthreads();
   }
-  if (threadIdx.x == 0) *out = part[0];
+  if (threadIdx.x == 0) out[blockIdx.x] = part[0];
 }
 
 // Row r = blockIdx.x of P <- S P S: p_rc <- s_r s_c p_rc for c >= r, the threads striding over c.
@@ -135,42 +152,36 @@ __global__ void scale_kernel(T* P, std::int64_t n, const double* s) {
     row[c] = static_cast<T>(static_cast<double>(row[c]) * (sr * s[c]));
 }
 
-std::int64_t tiles_of(std::int64_t n) { return (n + kTile - 1) / kTile; }
-
 }  // namespace
 
-std::int64_t sweep_workspace(std::int64_t n) { return 2 * tiles_of(n) * n; }
-
 template <typename T>
-void sweep(T* P, std::int64_t n, const RankOneUpdate& update, const double* h, double* y, double* workspace,
+void sweep(const DeviceTiles& t, const RankOneUpdate& update, const double* h, double* y, double* dots,
            CUstream_st* stream) {
-  if (n == 0) return;
-  const auto tiles = tiles_of(n);
-  const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(tiles));
+  if (t.num_tiles == 0) return;
+  const auto grid = static_cast<unsigned>(t.num_tiles);
   const dim3 block(kThreadsX, kThreadsY);
-  double* rows = workspace;
-  double* cols = workspace + tiles * n;
   if (update.K) {
-    tile_kernel<T, true, true>
-        <<<grid, block, 0, stream>>>(P, n, update.K, update.inv_a, update.inv_lambda, h, rows, cols);
+    tiles_kernel<T, true, true>
+        <<<grid, block, 0, stream>>>(t.P, t.blocks, t.tiles, update.K, update.inv_a, update.inv_lambda, h,
+                                     t.workspace);
   } else {
-    tile_kernel<T, false, true><<<grid, block, 0, stream>>>(P, n, nullptr, 0.0, 1.0, h, rows, cols);
+    tiles_kernel<T, false, true><<<grid, block, 0, stream>>>(t.P, t.blocks, t.tiles, nullptr, 0.0, 1.0, h,
+                                                             t.workspace);
   }
   check("packed sweep");
   const int threads = 256;
-  gather_kernel<<<static_cast<unsigned>((n + threads - 1) / threads), threads, 0, stream>>>(n, tiles, rows,
-                                                                                            cols, y);
+  gather_kernel<<<static_cast<unsigned>((t.total + threads - 1) / threads), threads, 0, stream>>>(
+      t.blocks, t.num_blocks, t.total, t.workspace, y);
   check("packed sweep (partial sums)");
+  dots_kernel<<<static_cast<unsigned>(t.num_blocks), kDotThreads, 0, stream>>>(t.blocks, h, y, dots);
+  check("packed sweep (h^T K per block)");
 }
 
 template <typename T>
-void update(T* P, std::int64_t n, const RankOneUpdate& update, CUstream_st* stream) {
-  if (n == 0 || !update.K) return;
-  const auto tiles = tiles_of(n);
-  const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(tiles));
-  const dim3 block(kThreadsX, kThreadsY);
-  tile_kernel<T, true, false><<<grid, block, 0, stream>>>(P, n, update.K, update.inv_a, update.inv_lambda,
-                                                          nullptr, nullptr, nullptr);
+void update(const DeviceTiles& t, const RankOneUpdate& update, CUstream_st* stream) {
+  if (t.num_tiles == 0 || !update.K) return;
+  tiles_kernel<T, true, false><<<static_cast<unsigned>(t.num_tiles), dim3(kThreadsX, kThreadsY), 0, stream>>>(
+      t.P, t.blocks, t.tiles, update.K, update.inv_a, update.inv_lambda, nullptr, nullptr);
   check("packed covariance update");
 }
 
@@ -181,20 +192,12 @@ void scale(T* P, std::int64_t n, const double* s, CUstream_st* stream) {
   check("packed covariance scaling");
 }
 
-void segment_dots(const double* a, const double* b, const std::vector<std::int64_t>& offsets, double* out,
-                  CUstream_st* stream) {
-  for (std::size_t j = 0; j + 1 < offsets.size(); ++j) {
-    dot_kernel<<<1, kDotThreads, 0, stream>>>(a, b, offsets[j], offsets[j + 1], out + j);
-  }
-  check("segment dot products");
-}
-
-template void sweep<float>(float*, std::int64_t, const RankOneUpdate&, const double*, double*, double*,
+template void sweep<float>(const DeviceTiles&, const RankOneUpdate&, const double*, double*, double*,
                            CUstream_st*);
-template void sweep<double>(double*, std::int64_t, const RankOneUpdate&, const double*, double*, double*,
+template void sweep<double>(const DeviceTiles&, const RankOneUpdate&, const double*, double*, double*,
                             CUstream_st*);
-template void update<float>(float*, std::int64_t, const RankOneUpdate&, CUstream_st*);
-template void update<double>(double*, std::int64_t, const RankOneUpdate&, CUstream_st*);
+template void update<float>(const DeviceTiles&, const RankOneUpdate&, CUstream_st*);
+template void update<double>(const DeviceTiles&, const RankOneUpdate&, CUstream_st*);
 template void scale<float>(float*, std::int64_t, const double*, CUstream_st*);
 template void scale<double>(double*, std::int64_t, const double*, CUstream_st*);
 

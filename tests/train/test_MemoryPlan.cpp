@@ -48,6 +48,13 @@ TEST_CASE("memory plan counts packed covariance and the vectors", "[train][memor
   const auto two = plan_memory(need_of(-1, 2), 5120, "float64");
   CHECK(two.covariance_bytes < plan.covariance_bytes);
   CHECK(two.covariance_bytes >= plan.covariance_bytes / 2);
+
+  // On a GPU the sweep's partial sums come with P: 2 ceil(n / 128) n float64 values per block of n
+  // (blocks 5120, 5120, 5120, 4640: 40 and 37 tiles per side).
+  auto gpu = need_of(-1);
+  gpu.where = "cuda:0";
+  const auto on_gpu = plan_memory(gpu, 5120, "float32");
+  CHECK(on_gpu.covariance_bytes == 4 * triangle_values(20000, 5120) + 8 * 2 * (3 * 40 * 5120 + 37 * 4640));
 }
 
 TEST_CASE("auto picks the largest block size in float64 that fits, then float32", "[train][memory]") {
