@@ -43,6 +43,22 @@ void with_type(torch::ScalarType dtype, const F& f) {
   }
 }
 
+#ifdef DEEPKF_WITH_CUDA
+packed::cuda::DeviceTiles device_tiles(const torch::Tensor& block_ptrs, const torch::Tensor& tile_blocks,
+                                       const torch::Tensor& tiles, std::int64_t num_tiles, std::int64_t total,
+                                       const torch::Tensor& workspace) {
+  packed::cuda::DeviceTiles t;
+  t.P = reinterpret_cast<void* const*>(block_ptrs.data_ptr<std::int64_t>());
+  t.blocks = reinterpret_cast<const packed::TileBlock*>(tile_blocks.data_ptr<std::int64_t>());
+  t.tiles = reinterpret_cast<const packed::Tile*>(tiles.data_ptr<std::int32_t>());
+  t.num_blocks = block_ptrs.numel();
+  t.num_tiles = num_tiles;
+  t.total = total;
+  t.workspace = workspace.data_ptr<double>();
+  return t;
+}
+#endif
+
 }  // namespace
 
 PackedCovariance::PackedCovariance(std::vector<std::int64_t> sizes, double p0, torch::ScalarType dtype,
@@ -243,24 +259,6 @@ void PackedCovariance::flush_cpu() {
 }
 
 #ifdef DEEPKF_WITH_CUDA
-namespace {
-
-packed::cuda::DeviceTiles device_tiles(const torch::Tensor& block_ptrs, const torch::Tensor& tile_blocks,
-                                       const torch::Tensor& tiles, std::int64_t num_tiles, std::int64_t total,
-                                       torch::Tensor& workspace) {
-  packed::cuda::DeviceTiles t;
-  t.P = reinterpret_cast<void* const*>(block_ptrs.data_ptr<std::int64_t>());
-  t.blocks = reinterpret_cast<const packed::TileBlock*>(tile_blocks.data_ptr<std::int64_t>());
-  t.tiles = reinterpret_cast<const packed::Tile*>(tiles.data_ptr<std::int32_t>());
-  t.num_blocks = block_ptrs.numel();
-  t.num_tiles = num_tiles;
-  t.total = total;
-  t.workspace = workspace.data_ptr<double>();
-  return t;
-}
-
-}  // namespace
-
 void PackedCovariance::sweep_cuda(const torch::Tensor& h, torch::Tensor& K, torch::Tensor& dots) {
   const auto tiles = device_tiles(block_ptrs_, tile_blocks_, tiles_, num_tiles_, offsets_.back(), workspace_);
   packed::RankOneUpdate update;
@@ -301,10 +299,20 @@ double PackedCovariance::diagonal_sum() const {
 std::vector<double> PackedCovariance::largest_diagonals() const {
   std::vector<double> out(sizes_.size());
   if (!device_.is_cpu()) {
-    std::vector<torch::Tensor> largest;
-    for (std::size_t j = 0; j < sizes_.size(); ++j) largest.push_back(diagonal(j).max());
-    const auto all = torch::stack(largest).to(torch::kCPU).contiguous();  // one wait for the device
+#ifdef DEEPKF_WITH_CUDA
+    // One launch for all blocks and one wait for the device.
+    const auto tiles = device_tiles(block_ptrs_, tile_blocks_, tiles_, num_tiles_, offsets_.back(), workspace_);
+    packed::RankOneUpdate update;
+    if (has_pending()) update = {pending_K_.data_ptr<double>(), pending_inv_a_, pending_inv_lambda_};
+    auto largest = torch::empty({num_blocks()}, torch::TensorOptions().dtype(torch::kFloat64).device(device_));
+    with_type(dtype_, [&](auto zero) {
+      using T = decltype(zero);
+      packed::cuda::largest_diagonals<T>(tiles, update, largest.data_ptr<double>(),
+                                         at::cuda::getCurrentCUDAStream().stream());
+    });
+    const auto all = largest.to(torch::kCPU);
     std::copy(all.data_ptr<double>(), all.data_ptr<double>() + all.numel(), out.begin());
+#endif
     return out;
   }
   // On the CPU a plain loop: the same values as diagonal(j), without a tensor per block and update.

@@ -1,5 +1,7 @@
 #include <cuda_runtime.h>
 
+#include <cmath>
+
 #include <stdexcept>
 #include <string>
 
@@ -142,6 +144,32 @@ __global__ void dots_kernel(const TileBlock* blocks, const double* a, const doub
   if (threadIdx.x == 0) out[blockIdx.x] = part[0];
 }
 
+// out[j] = max_r of block j = blockIdx.x's diagonal, pending update included: strided maxima, then a tree.
+template <typename T>
+__global__ void largest_diagonal_kernel(void* const* P, const TileBlock* blocks, const double* K, double inv_a,
+                                        double inv_lambda, double* out) {
+  __shared__ double part[kDotThreads];
+  const TileBlock b = blocks[blockIdx.x];
+  const T* p = static_cast<const T*>(P[blockIdx.x]);
+  double m = -HUGE_VAL;
+  for (std::int64_t r = threadIdx.x; r < b.n; r += kDotThreads) {
+    double d = static_cast<double>(p[row_start(b.n, r)]);  // p_rr
+    if (K) {
+      const double k = K[b.offset + r];
+      d = __dmul_rn(__dsub_rn(d, __dmul_rn(__dmul_rn(k, k), inv_a)), inv_lambda);
+    }
+    m = m < d ? d : m;
+  }
+  part[threadIdx.x] = m;
+  __syncthreads();
+  for (int w = kDotThreads / 2; w > 0; w >>= 1) {
+    if (static_cast<int>(threadIdx.x) < w && part[threadIdx.x] < part[threadIdx.x + w])
+      part[threadIdx.x] = part[threadIdx.x + w];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) out[blockIdx.x] = part[0];
+}
+
 // Row r = blockIdx.x of P <- S P S: p_rc <- s_r s_c p_rc for c >= r, the threads striding over c.
 template <typename T>
 __global__ void scale_kernel(T* P, std::int64_t n, const double* s) {
@@ -186,6 +214,14 @@ void update(const DeviceTiles& t, const RankOneUpdate& update, CUstream_st* stre
 }
 
 template <typename T>
+void largest_diagonals(const DeviceTiles& t, const RankOneUpdate& update, double* out, CUstream_st* stream) {
+  if (t.num_blocks == 0) return;
+  largest_diagonal_kernel<T><<<static_cast<unsigned>(t.num_blocks), kDotThreads, 0, stream>>>(
+      t.P, t.blocks, update.K, update.inv_a, update.inv_lambda, out);
+  check("largest diagonal values");
+}
+
+template <typename T>
 void scale(T* P, std::int64_t n, const double* s, CUstream_st* stream) {
   if (n == 0) return;
   scale_kernel<T><<<static_cast<unsigned>(n), 256, 0, stream>>>(P, n, s);
@@ -198,6 +234,8 @@ template void sweep<double>(const DeviceTiles&, const RankOneUpdate&, const doub
                             CUstream_st*);
 template void update<float>(const DeviceTiles&, const RankOneUpdate&, CUstream_st*);
 template void update<double>(const DeviceTiles&, const RankOneUpdate&, CUstream_st*);
+template void largest_diagonals<float>(const DeviceTiles&, const RankOneUpdate&, double*, CUstream_st*);
+template void largest_diagonals<double>(const DeviceTiles&, const RankOneUpdate&, double*, CUstream_st*);
 template void scale<float>(float*, std::int64_t, const double*, CUstream_st*);
 template void scale<double>(double*, std::int64_t, const double*, CUstream_st*);
 

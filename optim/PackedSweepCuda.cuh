@@ -39,6 +39,11 @@ void sweep(const DeviceTiles& tiles, const RankOneUpdate& update, const double* 
 template <typename T>
 void update(const DeviceTiles& tiles, const RankOneUpdate& update, CUstream_st* stream);
 
+// out[j] = max_r p_rr over block j's diagonal, with the update (when set) counted as (p_rr - K_r^2 / a) /
+// lambda, the arithmetic of PackedCovariance::diagonal. out: num_blocks float64 values on the device.
+template <typename T>
+void largest_diagonals(const DeviceTiles& tiles, const RankOneUpdate& update, double* out, CUstream_st* stream);
+
 // P <- S P S for one block of n, S = diag(s), s: n float64 values on the device (PackedSweep.hpp, scale_rows).
 template <typename T>
 void scale(T* P, std::int64_t n, const double* s, CUstream_st* stream);
