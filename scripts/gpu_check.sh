@@ -13,7 +13,7 @@
 # lcurve_rlekf.out, lcurve_adam.out, ctest.log.
 # `run` goes through its phases in order, each cut off so that all end within DEEPKF_GPU_SECONDS (520) of
 # the start: configure; build (the program, test_optim, test_model, bench_kalman); cuda (the tests tagged
-# [cuda]: CUDA against CPU); bench (bench_kalman); train (the water reference model, RLEKF and Adam,
+# [cuda]: CUDA against CPU; then test_optim and test_model whole, a crash rerun under cuda-gdb); bench (bench_kalman); train (the water reference model, RLEKF and Adam,
 # DEEPKF_GPU_TRAIN_SECONDS each); suite (everything else built, ctest for the time left).
 # DEEPKF_GPU_PHASES="bench train" runs only those (the build folder, /tmp/deepkf-gpu-build, is kept while
 # the machine is).
@@ -191,6 +191,16 @@ run() {
     echo "== CUDA against CPU: the Kalman sweep and filter, the model"
     for t in optim model; do
       timeout "$(left)" "$build/tests/$t/test_$t" "[cuda]" 2>&1 | tee -a "$out/cuda.txt" | tail -15 || true
+    done
+    echo "== test_optim and test_model whole; a crash is run again under cuda-gdb for its backtrace"
+    for t in optim model; do
+      local rc=0
+      timeout "$(left)" "$build/tests/$t/test_$t" >>"$out/cuda.txt" 2>&1 || rc=$?
+      echo "test_$t: exit status $rc"
+      if [ "$rc" -gt 128 ] && [ "$rc" -ne 137 ] && command -v cuda-gdb >/dev/null 2>&1; then
+        timeout 120 cuda-gdb -batch -ex "set pagination off" -ex run -ex bt --args "$build/tests/$t/test_$t" \
+          2>&1 | tail -80 | tee -a "$out/cuda.txt" || true
+      fi
     done
   fi
 
