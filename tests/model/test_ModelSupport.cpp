@@ -1,12 +1,14 @@
-// ModelConfig, parameter counts, statistics, the model file and batches of real data.
-#include <cstdio>
-#include <filesystem>
+// ModelConfig, parameter counts and batches of real data.
+#include <cstring>
 #include <fstream>
+#include <iterator>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "src/core/Error.hpp"
 #include "src/model/Batch.hpp"
 #include "src/model/EnvMatrix.hpp"
-#include "src/model/ModelFile.hpp"
 #include "src/model/Statistics.hpp"
 #include "tests/model/ModelTestSupport.hpp"
 #include "tests/support/Catch.hpp"
@@ -224,192 +226,6 @@ TEST_CASE("parameter counts of the water reference settings match a count by han
     const auto names = model->named_parameters().keys();
     CHECK(names.front() == "embedding_0_0.w0");
   }
-}
-
-TEST_CASE("davg and dstd equal a direct computation on a tiny system", "[model]") {
-  ModelConfig mc = small_config(true, false);
-  mc.sel = {3, 4};
-  const auto c = jittered_cell({4.0, 0, 0, 0.5, 4.2, 0, 0, 0.3, 3.9}, 2, 2, 5, 0.2);
-  const auto nl =
-      build_neighbor_list(c.coord.data(), c.natoms(), c.types.data(), c.box.data(), mc.rcut, mc.sel);
-  REQUIRE(nl.ndropped > 0);  // a full sel and dropped neighbours are part of what is tested
-  // direct: rows of R~ per centre type, padding rows counted as zeros
-  std::vector<std::vector<std::array<double, 4>>> rows(2);
-  for (std::int64_t i = 0; i < c.natoms(); ++i) {
-    for (std::int64_t s = 0; s < mc.nnei(); ++s) {
-      std::array<double, 4> row{0, 0, 0, 0};
-      const auto j = nl.index[i * mc.nnei() + s];
-      if (j >= 0) {
-        double r[3], len2 = 0;
-        for (int a = 0; a < 3; ++a) {
-          r[a] = c.coord[3 * j + a] + nl.shift[(i * mc.nnei() + s) * 3 + a] - c.coord[3 * i + a];
-          len2 += r[a] * r[a];
-        }
-        const double len = std::sqrt(len2);
-        const double sw = switch_w(len, mc.rcut, mc.rcut_smth) / len;
-        row = {sw, sw * r[0] / len, sw * r[1] / len, sw * r[2] / len};
-      }
-      rows[c.types[i]].push_back(row);
-    }
-  }
-  const auto in = make_inputs(c, mc);
-  const auto env =
-      environment_matrix(pair_vectors(in.coord, in.nlist, in.shift, mc.rcut), mc.rcut, mc.rcut_smth);
-  // accumulate in two halves of the atoms, merged, to exercise merge()
-  StatisticsSums a(2), b(2);
-  const auto half = c.natoms() / 2;
-  a.add_environment(env.narrow(1, 0, half), in.atype.narrow(1, 0, half));
-  b.add_environment(env.narrow(1, half, c.natoms() - half), in.atype.narrow(1, half, c.natoms() - half));
-  a.merge(b);
-  const auto [davg, dstd] = a.descriptor_statistics(mc.nnei());
-  for (int t = 0; t < 2; ++t) {
-    double n = 0, s0 = 0, q0 = 0, s1 = 0, q1 = 0;
-    for (const auto& r : rows[t]) {
-      n += 1;
-      s0 += r[0];
-      q0 += r[0] * r[0];
-      for (int k = 1; k < 4; ++k) {
-        s1 += r[k];
-        q1 += r[k] * r[k];
-      }
-    }
-    const double mean0 = s0 / n;
-    const double std0 = std::max(std::sqrt(q0 / n - mean0 * mean0), 1e-2);
-    const double std1 = std::max(std::sqrt(q1 / (3 * n) - (s1 / (3 * n)) * (s1 / (3 * n))), 1e-2);
-    INFO("centre type " << t);
-    CHECK(mean0 > 0);
-    for (std::int64_t s = 0; s < mc.nnei(); ++s) {
-      CHECK(davg[t][s][0].item<double>() == Approx(mean0).epsilon(1e-12));
-      CHECK(davg[t][s].narrow(0, 1, 3).abs().max().item<double>() == 0.0);
-      CHECK(dstd[t][s][0].item<double>() == Approx(std0).epsilon(1e-12));
-      for (int k = 1; k < 4; ++k) CHECK(dstd[t][s][k].item<double>() == Approx(std1).epsilon(1e-12));
-    }
-  }
-  // pack / unpack round trip
-  StatisticsSums c2(2);
-  c2.unpack(a.pack());
-  CHECK(c2.pack() == a.pack());
-}
-
-TEST_CASE("energy bias solves an exactly solvable least-squares system", "[model]") {
-  // frames with (nA, nB) atoms and energies E = -3.5 nA - 1.25 nB
-  StatisticsSums s(3);
-  auto add = [&](const std::vector<int64_t>& types_row, int nframes) {
-    const auto t = torch::tensor(types_row, torch::kInt64).view({1, -1}).expand({nframes, -1});
-    const auto na = static_cast<double>(std::count(types_row.begin(), types_row.end(), 0));
-    const auto nb = static_cast<double>(std::count(types_row.begin(), types_row.end(), 1));
-    s.add_energy(torch::full({nframes}, -3.5 * na - 1.25 * nb, torch::kFloat64), t);
-  };
-  add({0, 1, 1}, 2);
-  add({0, 0, 1, 1, 1}, 1);
-  add({1, 1, 1, 1}, 3);
-  const auto bias = s.energy_bias({"A", "B", "C"});
-  CHECK(bias.bias[0].item<double>() == Approx(-3.5).epsilon(1e-10));
-  CHECK(bias.bias[1].item<double>() == Approx(-1.25).epsilon(1e-10));
-  CHECK(bias.bias[2].item<double>() == 0.0);
-  REQUIRE(bias.warnings.size() == 1);
-  CHECK_THAT(bias.warnings[0], Catch::Contains("'C'"));
-  // one composition only (as in water): the minimum-norm solution b = c (c.b = e/|c|^2 ... ) reproduces E
-  StatisticsSums w(2);
-  const auto types = torch::tensor(std::vector<int64_t>{0, 1, 1}, torch::kInt64).view({1, 3}).expand({4, 3});
-  w.add_energy(torch::tensor({-10.0, -10.2, -9.8, -10.0}, torch::kFloat64), types);
-  const auto wb = w.energy_bias({"O", "H"}).bias;
-  // min-norm: b = mean(E) c / |c|^2 with c = (1, 2)
-  CHECK(wb[0].item<double>() == Approx(-10.0 / 5).epsilon(1e-10));
-  CHECK(wb[1].item<double>() == Approx(-20.0 / 5).epsilon(1e-10));
-}
-
-TEST_CASE("model files round-trip bit-identically and bad files give ModelError", "[model]") {
-  const auto dir = make_temp_dir("model_file");
-  const auto path = dir + "/model.pt";
-  auto model = small_model(false, true);
-  model->set_energy_bias(torch::tensor({-2.0, 0.5}, torch::kFloat64));
-  const nlohmann::json provenance = {{"steps", 42}, {"data", {"a/b"}}};
-  save_model(path, model, provenance);
-  const auto c = jittered_cell({7.2, 0, 0, 1.1, 6.9, 0, -0.8, 0.9, 7.1}, 3, 2, 11);
-  const auto ref = run(model, c);
-
-  const auto loaded = load_model(path, torch::kCPU);
-  CHECK(loaded.provenance == provenance);
-  CHECK(loaded.format_version == 2);
-  CHECK(loaded.checksum.find("verified") != std::string::npos);
-  CHECK(loaded.config.to_json() == model->config().to_json());
-  auto m2 = loaded.model;
-  const auto out = run(m2, c);
-  CHECK(torch::equal(out.energy, ref.energy));
-  CHECK(torch::equal(out.force, ref.force));
-  CHECK(torch::equal(out.virial, ref.virial));
-  CHECK(torch::equal(m2->davg(), model->davg()));
-  CHECK(torch::equal(m2->energy_bias(), model->energy_bias()));
-  CHECK(read_model_metadata(path)["sel"] == nlohmann::json({20, 20}));
-  // The same model written as another format version would write it (metadata and weights, no checksums).
-  const auto write_with_version = [&](int version, const std::string& to) {
-    auto meta = read_model_metadata(path);
-    meta["format_version"] = version;
-    torch::serialize::OutputArchive weights;
-    model->save(weights);
-    torch::serialize::OutputArchive archive;
-    archive.write("deepkf_metadata", c10::IValue(meta.dump()));
-    archive.write("deepkf_model", weights);
-    archive.save_to(to);
-  };
-
-  SECTION("missing") { CHECK_THROWS_WITH(load_model(dir + "/none.pt"), Catch::Contains("none.pt")); }
-  SECTION("truncated") {
-    const auto size = std::filesystem::file_size(path);
-    std::filesystem::copy_file(path, dir + "/cut.pt");
-    std::filesystem::resize_file(dir + "/cut.pt", size / 2);
-    CHECK_THROWS_AS(load_model(dir + "/cut.pt"), ModelError);
-    CHECK_THROWS_WITH(load_model(dir + "/cut.pt"), Catch::Contains("cut.pt"));
-  }
-  SECTION("garbage") {
-    std::ofstream(dir + "/junk.pt") << "not a model";
-    CHECK_THROWS_WITH(load_model(dir + "/junk.pt"), Catch::Contains("junk.pt"));
-  }
-  SECTION("flipped bytes in a tensor or in the metadata are named") {
-    // The stored bytes of the energy bias (-2, 0.5 in float64) are in the file as they are.
-    std::ifstream in(path, std::ios::binary);
-    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    const double bias[2] = {-2.0, 0.5};
-    const auto at = bytes.find(std::string(reinterpret_cast<const char*>(bias), sizeof bias));
-    REQUIRE(at != std::string::npos);
-    auto flipped = bytes;
-    flipped[at + 3] = static_cast<char>(flipped[at + 3] ^ 0x10);
-    std::ofstream(dir + "/flipped.pt", std::ios::binary) << flipped;
-    CHECK_THROWS_WITH(load_model(dir + "/flipped.pt"), Catch::Contains("flipped.pt") &&
-                                                           Catch::Contains("corrupt") &&
-                                                           Catch::Contains("tensor 'energy_bias'"));
-    // "rcut_smth" appears only in the metadata text: change its value's first digit.
-    auto meta_flipped = bytes;
-    const auto key = meta_flipped.find("\"rcut_smth\":");
-    REQUIRE(key != std::string::npos);
-    auto& digit = meta_flipped[key + 12];
-    REQUIRE(digit >= '0');
-    REQUIRE(digit < '9');
-    digit = static_cast<char>(digit + 1);
-    std::ofstream(dir + "/meta.pt", std::ios::binary) << meta_flipped;
-    CHECK_THROWS_WITH(load_model(dir + "/meta.pt"),
-                      Catch::Contains("meta.pt") && Catch::Contains("metadata"));
-  }
-  SECTION("format 1 (no checksums) still loads") {
-    write_with_version(1, dir + "/old.pt");
-    const auto old = load_model(dir + "/old.pt");
-    CHECK(old.format_version == 1);
-    CHECK(old.checksum == "none (format 1)");
-    auto old_model = old.model;
-    CHECK(torch::equal(run(old_model, c).energy, ref.energy));
-  }
-  SECTION("a checkpoint given as a model says to export it") {
-    std::ofstream(dir + "/run.ckpt", std::ios::binary) << std::string("DEEPKFCK") + std::string(64, '\0');
-    CHECK_THROWS_WITH(load_model(dir + "/run.ckpt"), Catch::Contains("run.ckpt") &&
-                                                         Catch::Contains("checkpoint") &&
-                                                         Catch::Contains("export"));
-  }
-  SECTION("newer format version") {
-    write_with_version(3, dir + "/new.pt");
-    CHECK_THROWS_WITH(load_model(dir + "/new.pt"), Catch::Contains("new.pt") && Catch::Contains("version 3"));
-  }
-  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("water data_0 frames load into a batch and evaluate with finite outputs", "[model]") {

@@ -20,6 +20,10 @@ inline std::vector<torch::Tensor> make_params(const std::vector<std::vector<std:
   return params;
 }
 
+// Shapes giving blocks of sizes 10, 2, 5, 10, 4, 2, 10, 10 with blocksize 10 (see the layout test in
+// test_BlockLayout.cpp).
+inline const std::vector<std::vector<std::int64_t>> kMixedShapes = {{3, 4}, {5}, {7, 2}, {2}, {20}};
+
 inline std::vector<torch::Tensor> clone_all(const std::vector<torch::Tensor>& xs) {
   std::vector<torch::Tensor> out;
   for (const auto& x : xs) out.push_back(x.detach().clone());

@@ -1,124 +1,30 @@
 // RLEKF: the packed, deferred update against dense algebra over energy, force and virial measurements,
-// recursive least squares, flushes anywhere, symmetry and memory of P, save/restore (also of the dense
-// format 1 state), and the block layout.
+// recursive least squares, flushes anywhere, symmetry and memory of P, and bad options.
 #include <torch/torch.h>
 
 #include <cmath>
-#include <string>
+#include <cstdint>
 #include <vector>
 
-#include "optim/BlockLayout.hpp"
 #include "optim/KalmanFilter.hpp"
 #include "src/core/Error.hpp"
 #include "tests/optim/DenseFilter.hpp"
 #include "tests/optim/OptimTestSupport.hpp"
 #include "tests/optim/ToyPotential.hpp"
 #include "tests/support/Catch.hpp"
-#include "tests/support/TestData.hpp"
 
-using deepkf::BlockLayout;
 using deepkf::KalmanFilter;
 using deepkf::KalmanOptions;
 using namespace deepkf::test;
 
 namespace {
 
-std::vector<std::int64_t> block_sizes(const BlockLayout& layout) {
-  std::vector<std::int64_t> sizes;
-  for (const auto& b : layout.blocks()) sizes.push_back(b.size());
-  return sizes;
-}
-
 double max_rel_diff(const torch::Tensor& a, const torch::Tensor& b) {
   const auto scale = std::max(1.0, b.abs().max().item<double>());
   return (a.to(torch::kFloat64) - b.to(torch::kFloat64)).abs().max().item<double>() / scale;
 }
 
-// Shapes giving blocks of sizes 10, 2, 5, 10, 4, 2, 10, 10 with blocksize 10 (see the layout test).
-const std::vector<std::vector<std::int64_t>> kMixedShapes = {{3, 4}, {5}, {7, 2}, {2}, {20}};
-
 }  // namespace
-
-TEST_CASE("block layout follows the greedy gather/split rule", "[optim][layout]") {
-  SECTION("small tensors are gathered, big ones split, exact fits stay together") {
-    // 12 > 10 opens a group alone; 12+5 > 10 closes it; 5+14 > 10; 14+2 > 10; 2+20 > 10.
-    BlockLayout layout(kMixedShapes, 10);
-    CHECK(block_sizes(layout) == std::vector<std::int64_t>{10, 2, 5, 10, 4, 2, 10, 10});
-    CHECK(layout.num_parameters() == 53);
-    CHECK(layout.covariance_elements() == 4 * 55 + 2 * 3 + 15 + 10);  // packed triangles n (n + 1) / 2
-    // Blocks tile [0, N) without gaps.
-    std::int64_t pos = 0;
-    for (const auto& b : layout.blocks()) {
-      CHECK(b.begin == pos);
-      pos = b.end;
-    }
-    CHECK(pos == layout.num_parameters());
-  }
-  SECTION("a tensor larger than the block size") {
-    CHECK(block_sizes(BlockLayout({{25}}, 10)) == std::vector<std::int64_t>{10, 10, 5});
-    CHECK(block_sizes(BlockLayout({{3}, {25}, {3}}, 10)) == std::vector<std::int64_t>{3, 10, 10, 5, 3});
-  }
-  SECTION("exact multiples") {
-    CHECK(block_sizes(BlockLayout({{20}}, 10)) == std::vector<std::int64_t>{10, 10});
-    CHECK(block_sizes(BlockLayout({{4}, {6}}, 10)) == std::vector<std::int64_t>{10});  // s + n == b joins
-    CHECK(block_sizes(BlockLayout({{4}, {6}, {1}}, 10)) == std::vector<std::int64_t>{10, 1});
-    CHECK(block_sizes(BlockLayout({{2, 5}, {2, 5}}, 10)) == std::vector<std::int64_t>{10, 10});
-  }
-  SECTION("many tiny tensors") {
-    std::vector<std::vector<std::int64_t>> shapes(30, std::vector<std::int64_t>{1});
-    CHECK(block_sizes(BlockLayout(shapes, 7)) == std::vector<std::int64_t>{7, 7, 7, 7, 2});
-    shapes.push_back({});  // a 0-d scalar counts as one value
-    CHECK(block_sizes(BlockLayout(shapes, 31)) == std::vector<std::int64_t>{31});
-  }
-  SECTION("blocksize 1 gives one block per value") {
-    BlockLayout layout({{2, 3}, {2}}, 1);
-    CHECK(layout.num_blocks() == 8);
-    CHECK(layout.covariance_elements() == 8);
-  }
-  SECTION("blocksize at least N is one block (GEKF)") {
-    CHECK(block_sizes(BlockLayout(kMixedShapes, 53)) == std::vector<std::int64_t>{53});
-    CHECK(block_sizes(BlockLayout(kMixedShapes, 1000)) == std::vector<std::int64_t>{53});
-  }
-  SECTION("bad input") {
-    CHECK_THROWS_AS(BlockLayout({{2}}, 0), deepkf::OptimError);
-    CHECK_THROWS_AS(BlockLayout({}, 10), deepkf::OptimError);
-    CHECK_THROWS_AS(BlockLayout({{2, 2, 2}}, 10), deepkf::OptimError);
-  }
-}
-
-TEST_CASE("block layout flattens 2-d weights transposed and scatters back in place", "[optim][layout]") {
-  // W [3, 4] with W[r][c] = 10 r + c after a vector b [2] = (100, 101).
-  auto b = torch::tensor({100.0, 101.0}, torch::kFloat64);
-  auto w =
-      (10 * torch::arange(3, torch::kFloat64).view({3, 1}) + torch::arange(4, torch::kFloat64).view({1, 4}))
-          .contiguous();
-  std::vector<torch::Tensor> params = {b, w};
-  BlockLayout layout = BlockLayout::from_tensors(params, 5);
-  const auto flat = layout.gather(params, torch::kFloat64);
-  REQUIRE(flat.size(0) == 14);
-  CHECK(flat[0].item<double>() == 100.0);
-  CHECK(flat[1].item<double>() == 101.0);
-  // W[r][c] lands at 2 + c * 3 + r: index 2 + 1*3 + 2 = 7 holds W[2][1] = 21; index 13 holds W[2][3] = 23.
-  CHECK(flat[7].item<double>() == 21.0);
-  CHECK(flat[2 + 3].item<double>() == 1.0);  // W[0][1]
-  CHECK(flat[13].item<double>() == 23.0);
-  CHECK(torch::equal(flat, flatten_by_definition(params)));
-
-  // scatter is gather's inverse; undefined gradients gather as zeros.
-  auto target = clone_all(params);
-  for (auto& t : target) t.zero_();
-  const auto* storage = target[1].data_ptr<double>();
-  layout.scatter(layout.gather(params, torch::kFloat64), target);
-  CHECK(target[1].data_ptr<double>() == storage);
-  CHECK(torch::equal(target[1], w));
-  const auto with_hole = layout.gather({torch::Tensor(), w}, torch::kFloat64);
-  CHECK(with_hole[0].item<double>() == 0.0);
-  CHECK(with_hole[7].item<double>() == 21.0);
-
-  // Mismatches are errors.
-  CHECK_THROWS_AS(layout.gather({w}, torch::kFloat64), deepkf::OptimError);
-  CHECK_THROWS_AS(layout.gather({b, w.t()}, torch::kFloat64), deepkf::OptimError);
-}
 
 TEST_CASE("kalman update equals dense block-diagonal algebra over energy, force and virial measurements",
           "[optim][kalman]") {
@@ -288,119 +194,6 @@ TEST_CASE("covariance is symmetric by construction and its memory is sum n_i (n_
     CHECK(kf.covariance_bytes() == kf.layout().covariance_elements() * elem);
     CHECK(kf.total_covariance_bytes() == kf.covariance_bytes());
     CHECK(kf.state_bytes() == kf.covariance_bytes());
-  }
-}
-
-namespace {
-
-void save_state(KalmanFilter& kf, const std::string& file) {
-  torch::serialize::OutputArchive archive;
-  kf.save(archive);
-  archive.save_to(file);
-}
-
-void load_state(KalmanFilter& kf, const std::string& file) {
-  torch::serialize::InputArchive archive;
-  archive.load_from(file);
-  kf.load(archive);
-}
-
-}  // namespace
-
-TEST_CASE("with a float32 covariance a resumed run repeats the run that saved the state, bit for bit",
-          "[optim][kalman][restart]") {
-  // Saving flushes the pending update in the running filter, which then multiplies with stored values as
-  // the resumed one does (a float32 sweep's products otherwise see values before their rounding).
-  const std::vector<std::vector<std::int64_t>> shapes = {{6, 5}, {5}, {12}, {3, 3}};
-  KalmanOptions options;
-  options.blocksize = 16;
-  options.p_dtype = torch::kFloat32;
-  const std::string file = make_temp_dir("kalman-restart-f32") + "/state.pt";
-  auto original = make_params(shapes, 21);
-  KalmanFilter kf(original, options);
-  std::vector<torch::Tensor> saved_weights;
-  for (std::int64_t k = 0; k < 8; ++k) {
-    kf.update(make_innovation(k), make_grads(original, k));
-    if (k == 2) {
-      save_state(kf, file);
-      saved_weights = clone_all(original);
-    }
-  }
-  auto resumed = clone_all(saved_weights);
-  KalmanFilter kf_resumed(resumed, options);
-  load_state(kf_resumed, file);
-  for (std::int64_t k = 3; k < 8; ++k) kf_resumed.update(make_innovation(k), make_grads(resumed, k));
-  for (std::size_t t = 0; t < shapes.size(); ++t) CHECK(torch::equal(resumed[t], original[t]));
-  for (std::int64_t i = 0; i < kf.layout().num_blocks(); ++i)
-    CHECK(torch::equal(kf_resumed.packed_covariance(i), kf.packed_covariance(i)));
-}
-
-TEST_CASE("kalman save and restore continues bit-identically", "[optim][kalman][restart]") {
-  const std::vector<std::vector<std::int64_t>> shapes = {{6, 5}, {5}, {12}, {3, 3}};
-  KalmanOptions options;
-  options.blocksize = 16;
-  const std::string dir = make_temp_dir("kalman-restart");
-  const std::string file = dir + "/state.pt";
-
-  // Uninterrupted: 8 steps.
-  auto straight = make_params(shapes, 21);
-  KalmanFilter kf_straight(straight, options);
-  for (std::int64_t k = 0; k < 8; ++k) kf_straight.update(make_innovation(k), make_grads(straight, k));
-
-  // Interrupted after 3 steps: state to a file, weights copied as a checkpoint would hold them.
-  auto first = make_params(shapes, 21);
-  std::vector<torch::Tensor> saved_weights;
-  {
-    KalmanFilter kf(first, options);
-    for (std::int64_t k = 0; k < 3; ++k) kf.update(make_innovation(k), make_grads(first, k));
-    save_state(kf, file);
-    saved_weights = clone_all(first);
-  }
-  auto resumed = clone_all(saved_weights);
-  KalmanFilter kf_resumed(resumed, options);
-  load_state(kf_resumed, file);
-  CHECK(kf_resumed.steps() == 3);
-  for (std::int64_t k = 3; k < 8; ++k) kf_resumed.update(make_innovation(k), make_grads(resumed, k));
-
-  for (std::size_t t = 0; t < shapes.size(); ++t) CHECK(torch::equal(resumed[t], straight[t]));
-  for (std::int64_t i = 0; i < kf_straight.layout().num_blocks(); ++i) {
-    CHECK(torch::equal(kf_resumed.covariance(i), kf_straight.covariance(i)));
-  }
-  CHECK(kf_resumed.lambda() == kf_straight.lambda());
-  CHECK(kf_resumed.steps() == 8);
-
-  SECTION("a state with another block layout is refused") {
-    KalmanOptions other = options;
-    other.blocksize = 8;
-    auto p = make_params(shapes, 21);
-    KalmanFilter kf_other(p, other);
-    torch::serialize::InputArchive again;
-    again.load_from(file);
-    CHECK_THROWS_AS(kf_other.load(again), deepkf::OptimError);
-  }
-  SECTION("a format 1 state (dense blocks) restores and continues like the packed one") {
-    auto old_params = make_params(shapes, 21);
-    KalmanFilter kf_old(old_params, options);
-    for (std::int64_t k = 0; k < 3; ++k) kf_old.update(make_innovation(k), make_grads(old_params, k));
-    torch::serialize::OutputArchive archive;
-    save_format1_state(kf_old, archive);
-    archive.save_to(dir + "/v1.pt");
-
-    auto from_v1 = clone_all(saved_weights);
-    KalmanFilter kf_v1(from_v1, options);
-    torch::serialize::InputArchive in_v1;
-    in_v1.load_from(dir + "/v1.pt");
-    kf_v1.load(in_v1);
-    for (std::int64_t k = 3; k < 8; ++k) kf_v1.update(make_innovation(k), make_grads(from_v1, k));
-    for (std::size_t t = 0; t < shapes.size(); ++t) CHECK(torch::equal(from_v1[t], straight[t]));
-  }
-  SECTION("an archive without kalman state is refused") {
-    torch::serialize::OutputArchive empty;
-    empty.write("x", torch::zeros({1}));
-    empty.save_to(dir + "/empty.pt");
-    torch::serialize::InputArchive again;
-    again.load_from(dir + "/empty.pt");
-    CHECK_THROWS_AS(kf_resumed.load(again), deepkf::OptimError);
   }
 }
 

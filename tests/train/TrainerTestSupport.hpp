@@ -1,9 +1,10 @@
 #pragma once
 // What the trainer's tests build their runs from: an input document as a config, and options for a quiet run
-// in a folder of its own.
+// in a folder of its own; for the input's own tests, a minimal input and the error an input gives.
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "src/core/Error.hpp"
 #include "src/train/TrainConfig.hpp"
 #include "src/train/Trainer.hpp"
 
@@ -21,6 +22,24 @@ inline TrainerOptions options_in(const std::string& dir, bool write_model = fals
   o.progress = 0;
   o.write_model = write_model;
   return o;
+}
+
+// The smallest complete input: two elements, two system paths in batches of 2, 10 steps.
+inline nlohmann::json minimal() {
+  return nlohmann::json::parse(R"({
+    "model": {"type_map": ["O", "H"]},
+    "training": {"training_data": {"systems": ["a", "b"], "batch_size": 2}, "numb_steps": 10}
+  })");
+}
+
+// The message of the ConfigError that `doc` read as in.json in /tmp raises, or "no error".
+inline std::string error_of(const nlohmann::json& doc) {
+  try {
+    TrainConfig::from_json(doc, "in.json", "/tmp");
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "no error";
 }
 
 }  // namespace deepkf::test
