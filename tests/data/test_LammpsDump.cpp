@@ -61,7 +61,7 @@ TEST_CASE("an orthogonal dump: atoms in id order, elements from the type map, ce
   CHECK(dump.timesteps == std::vector<std::vector<std::int64_t>>{{100}});
 }
 
-TEST_CASE("a triclinic dump: the bounding box and tilts give the cell; scaled coordinates use it",
+TEST_CASE("a triclinic dump: the bounding box and tilts give the cell, and scaled coordinates use it",
           "[data][lammps_dump]") {
   // Cell a = (10, 0, 0), b = (2, 8, 0), c = (-1, 1.5, 9) at origin (0.5, -1, 2): xy 2, xz -1, yz 1.5.
   // LAMMPS writes xlo_bound = xlo + min(0, xy, xz, xy + xz) = 0.5 - 1, xhi_bound = xhi + max(...) = 10.5 + 2,

@@ -202,7 +202,7 @@ TEST_CASE("frames spread evenly over several sets", "[train][uncertainty]") {
 }
 
 TEST_CASE(
-    "a trained run stores its calibration in the checkpoint and the model file; the checkpoint's "
+    "a trained run stores its calibration in the checkpoint and the model file, and the checkpoint's "
     "covariance reproduces it",
     "[train][uncertainty]") {
   const auto dir = test::make_temp_dir("uncertainty-train");
@@ -231,10 +231,14 @@ TEST_CASE(
     valid.push_back({opened.systems[static_cast<std::size_t>(part.system)], part.frames});
   std::int64_t nvalid = 0;
   for (const auto& v : valid) nvalid += v.nframes();
-  CHECK(stored.energy_samples == nvalid);         // every validation frame (fewer than 64)
-  CHECK(stored.force_samples == nvalid * 8 * 3);  // 8 atoms scored per frame
-  CHECK(stored.fitted_on == std::to_string(nvalid) + " frames of the validation data at step 6");
-  const auto again = calibrate(ckpt.model, *filter, valid, 64, config.seed, "again", *comm);
+  // calibration_frames "auto": one frame per 10 steps, at least 4 (of the 7 validation frames here)
+  const std::int64_t frames = config.calibration_frames_for(6);
+  REQUIRE(frames == 4);
+  REQUIRE(nvalid > frames);
+  CHECK(stored.energy_samples == frames);
+  CHECK(stored.force_samples == frames * 8 * 3);  // 8 atoms scored per frame
+  CHECK(stored.fitted_on == "4 frames of the validation data at step 6");
+  const auto again = calibrate(ckpt.model, *filter, valid, frames, config.seed, "again", *comm);
   CHECK(again.energy == Approx(stored.energy).epsilon(1e-10));
   CHECK(again.force == Approx(stored.force).epsilon(1e-10));
 
