@@ -9,12 +9,13 @@
 #                                            # python3; no network): unpacks .gpu/debs, configures, builds,
 #                                            # tests, benchmarks; logs and tables go to OUT_DIR
 #
-# OUT_DIR gets at most 7 files: gpu_check.log (everything printed), build.log, cuda.txt, bench_kalman.txt,
-# lcurve_rlekf.out, lcurve_adam.out, ctest.log.
+# OUT_DIR gets at most 8 files: gpu_check.log (everything printed), build.log, cuda.txt, bench_kalman.txt,
+# lcurve_rlekf.out, lcurve_adam.out, bench_lammps.txt, ctest.log.
 # `run` goes through its phases in order, each cut off so that all end within DEEPKF_GPU_SECONDS (520) of
 # the start: configure; build (the program, test_optim, test_model, bench_kalman); cuda (the tests tagged
 # [cuda]: CUDA against CPU; then test_optim and test_model whole, a crash rerun under cuda-gdb); bench (bench_kalman); train (the water reference model, RLEKF and Adam,
-# DEEPKF_GPU_TRAIN_SECONDS each); suite (everything else built, ctest for the time left).
+# DEEPKF_GPU_TRAIN_SECONDS each); lammps (pair_style deepkf built against the staged LAMMPS, bench_lammps);
+# suite (everything else built, ctest for the time left).
 # DEEPKF_GPU_PHASES="bench train" runs only those (the build folder, /tmp/deepkf-gpu-build, is kept while
 # the machine is).
 #
@@ -47,6 +48,7 @@ stage() {
   [ "$(id -u)" -ne 0 ] && sudo="sudo"
   $sudo apt-get update -qq
   (cd "$stage_dir" && apt-get download "${packages[@]}")
+  stage_lammps
   stage_closure
   # The DFT datasets the tests and benchmarks read (a few MB), when this checkout has them beside it.
   local datasets="${DEEPKF_SHARED_DATASETS:-$root/../shared/datasets}"
@@ -55,6 +57,24 @@ stage() {
     cp -r "$datasets" "$root/.gpu/datasets"
   fi
   du -sh "$root/.gpu"/*
+}
+
+# LAMMPS as scripts/build_lammps.sh built it here (lmp, liblammps, the headers pair_style deepkf is compiled
+# against, LAMMPS's bundled fmt) into .gpu/lammps, laid out as a source tree with its build: the plugin is
+# built there against the GPU's LibTorch, and bench_lammps measures MD on the GPU.
+stage_lammps() {
+  local lammps="${DEEPKF_GPU_LAMMPS:-$root/build/lammps}" to="$root/.gpu/lammps"
+  rm -rf "$to"
+  if [ ! -x "$lammps/build/lmp" ] || [ ! -f "$lammps/src/pair.h" ]; then
+    echo "no LAMMPS build at $lammps (scripts/build_lammps.sh): the GPU check will skip MD"
+    return 0
+  fi
+  mkdir -p "$to/src" "$to/build"
+  cp "$lammps"/src/*.h "$to/src/"
+  cp -r "$lammps/src/fmt" "$to/src/"
+  cp -L "$lammps/build/lmp" "$lammps/build/liblammps.so.0" "$to/build/"
+  ln -s liblammps.so.0 "$to/build/liblammps.so"
+  du -sh "$to"
 }
 
 # The shared libraries the staged ones load (HDF5's libcurl and its TLS, Kerberos and LDAP libraries, Open
@@ -66,7 +86,8 @@ stage_closure() {
   for f in "$stage_dir"/*.deb; do dpkg -x "$f" "$tmp"; done
   rm -rf "$libs"
   mkdir -p "$libs"
-  local ld="$tmp/usr/lib/x86_64-linux-gnu:$tmp/usr/lib/x86_64-linux-gnu/openmpi/lib"
+  local ld="$tmp/usr/lib/x86_64-linux-gnu:$tmp/usr/lib/x86_64-linux-gnu/openmpi/lib:$tmp"
+  [ -d "$root/.gpu/lammps/build" ] && cp "$root"/.gpu/lammps/build/* "$tmp/" 2>/dev/null
   find "$tmp" -type f \( -name '*.so*' -o -perm -u+x \) -print0 |
     xargs -0 -n 50 env LD_LIBRARY_PATH="$ld" ldd 2>/dev/null |
     awk '$2 == "=>" && $3 ~ /^\// {print $3}' | sort -u |
@@ -83,7 +104,7 @@ run() {
   local dry="${DEEPKF_GPU_DRY_RUN:-0}"
   local prefix="${DEEPKF_GPU_PREFIX:-/tmp/deepkf-gpu-deps}"
   local build="${DEEPKF_GPU_BUILD:-/tmp/deepkf-gpu-build}"
-  local phases=" ${DEEPKF_GPU_PHASES:-configure build cuda bench train suite} "
+  local phases=" ${DEEPKF_GPU_PHASES:-configure build cuda bench train lammps suite} "
   local jobs
   jobs="$(nproc)"
   # Every phase ends by this many seconds after the start, so that the results come back within the lease.
@@ -139,6 +160,12 @@ run() {
   echo "$m libraries of .gpu/libs the machine lacks"
   local libdir="$prefix/usr/lib/x86_64-linux-gnu"
   export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$libdir:$libdir/openmpi/lib:$prefix/fallback"
+  # The staged LAMMPS (lmp finds liblammps here; it was linked where it was built).
+  local lammps_args=()
+  if [ -x "$root/.gpu/lammps/build/lmp" ]; then
+    export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$root/.gpu/lammps/build"
+    lammps_args=(-DDEEPKF_LAMMPS_DIR="$root/.gpu/lammps")
+  fi
   export PATH="$PATH:$prefix/usr/bin"
   # The staged datasets, unless the machine has its own.
   if [ -z "${DEEPKF_SHARED_DATASETS:-}" ] && [ -d "$root/.gpu/datasets" ]; then
@@ -170,7 +197,7 @@ run() {
     command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
     cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
       -DCMAKE_PREFIX_PATH="$torch_prefix" -DCMAKE_SYSTEM_PREFIX_PATH="/usr;/usr/local;$prefix/usr" \
-      -DHDF5_ROOT="$prefix/usr/lib/x86_64-linux-gnu/hdf5/serial" "${mpi_args[@]}" "${cuda_args[@]}" \
+      -DHDF5_ROOT="$prefix/usr/lib/x86_64-linux-gnu/hdf5/serial" "${mpi_args[@]}" "${cuda_args[@]}" "${lammps_args[@]}" \
       -DCMAKE_POLICY_VERSION_MINIMUM=3.5 -DDEEPKF_FIRST_INCLUDE_DIRS="$prefix/first-include" \
       -Dspdlog_DIR="$prefix/usr/lib/x86_64-linux-gnu/cmake/spdlog" -Dfmt_DIR="$prefix/usr/lib/x86_64-linux-gnu/cmake/fmt" 2>&1 |
       tee "$build/configure.log"
@@ -212,8 +239,21 @@ run() {
   fi
 
   if [[ "$phases" == *" train "* ]]; then
-    echo "== training the water reference model: RLEKF and Adam, ${DEEPKF_GPU_TRAIN_SECONDS:-60} s each"
+    echo "== training the water reference model: RLEKF and Adam, ${DEEPKF_GPU_TRAIN_SECONDS:-50} s each"
     train_water "$build/src/cli/deepkf" "$out" "$device" "$dry"
+  fi
+
+  if [[ "$phases" == *" lammps "* ]]; then
+    echo "== MD throughput of pair_style deepkf (bench_lammps: 192 and 12,288 water atoms, 1 and 2 ranks)"
+    if [ ${#lammps_args[@]} -eq 0 ]; then
+      echo "no staged LAMMPS (.gpu/lammps): skipped"
+    else
+      timeout "$(left)" cmake --build "$build" -j "$jobs" --target deepkf_lammps bench_lammps -- "${keep_going[@]}" \
+        2>&1 | tee -a "$out/build.log" | grep -E "error|FAILED" | head -20 || true
+      local cap=$(($(left) < 150 ? $(left) : 150))
+      timeout "$cap" "$build/bench/lammps_plugin/bench_lammps" "${DEEPKF_GPU_MD_STEPS:-50}" 5 2>&1 |
+        tee "$out/bench_lammps.txt" | tail -30 || true
+    fi
   fi
 
   if [[ "$phases" == *" suite "* ]]; then
@@ -237,7 +277,7 @@ train_water() {
     echo "no water data at $water: skipped"
     return 0
   fi
-  local seconds="${DEEPKF_GPU_TRAIN_SECONDS:-60}"
+  local seconds="${DEEPKF_GPU_TRAIN_SECONDS:-50}"
   local work
   work="$(mktemp -d)"
   python3 - "$root/configs/water_se_e2_a.json" "$water" "$device" "$dry" "$work" <<'PY'
