@@ -183,13 +183,4 @@ std::vector<int> block_owners(const BlockLayout& layout, int nranks) {
   return owners;
 }
 
-std::vector<std::int64_t> covariance_elements_per_rank(const BlockLayout& layout, int nranks) {
-  std::vector<std::int64_t> elements(static_cast<std::size_t>(nranks), 0);
-  const auto owners = block_owners(layout, nranks);
-  for (std::size_t i = 0; i < owners.size(); ++i) {
-    elements[static_cast<std::size_t>(owners[i])] += packed::triangle_size(layout.blocks()[i].size());
-  }
-  return elements;
-}
-
 }  // namespace deepkf

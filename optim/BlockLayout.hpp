@@ -72,7 +72,5 @@ class BlockLayout {
 // n_i (n_i + 1) / 2. Block i goes to the rank whose share of the total cost holds the midpoint of block i's
 // cost (non-decreasing in i).
 std::vector<int> block_owners(const BlockLayout& layout, int nranks);
-// Covariance values held by each of `nranks` ranks: sum over its blocks of n_i (n_i + 1) / 2.
-std::vector<std::int64_t> covariance_elements_per_rank(const BlockLayout& layout, int nranks);
 
 }  // namespace deepkf

@@ -43,22 +43,6 @@ void with_type(torch::ScalarType dtype, const F& f) {
   }
 }
 
-#ifdef DEEPKF_WITH_CUDA
-packed::cuda::DeviceTiles device_tiles(const torch::Tensor& block_ptrs, const torch::Tensor& tile_blocks,
-                                       const torch::Tensor& tiles, std::int64_t num_tiles, std::int64_t total,
-                                       const torch::Tensor& workspace) {
-  packed::cuda::DeviceTiles t;
-  t.P = reinterpret_cast<void* const*>(block_ptrs.data_ptr<std::int64_t>());
-  t.blocks = reinterpret_cast<const packed::TileBlock*>(tile_blocks.data_ptr<std::int64_t>());
-  t.tiles = reinterpret_cast<const packed::Tile*>(tiles.data_ptr<std::int32_t>());
-  t.num_blocks = block_ptrs.numel();
-  t.num_tiles = num_tiles;
-  t.total = total;
-  t.workspace = workspace.data_ptr<double>();
-  return t;
-}
-#endif
-
 }  // namespace
 
 PackedCovariance::PackedCovariance(std::vector<std::int64_t> sizes, double p0, torch::ScalarType dtype,
@@ -99,15 +83,22 @@ PackedCovariance::PackedCovariance(std::vector<std::int64_t> sizes, double p0, t
     static_assert(sizeof(packed::TileBlock) == 3 * sizeof(std::int64_t) &&
                   sizeof(packed::Tile) == 3 * sizeof(std::int32_t));
     const auto nb = static_cast<std::int64_t>(plan.blocks.size());
-    num_tiles_ = static_cast<std::int64_t>(plan.tiles.size());
+    const auto nt = static_cast<std::int64_t>(plan.tiles.size());
     tile_blocks_ = torch::from_blob(plan.blocks.data(), {3 * nb}, torch::kInt64).to(device_);
-    tiles_ = torch::from_blob(plan.tiles.data(), {3 * num_tiles_}, torch::kInt32).to(device_);
+    tiles_ = torch::from_blob(plan.tiles.data(), {3 * nt}, torch::kInt32).to(device_);
     std::vector<std::int64_t> addresses;
     for (const auto& P : blocks_) addresses.push_back(reinterpret_cast<std::int64_t>(P.data_ptr()));
     block_ptrs_ = torch::tensor(addresses, torch::kInt64).to(device_);
     partial = plan.workspace;
+    device_tiles_.P = reinterpret_cast<void* const*>(block_ptrs_.data_ptr<std::int64_t>());
+    device_tiles_.blocks = reinterpret_cast<const packed::TileBlock*>(tile_blocks_.data_ptr<std::int64_t>());
+    device_tiles_.tiles = reinterpret_cast<const packed::Tile*>(tiles_.data_ptr<std::int32_t>());
+    device_tiles_.num_blocks = nb;
+    device_tiles_.num_tiles = nt;
+    device_tiles_.total = offsets_.back();
   }
   workspace_ = torch::empty({partial}, torch::TensorOptions().dtype(torch::kFloat64).device(device_));
+  device_tiles_.workspace = workspace_.data_ptr<double>();
   device_ = workspace_.device();  // "cuda" names the current device: keep its index, as tensors report it
 }
 
@@ -259,23 +250,23 @@ void PackedCovariance::flush_cpu() {
 }
 
 #ifdef DEEPKF_WITH_CUDA
+packed::RankOneUpdate PackedCovariance::pending_update() const {
+  if (!has_pending()) return {};
+  return {pending_K_.data_ptr<double>(), pending_inv_a_, pending_inv_lambda_};
+}
+
 void PackedCovariance::sweep_cuda(const torch::Tensor& h, torch::Tensor& K, torch::Tensor& dots) {
-  const auto tiles = device_tiles(block_ptrs_, tile_blocks_, tiles_, num_tiles_, offsets_.back(), workspace_);
-  packed::RankOneUpdate update;
-  if (has_pending()) update = {pending_K_.data_ptr<double>(), pending_inv_a_, pending_inv_lambda_};
   with_type(dtype_, [&](auto zero) {
     using T = decltype(zero);
-    packed::cuda::sweep<T>(tiles, update, h.data_ptr<double>(), K.data_ptr<double>(), dots.data_ptr<double>(),
-                           at::cuda::getCurrentCUDAStream().stream());
+    packed::cuda::sweep<T>(device_tiles_, pending_update(), h.data_ptr<double>(), K.data_ptr<double>(),
+                           dots.data_ptr<double>(), at::cuda::getCurrentCUDAStream().stream());
   });
 }
 
 void PackedCovariance::flush_cuda() {
-  const auto tiles = device_tiles(block_ptrs_, tile_blocks_, tiles_, num_tiles_, offsets_.back(), workspace_);
-  const packed::RankOneUpdate update{pending_K_.data_ptr<double>(), pending_inv_a_, pending_inv_lambda_};
   with_type(dtype_, [&](auto zero) {
     using T = decltype(zero);
-    packed::cuda::update<T>(tiles, update, at::cuda::getCurrentCUDAStream().stream());
+    packed::cuda::update<T>(device_tiles_, pending_update(), at::cuda::getCurrentCUDAStream().stream());
   });
 }
 #endif
@@ -301,13 +292,10 @@ std::vector<double> PackedCovariance::largest_diagonals() const {
   if (!device_.is_cpu()) {
 #ifdef DEEPKF_WITH_CUDA
     // One launch for all blocks and one wait for the device.
-    const auto tiles = device_tiles(block_ptrs_, tile_blocks_, tiles_, num_tiles_, offsets_.back(), workspace_);
-    packed::RankOneUpdate update;
-    if (has_pending()) update = {pending_K_.data_ptr<double>(), pending_inv_a_, pending_inv_lambda_};
     auto largest = torch::empty({num_blocks()}, torch::TensorOptions().dtype(torch::kFloat64).device(device_));
     with_type(dtype_, [&](auto zero) {
       using T = decltype(zero);
-      packed::cuda::largest_diagonals<T>(tiles, update, largest.data_ptr<double>(),
+      packed::cuda::largest_diagonals<T>(device_tiles_, pending_update(), largest.data_ptr<double>(),
                                          at::cuda::getCurrentCUDAStream().stream());
     });
     const auto all = largest.to(torch::kCPU);

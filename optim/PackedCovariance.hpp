@@ -19,6 +19,9 @@
 #include <cstdint>
 #include <vector>
 
+#include "optim/PackedSweep.hpp"
+#include "optim/PackedTiles.hpp"
+
 namespace deepkf {
 
 class PackedCovariance {
@@ -80,6 +83,8 @@ class PackedCovariance {
   void flush_cpu();
 #ifdef DEEPKF_WITH_CUDA
   void sweep_cuda(const torch::Tensor& h, torch::Tensor& K, torch::Tensor& dots);
+  // The pending update over all blocks (K indexed like h), or none.
+  packed::RankOneUpdate pending_update() const;
   void flush_cuda();
 #endif
 
@@ -95,9 +100,10 @@ class PackedCovariance {
   std::vector<std::int64_t> first_task_;    // tasks of block j: [first_task_[j], first_task_[j + 1])
   torch::Tensor workspace_;                 // float64 partial vectors: of all tasks (CPU), of all tiles (GPU)
   // GPU: the tile plan (optim/PackedTiles.hpp) and the blocks' addresses in device memory, for one launch
-  // over all blocks.
+  // over all blocks, and the raw view of them and of workspace_ that the kernels take (set once: the
+  // blocks are never reallocated, assign() copies into them).
   torch::Tensor tile_blocks_, tiles_, block_ptrs_;
-  std::int64_t num_tiles_ = 0;
+  packed::DeviceTiles device_tiles_;
   torch::Tensor pending_K_;                 // undefined: no pending update
   double pending_inv_a_ = 0.0;
   double pending_inv_lambda_ = 1.0;

@@ -129,6 +129,25 @@ __global__ void gather_kernel(const TileBlock* blocks, std::int64_t num_blocks, 
   y[g] = s;
 }
 
+struct Sum {
+  __device__ double operator()(double a, double b) const { return a + b; }
+};
+struct Max {
+  __device__ double operator()(double a, double b) const { return a < b ? b : a; }
+};
+
+// part[0 .. kDotThreads) combined into one value by a tree in a fixed order (every thread gets it).
+template <typename F>
+__device__ __forceinline__ double tree_reduce(double* part, F combine) {
+  __syncthreads();
+  for (int w = kDotThreads / 2; w > 0; w >>= 1) {
+    const int i = static_cast<int>(threadIdx.x);
+    if (i < w) part[i] = combine(part[i], part[i + w]);
+    __syncthreads();
+  }
+  return part[0];
+}
+
 // out[j] = h_j^T y_j for block j = blockIdx.x: strided partial sums, then a tree, in a fixed order.
 __global__ void dots_kernel(const TileBlock* blocks, const double* a, const double* b, double* out) {
   __shared__ double part[kDotThreads];
@@ -136,12 +155,8 @@ __global__ void dots_kernel(const TileBlock* blocks, const double* a, const doub
   double s = 0.0;
   for (std::int64_t i = blk.offset + threadIdx.x; i < blk.offset + blk.n; i += kDotThreads) s += a[i] * b[i];
   part[threadIdx.x] = s;
-  __syncthreads();
-  for (int w = kDotThreads / 2; w > 0; w >>= 1) {
-    if (static_cast<int>(threadIdx.x) < w) part[threadIdx.x] += part[threadIdx.x + w];
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) out[blockIdx.x] = part[0];
+  const double sum = tree_reduce(part, Sum{});
+  if (threadIdx.x == 0) out[blockIdx.x] = sum;
 }
 
 // out[j] = max_r of block j = blockIdx.x's diagonal, pending update included: strided maxima, then a tree.
@@ -161,13 +176,8 @@ __global__ void largest_diagonal_kernel(void* const* P, const TileBlock* blocks,
     m = m < d ? d : m;
   }
   part[threadIdx.x] = m;
-  __syncthreads();
-  for (int w = kDotThreads / 2; w > 0; w >>= 1) {
-    if (static_cast<int>(threadIdx.x) < w && part[threadIdx.x] < part[threadIdx.x + w])
-      part[threadIdx.x] = part[threadIdx.x + w];
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) out[blockIdx.x] = part[0];
+  const double largest = tree_reduce(part, Max{});
+  if (threadIdx.x == 0) out[blockIdx.x] = largest;
 }
 
 // Row r = blockIdx.x of P <- S P S: p_rc <- s_r s_c p_rc for c >= r, the threads striding over c.

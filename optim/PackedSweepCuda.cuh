@@ -1,6 +1,6 @@
 #pragma once
 // The CUDA kernels of the packed covariance: the same sweep as optim/PackedSweep.hpp on device memory, for
-// all blocks of a rank in one launch per kernel. Torch-free and includable from plain C++ (the stream is
+// all blocks of a rank in one launch per kernel (the tables: DeviceTiles, optim/PackedTiles.hpp). Torch-free and includable from plain C++ (the stream is
 // CUDA's opaque handle). Compiled only when LibTorch has CUDA (DEEPKF_WITH_CUDA).
 //
 // Each block's packed triangle is cut into square tiles (optim/PackedTiles.hpp), one thread block each, all
@@ -17,16 +17,6 @@
 struct CUstream_st;
 
 namespace deepkf::packed::cuda {
-
-// A TilePlan's tables and the blocks' storage, in device memory.
-struct DeviceTiles {
-  void* const* P = nullptr;          // block j's packed values (float or double, as the call's T)
-  const TileBlock* blocks = nullptr;  // num_blocks entries
-  const Tile* tiles = nullptr;        // num_tiles entries
-  std::int64_t num_blocks = 0, num_tiles = 0;
-  std::int64_t total = 0;            // sum of n_j: the length of h, y and the update's K
-  double* workspace = nullptr;       // TilePlan::workspace values
-};
 
 // For every block j: applies `update` (its K indexed like h, or none) to P_j in place, then y_j = P_j h_j and
 // dots[j] = h_j^T y_j (summed in a fixed order). h, y: `total` float64 values on the device, dots: num_blocks.

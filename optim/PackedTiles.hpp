@@ -38,6 +38,16 @@ struct TilePlan {
 
 DEEPKF_HOST_DEVICE inline std::int64_t tiles_of(std::int64_t n) { return (n + kTile - 1) / kTile; }
 
+// A TilePlan's tables and the blocks' storage, in device memory.
+struct DeviceTiles {
+  void* const* P = nullptr;          // block j's packed values (float or double, as the call's T)
+  const TileBlock* blocks = nullptr;  // num_blocks entries
+  const Tile* tiles = nullptr;        // num_tiles entries
+  std::int64_t num_blocks = 0, num_tiles = 0;
+  std::int64_t total = 0;            // sum of n_j: the length of h, y and the update's K
+  double* workspace = nullptr;       // TilePlan::workspace values
+};
+
 // The plan for blocks of `sizes`, laid out one after another in h and K.
 TilePlan plan_tiles(const std::vector<std::int64_t>& sizes);
 

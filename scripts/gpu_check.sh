@@ -175,9 +175,17 @@ run() {
   echo "mpiexec: $(command -v mpiexec) ${OPAL_PREFIX:+(OPAL_PREFIX $OPAL_PREFIX)}"
   timeout 20 mpiexec -n 2 hostname || echo "mpiexec does not start: the MPI tests will fail"
 
-  local keep_going=(-k)  # build what can be built past a failure
-  command -v ninja >/dev/null 2>&1 && keep_going=(-k 0)  # the generator configure chooses
-  left() { echo $((deadline - SECONDS > 1 ? deadline - SECONDS : 1)); }
+  # Ninja when the machine has it; builds go on past a failure (make -k, ninja -k 0).
+  local generator=() keep_going=(-k)
+  if command -v ninja >/dev/null 2>&1; then
+    generator=(-G Ninja)
+    keep_going=(-k 0)
+  fi
+  # Seconds to the deadline (at least 1), or CAP if fewer: left [CAP].
+  left() {
+    local l=$((deadline - SECONDS > 1 ? deadline - SECONDS : 1))
+    echo $((${1:-$l} < l ? ${1:-$l} : l))
+  }
 
   if [[ "$phases" == *" configure "* ]]; then
     echo "== configure ($(cmake --version | head -1))"
@@ -193,8 +201,6 @@ run() {
     # spdlog and the fmt it was built with, ahead of the fmt headers in PyTorch's wheel.
     ln -sfn "$prefix/usr/include/fmt" "$prefix/first-include/fmt"
     ln -sfn "$prefix/usr/include/spdlog" "$prefix/first-include/spdlog"
-    local generator=()
-    command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
     cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
       -DCMAKE_PREFIX_PATH="$torch_prefix" -DCMAKE_SYSTEM_PREFIX_PATH="/usr;/usr/local;$prefix/usr" \
       -DHDF5_ROOT="$prefix/usr/lib/x86_64-linux-gnu/hdf5/serial" "${mpi_args[@]}" "${cuda_args[@]}" "${lammps_args[@]}" \
@@ -233,8 +239,7 @@ run() {
 
   if [[ "$phases" == *" bench "* ]]; then
     echo "== Kalman step for kf_blocksize 1024 to 10240, float64 and float32, against a copy pass and the dense step"
-    local cap=$(($(left) < 90 ? $(left) : 90))
-    DEEPKF_BENCH_DEVICE=$device timeout "$cap" "$build/bench/optim/bench_kalman" \
+    DEEPKF_BENCH_DEVICE=$device timeout "$(left 90)" "$build/bench/optim/bench_kalman" \
       "${DEEPKF_GPU_MIN_MIB:-4096}" 16 2>&1 | tee "$out/bench_kalman.txt" || true
   fi
 
@@ -250,8 +255,7 @@ run() {
     else
       timeout "$(left)" cmake --build "$build" -j "$jobs" --target deepkf_lammps bench_lammps -- "${keep_going[@]}" \
         2>&1 | tee -a "$out/build.log" | grep -E "error|FAILED" | head -20 || true
-      local cap=$(($(left) < 150 ? $(left) : 150))
-      timeout "$cap" "$build/bench/lammps_plugin/bench_lammps" "${DEEPKF_GPU_MD_STEPS:-50}" 5 2>&1 |
+      timeout "$(left 150)" "$build/bench/lammps_plugin/bench_lammps" "${DEEPKF_GPU_MD_STEPS:-50}" 5 2>&1 |
         tee "$out/bench_lammps.txt" | tail -30 || true
     fi
   fi

@@ -4,18 +4,13 @@
 
 #include "tests/model/ModelTestSupport.hpp"
 #include "tests/support/Catch.hpp"
+#include "tests/support/TensorCompare.hpp"
 
 using deepkf::DeepPot;
 using deepkf::ModelOutput;
 using namespace deepkf::test;
 
 namespace {
-
-double relative(const torch::Tensor& a, const torch::Tensor& b) {
-  const auto ref = b.to(torch::kCPU, torch::kFloat64);
-  const double scale = std::max(ref.abs().max().item<double>(), 1e-300);
-  return (a.to(torch::kCPU, torch::kFloat64) - ref).abs().max().item<double>() / scale;
-}
 
 struct Evaluated {
   ModelOutput out;
@@ -52,12 +47,12 @@ TEST_CASE("the model on the GPU equals the model on the CPU to round-off", "[mod
       REQUIRE(gpu.out.force.device().is_cuda());
       // float64: a few ulps summed over ~100 neighbours; float32: its rounding, likewise.
       const double tol = precision == torch::kFloat64 ? 1e-11 : 2e-4;
-      CHECK(relative(gpu.out.energy, cpu.out.energy) < tol);
-      CHECK(relative(gpu.out.atom_energy, cpu.out.atom_energy) < tol);
-      CHECK(relative(gpu.out.force, cpu.out.force) < tol);
-      CHECK(relative(gpu.out.virial, cpu.out.virial) < tol);
-      CHECK(relative(gpu.out.atom_virial, cpu.out.atom_virial) < tol);
-      CHECK(relative(gpu.grad, cpu.grad) < tol);
+      CHECK(relative_difference(gpu.out.energy, cpu.out.energy) < tol);
+      CHECK(relative_difference(gpu.out.atom_energy, cpu.out.atom_energy) < tol);
+      CHECK(relative_difference(gpu.out.force, cpu.out.force) < tol);
+      CHECK(relative_difference(gpu.out.virial, cpu.out.virial) < tol);
+      CHECK(relative_difference(gpu.out.atom_virial, cpu.out.atom_virial) < tol);
+      CHECK(relative_difference(gpu.grad, cpu.grad) < tol);
     }
   }
 }

@@ -2,12 +2,12 @@
 // Helpers shared by the optimizer tests: parameter sets and an independent flattening.
 #include <torch/torch.h>
 
-#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "optim/KalmanFilter.hpp"
+#include "tests/support/TensorCompare.hpp"  // relative_difference
 
 namespace deepkf::test {
 
@@ -47,12 +47,6 @@ inline std::vector<torch::Tensor> make_grads(const std::vector<torch::Tensor>& p
     grads.push_back(scale * at::randn(p.sizes(), gen, torch::TensorOptions().dtype(p.scalar_type())));
   }
   return grads;
-}
-
-// max |a - b| / max |b| over all elements, in float64 on the CPU (a and b of any dtype and device).
-inline double relative_difference(const torch::Tensor& a, const torch::Tensor& b) {
-  const auto A = a.to(torch::kCPU, torch::kFloat64), B = b.to(torch::kCPU, torch::kFloat64);
-  return (A - B).abs().max().item<double>() / std::max(1e-300, B.abs().max().item<double>());
 }
 
 // Innovation for step k.
