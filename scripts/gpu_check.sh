@@ -295,6 +295,7 @@ t.update({"numb_steps": 1000000, "disp_freq": 10, "save_freq": 1000000000})
 doc["device"] = device
 if dry == "1":
     doc["optimizer"]["kf_blocksize"] = 1024  # the reference blocksize's 19 GiB covariance fits no CPU here
+doc["optimizer"]["log_filter"] = True  # each display line: the filter's state and the step time split
 json.dump(doc, open(f"{work}/rlekf.json", "w"), indent=1)
 # DeePMD-kit's water example: Adam, its exponential learning rate and loss prefactors.
 ref = json.load(open(f"{water}/input_se_e2_a.reference.json"))

@@ -79,7 +79,8 @@ RlekfStep::RlekfStep(const RlekfSettings& settings, const TrainConfig& cfg, Deep
       comm_(std::move(comm)),
       filter_(params_, kalman_options(options_), comm_),
       selector_(cfg.seed, options_.nselect, options_.groupsize),
-      auto_p0_(options_.p0 <= 0.0) {}
+      auto_p0_(options_.p0 <= 0.0),
+      timing_(params_.front().device()) {}
 
 std::string RlekfStep::describe() const {
   return fmt::format("optimizer RLEKF: {} parameters in {} blocks, {} replayed frames per energy update; {}",
@@ -135,6 +136,7 @@ ErrorMetrics RlekfStep::take(const StepInput& in) {
   const Batch& b = in.local;
   const SystemInfo& info = in.info;
   const Prefactors pref = prefactors(in.step);
+  timing_.begin_step();
 
   auto update = [&](const Measurement& m, std::int64_t frames) {
     const auto grads = gradients(m);
@@ -142,7 +144,9 @@ ErrorMetrics RlekfStep::take(const StepInput& in) {
     if (comm_->size() > 1) comm_->allreduce_sum(sums.data(), sums.size());
     // e = sqrt(B) * mean |d| over the global batch
     const double e = kalman_error(sums[0], static_cast<std::int64_t>(std::llround(sums[1])), frames);
+    timing_.begin_filter();
     filter_.update(e, grads);
+    timing_.end_filter();
   };
   const std::int64_t energy_frames = in.global_frames + in.replay_frames;
 
@@ -167,6 +171,7 @@ ErrorMetrics RlekfStep::take(const StepInput& in) {
   // The force and virial updates move the energy too (most of all its per-atom offset, which they do not
   // see): measure it again on the weights the step leaves.
   if (options_.energy_last) update(energy_of(in, pref.energy), energy_frames);
+  timing_.end_step();
   return {};
 }
 
@@ -201,8 +206,10 @@ std::string RlekfStep::status_line(std::int64_t) {
   std::string line = fmt::format("lambda {:.6g}", filter_.lambda());
   if (!options_.log_filter) return line;
   const KalmanDiagnostics d = filter_.take_diagnostics();  // collective
-  return line + fmt::format("  filter: {} updates, e^2/a {:.3g}, |dw| {:.3g}, tr(P)/N {:.3g}, capped {}",
-                            d.updates, d.mean_nis, d.rms_step, d.mean_p_diag, d.capped);
+  line += fmt::format("  filter: {} updates, e^2/a {:.3g}, |dw| {:.3g}, tr(P)/N {:.3g}, capped {}", d.updates,
+                      d.mean_nis, d.rms_step, d.mean_p_diag, d.capped);
+  const std::string time = describe_step_time(timing_.take_recent());
+  return time.empty() ? line : line + "  time: " + time;
 }
 
 void RlekfStep::save(torch::serialize::OutputArchive& archive) {

@@ -10,6 +10,7 @@
 #include "src/train/AutoP0.hpp"
 #include "src/train/MemoryPlan.hpp"
 #include "src/train/RlekfSettings.hpp"
+#include "src/train/StepTiming.hpp"
 #include "src/train/TrainingStep.hpp"
 
 namespace deepkf {
@@ -36,8 +37,9 @@ class RlekfStep final : public TrainingStep {
   int replay_frames() const override { return options_.energy_replay; }
   std::string status_name() const override { return "lambda"; }
   double status_value(std::int64_t) const override { return filter_.lambda(); }
-  // "lambda 0.99", and with log_filter the filter's diagnostics since the last display.
+  // "lambda 0.99", and with log_filter the filter's diagnostics and the step's time since the last display.
   std::string status_line(std::int64_t step) override;
+  std::string time_summary() const override { return describe_step_time(timing_.total()); }
   std::int64_t covariance_bytes() const override { return filter_.covariance_bytes(); }
   KalmanFilter* kalman_filter() override { return &filter_; }
 
@@ -69,6 +71,7 @@ class RlekfStep final : public TrainingStep {
   KalmanFilter filter_;
   AtomSelector selector_;
   bool auto_p0_ = false;  // p0 "auto" in a new run: prepare() chooses it
+  StepTiming timing_;
 };
 
 }  // namespace deepkf

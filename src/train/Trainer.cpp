@@ -192,6 +192,8 @@ TrainResult Trainer::run() {
   }
   progress.finish();
   result.wall_seconds = elapsed();
+  if (const std::string time = m.optimizer->time_summary(); !time.empty())
+    m.log->info("{} steps on rank 0: {}", m.optimizer->name(), time);
   if (!result.interrupted && !m.data.valid.empty()) {
     // The displays sample numb_btch batches; the final figure covers every validation frame.
     result.validation = m.validate(true);

@@ -87,6 +87,8 @@ class TrainingStep {
   virtual std::string status_line(std::int64_t step) {
     return fmt::format("{} {:.6g}", status_name(), status_value(step));
   }
+  // Where this rank's step time went over the run, for the log's last lines; "" when not measured.
+  virtual std::string time_summary() const { return {}; }
   // Bytes of the RLEKF covariance held by this rank; 0 for optimizers without one.
   virtual std::int64_t covariance_bytes() const { return 0; }
   // The Kalman filter whose covariance of the weights gives the predicted uncertainty
