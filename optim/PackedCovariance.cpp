@@ -7,6 +7,7 @@
 #include <atomic>
 #include <limits>
 
+#include "optim/PackedPanelForms.hpp"
 #include "optim/PackedQuadraticForm.hpp"
 #include "optim/PackedSweep.hpp"
 #include "optim/PackedTiles.hpp"
@@ -148,16 +149,17 @@ torch::Tensor PackedCovariance::quadratic_forms(const torch::Tensor& H) {
   auto terms = torch::zeros({num_blocks(), m}, torch::kFloat64);
   if (sizes_.empty() || m == 0) return terms;
   flush();
-  double* out = terms.data_ptr<double>();
   if (!device_.is_cpu()) {
-    // One sweep per vector: terms[j] = h_j^T P_j h_j for the vector in the sweep.
-    std::vector<double> t;
-    for (std::int64_t k = 0; k < m; ++k) {
-      sweep(H.select(1, k).contiguous(), t);
-      for (std::int64_t j = 0; j < num_blocks(); ++j) out[j * m + k] = t[static_cast<std::size_t>(j)];
+    // Each block in dense row panels, one matrix product per panel for all m vectors (PackedPanelForms.hpp);
+    // the rows of all blocks are copied to the host once.
+    std::vector<torch::Tensor> rows;
+    for (std::size_t j = 0; j < sizes_.size(); ++j) {
+      rows.push_back(
+          packed::quadratic_forms_by_panels(blocks_[j], sizes_[j], H.narrow(0, offsets_[j], sizes_[j])));
     }
-    return terms;
+    return torch::stack(rows).to(torch::kCPU);
   }
+  double* out = terms.data_ptr<double>();
   // Each task (a chunk of rows of one block) adds into its own m partial sums.
   auto partial = torch::zeros({static_cast<std::int64_t>(tasks_.size()), m}, torch::kFloat64);
   double* part = partial.data_ptr<double>();

@@ -38,7 +38,8 @@ class PackedCovariance {
   // (optim/PackedQuadraticForm.hpp), the pending update applied first. H: [sum n_j, m] float64 on the
   // blocks' device, contiguous, row c holding parameter c's value in each of the m vectors. Returns terms
   // [num_blocks, m] float64 on the CPU. On the CPU each block is read once for all m vectors (threads take
-  // the sweep's row chunks; partial sums added in chunk order); on a GPU it runs one sweep per vector.
+  // the sweep's row chunks; partial sums added in chunk order); on a GPU each block is taken in dense row
+  // panels, one matrix product each (optim/PackedPanelForms.hpp).
   torch::Tensor quadratic_forms(const torch::Tensor& H);
   // Leaves P_j <- (P_j - K_j K_j^T / a) / lambda pending for every block; K as sweep() returned it.
   void defer_update(torch::Tensor K, double a, double lambda);

@@ -3,6 +3,7 @@
 // (no atomics), and the Kalman filter with its covariance on the GPU against the CPU filter.
 #include <torch/torch.h>
 
+#include <cmath>
 #include <numeric>
 #include <vector>
 
@@ -103,5 +104,14 @@ TEST_CASE("the Kalman filter with its covariance on the GPU follows the CPU filt
       CHECK(relative_difference(gpu_params[t], cpu_params[t]) < tol);
     for (std::int64_t i = 0; i < cpu.layout().num_blocks(); ++i)
       CHECK(relative_difference(gpu.covariance(i), cpu.covariance(i)) < tol);
+    // The quadratic forms h_k^T P h_k (uncertainty): dense row panels on the GPU, the packed kernel here.
+    auto gen = at::make_generator<at::CPUGeneratorImpl>(5);
+    const auto H = at::randn({6, cpu.layout().num_parameters()}, gen, torch::kFloat64);
+    const auto q_cpu = cpu.quadratic_forms(H), q_gpu = gpu.quadratic_forms(H);
+    REQUIRE(q_gpu.size() == q_cpu.size());
+    for (std::size_t k = 0; k < q_cpu.size(); ++k) {
+      INFO("vector " << k << ": GPU " << q_gpu[k] << ", CPU " << q_cpu[k]);
+      CHECK(std::abs(q_gpu[k] - q_cpu[k]) <= tol * std::abs(q_cpu[k]));
+    }
   }
 }
