@@ -165,10 +165,6 @@ void PairDeepkf::settings(int narg, char** arg) {
     if (!message.empty()) error->all(FLERR, ps() + " cannot load model file " + path + ": " + message);
     m.loaded.model->eval();
     m.device = impl_->device;
-    if (m.loaded.model->compressed() && !m.device.is_cpu()) {
-      m.loaded.model->to(torch::kCPU);
-      m.device = torch::kCPU;
-    }
     cutoff_ = std::max(cutoff_, m.loaded.config.rcut);
     impl_->models.push_back(std::move(m));
   }

@@ -19,7 +19,7 @@ struct PairDeepkf::Impl {
     deepkf::LoadedModel loaded;
     std::string path;
     std::vector<int> type_of;           // LAMMPS type (1-based) -> model type index, -1 = NULL (other style)
-    torch::Device device{torch::kCPU};  // compressed models run on the CPU (their kernel has no CUDA version)
+    torch::Device device{torch::kCPU};
   };
 
   // One model's output for the packed atoms of a step (float64, CPU).

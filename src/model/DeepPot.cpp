@@ -100,9 +100,12 @@ void DeepPotImpl::build() {
   energy_bias_ = register_buffer("energy_bias", torch::zeros({nt}, opts));
 }
 
+int DeepPotImpl::net_index(int centre_type, int neighbour_type) const {
+  return config_.type_one_side ? neighbour_type : centre_type * config_.ntypes() + neighbour_type;
+}
+
 DenseNet& DeepPotImpl::embedding(int centre_type, int neighbour_type) {
-  const int idx = config_.type_one_side ? neighbour_type : centre_type * config_.ntypes() + neighbour_type;
-  return embedding_[static_cast<std::size_t>(idx)];
+  return embedding_[static_cast<std::size_t>(net_index(centre_type, neighbour_type))];
 }
 
 void DeepPotImpl::set_statistics(const torch::Tensor& davg, const torch::Tensor& dstd) {
@@ -126,7 +129,8 @@ void DeepPotImpl::set_energy_bias(const torch::Tensor& bias) {
   energy_bias_.copy_(bias);
 }
 
-torch::Tensor DeepPotImpl::energy_from_pairs(const torch::Tensor& rij, const torch::Tensor& centre_types) {
+torch::Tensor DeepPotImpl::energy_from_pairs(const torch::Tensor& rij, const torch::Tensor& centre_types,
+                                             torch::Tensor* beyond_end) {
   const auto nf = rij.size(0);
   const auto nloc = rij.size(1);
   const auto nnei = rij.size(2);
@@ -150,7 +154,9 @@ torch::Tensor DeepPotImpl::energy_from_pairs(const torch::Tensor& rij, const tor
       const auto sel_t = config_.sel[static_cast<std::size_t>(t)];
       if (sel_t == 0) continue;
       const auto block = env_c.narrow(1, config_.sel_offset(t), sel_t);  // n x sel_t x 4
-      const auto g = embedding(c, t)->forward(block.narrow(2, 0, 1));    // n x sel_t x M
+      const auto x = block.narrow(2, 0, 1);                              // n x sel_t x 1
+      const auto g = compressed() ? table_->values(static_cast<std::size_t>(net_index(c, t)), x.squeeze(2), beyond_end)
+                                  : embedding(c, t)->forward(x);  // n x sel_t x M
       t_mat = t_mat + torch::matmul(block.transpose(1, 2), g);
     }
     t_mat = t_mat / nc;
@@ -177,7 +183,8 @@ ModelOutput DeepPotImpl::evaluate(const torch::Tensor& coord, const torch::Tenso
   check_inputs(config_, coord, atype, nlist, shift);
   if (compressed()) {
     if (create_graph) refuse_training("outputs differentiable with respect to the weights");
-    return evaluate_compressed(coord, atype, nlist, shift, need_atom_virial);
+    if (table_kernel_ && coord.device().is_cpu())
+      return evaluate_compressed(coord, atype, nlist, shift, need_atom_virial);
   }
   torch::AutoGradMode grad_mode(true);
   const auto nf = nlist.size(0);
@@ -188,7 +195,8 @@ ModelOutput DeepPotImpl::evaluate(const torch::Tensor& coord, const torch::Tenso
   const auto rij =
       pair_vectors(coord.detach(), nlist, shift, config_.rcut).to(config_.precision).requires_grad_(true);
   ModelOutput out;
-  out.atom_energy = energy_from_pairs(rij, atype.narrow(1, 0, nloc));
+  auto beyond_end = torch::zeros({}, nlist.options());
+  out.atom_energy = energy_from_pairs(rij, atype.narrow(1, 0, nloc), compressed() ? &beyond_end : nullptr);
   out.energy = out.atom_energy.sum(1);
   // g_ij = dE/dr_ij, zero on empty slots
   auto g = torch::autograd::grad({out.energy.sum()}, {rij}, {}, /*retain_graph=*/create_graph,
@@ -210,6 +218,7 @@ ModelOutput DeepPotImpl::evaluate(const torch::Tensor& coord, const torch::Tenso
                           .index_add(0, flat_j, pair_virial.reshape({-1, 9}))
                           .view({nf, nall, 9});
   }
+  if (compressed()) out.beyond_table = beyond_end.item<std::int64_t>();
   if (!create_graph) {
     out.energy = out.energy.detach();
     out.atom_energy = out.atom_energy.detach();

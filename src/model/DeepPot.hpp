@@ -54,8 +54,10 @@ class DeepPotImpl : public torch::nn::Module {
   // keeps the graph of all outputs for training (double backward: the outputs depend on the parameters; they
   // are not differentiable with respect to coord); otherwise the outputs are detached. Centre types must lie
   // in [0, ntypes) (not checked here: make_batch and the LAMMPS type mapping guarantee it). One host
-  // synchronisation per centre type (torch::nonzero groups the centres by type). A compressed model takes
-  // the tables' path (CPU only) and refuses create_graph (ModelError: training needs the nets).
+  // synchronisation per centre type (torch::nonzero groups the centres by type). A compressed model refuses
+  // create_graph (ModelError: training needs the nets); on the CPU it runs the tables' kernel
+  // (TabulatedDescriptor), elsewhere (or after set_table_kernel(false)) the tables evaluated by LibTorch
+  // operations in place of the embedding nets, forces by autograd as for the nets.
   ModelOutput evaluate(const torch::Tensor& coord, const torch::Tensor& atype, const torch::Tensor& nlist,
                        const torch::Tensor& shift, bool create_graph, bool need_atom_virial = false);
 
@@ -80,6 +82,9 @@ class DeepPotImpl : public torch::nn::Module {
   void compress(const TableSettings& settings);
   void prepare_tables(const nlohmann::json& layout, const std::string& where);
   const EmbeddingTableImpl& table() const { return *table_; }
+  // Whether a compressed model on the CPU uses the tables' kernel (the default) or the LibTorch operations
+  // that other devices run: false compares the two on one machine.
+  void set_table_kernel(bool use) { table_kernel_ = use; }
 
   std::int64_t parameter_count() const;
   // (net name, parameter count) in registration order: "embedding[O]" / "embedding[O,H]" / "fitting[O]".
@@ -88,7 +93,11 @@ class DeepPotImpl : public torch::nn::Module {
  private:
   void build();  // the networks and statistics buffers of config_, allocated
   // rij: nframes x nloc x nnei x 3 (model dtype); centre_types: nframes x nloc -> nframes x nloc (eV).
-  torch::Tensor energy_from_pairs(const torch::Tensor& rij, const torch::Tensor& centre_types);
+  // A compressed model's embedding comes from its tables (counting into beyond_end, where given, the slots
+  // beyond their table's end).
+  torch::Tensor energy_from_pairs(const torch::Tensor& rij, const torch::Tensor& centre_types,
+                                  torch::Tensor* beyond_end = nullptr);
+  int net_index(int centre_type, int neighbour_type) const;
   DenseNet& embedding(int centre_type, int neighbour_type);
   // evaluate() of a compressed model: T by the tables' kernel, the fitting nets and dE/dT written out,
   // forces and virials by the kernel's backward pass.
@@ -104,6 +113,7 @@ class DeepPotImpl : public torch::nn::Module {
   torch::Tensor davg_, dstd_, energy_bias_;
   TrainingRange training_range_;
   EmbeddingTable table_{nullptr};  // registered as "table" once compressed
+  bool table_kernel_ = true;
 };
 
 TORCH_MODULE(DeepPot);

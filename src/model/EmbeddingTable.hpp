@@ -57,6 +57,12 @@ class EmbeddingTableImpl : public torch::nn::Module {
   // Coefficients of table k: intervals x 6 x M, the model's dtype.
   const torch::Tensor& coefficients(std::size_t k) const { return coef_[k]; }
   const TableError& error(std::size_t k) const { return errors_[k]; }
+  // G(x) of table k at every x (any shape), shape x.sizes() + [M] in the coefficients' dtype, by LibTorch
+  // operations on x's device (EmbeddingTableValues.cpp): the interval, polynomial and tangent line beyond
+  // the ends of the CPU kernel (TabulatedKernel.hpp), differentiable with respect to x (the derivative is
+  // the polynomial's). Where given, beyond_end (an int64 scalar on x's device) counts the x beyond the
+  // table's end. The path of devices without the kernel.
+  torch::Tensor values(std::size_t k, const torch::Tensor& x, torch::Tensor* beyond_end = nullptr) const;
   // Bytes of all coefficients.
   std::int64_t bytes() const;
 

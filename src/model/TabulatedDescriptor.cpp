@@ -24,7 +24,7 @@ TabulatedDescriptor::TabulatedDescriptor(const EmbeddingTableImpl& table, const 
   for (const auto* t : {&davg, &coord, &atype, &nlist, &shift}) {
     if (t->defined() && !t->device().is_cpu()) {
       throw ModelError(
-          "a compressed model is evaluated on the CPU only (its kernel has no CUDA version yet); "
+          "the tables' kernel runs on the CPU (DeepPot::evaluate takes another path on other devices); "
           "got tensors on " +
           t->device().str());
     }

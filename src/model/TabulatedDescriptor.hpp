@@ -1,7 +1,8 @@
 #pragma once
 // The descriptor stage of a compressed model's evaluation (docs/compression.md) on LibTorch tensors: the
 // kernel of TabulatedKernel over all centres on LibTorch's intra-op threads, forward to T = R^T G / N_c,
-// backward from dE/dT to forces and virials. No autograd. CPU only.
+// backward from dE/dT to forces and virials. No autograd. CPU only: on other devices DeepPot evaluates the
+// tables by LibTorch operations (EmbeddingTableImpl::values).
 #include <torch/types.h>
 
 #include <cstdint>

@@ -56,3 +56,30 @@ TEST_CASE("the model on the GPU equals the model on the CPU to round-off", "[mod
     }
   }
 }
+
+TEST_CASE("a compressed model on the GPU equals the CPU kernel to round-off", "[model][compress][cuda]") {
+  REQUIRE(torch::cuda::is_available());
+  const auto cell = jittered_cell({7.2, 0, 0, 1.1, 6.9, 0, -0.8, 0.9, 7.1}, 3, 2, 11);
+  for (const auto precision : {torch::kFloat64, torch::kFloat32}) {
+    for (bool one_side : {true, false}) {
+      INFO("precision " << c10::toString(precision) << ", type_one_side " << one_side);
+      auto model = small_model(one_side, true, precision);
+      deepkf::TrainingRange range(2);
+      range.add({0.9, 1.0, 1.0, 1.1}, 1);
+      model->set_training_range(range);
+      model->compress(deepkf::TableSettings{});
+      const auto in = make_inputs(cell, model->config());
+      const auto cpu = model->evaluate(in.coord, in.atype, in.nlist, in.shift, false, true);
+      model->to(torch::kCUDA);
+      const auto gpu = model->evaluate(in.coord.cuda(), in.atype.cuda(), in.nlist.cuda(), in.shift.cuda(),
+                                       false, true);
+      REQUIRE(gpu.force.device().is_cuda());
+      const double tol = precision == torch::kFloat64 ? 1e-11 : 2e-4;
+      CHECK(gpu.beyond_table == cpu.beyond_table);
+      CHECK(relative_difference(gpu.energy, cpu.energy) < tol);
+      CHECK(relative_difference(gpu.force, cpu.force) < tol);
+      CHECK(relative_difference(gpu.virial, cpu.virial) < tol);
+      CHECK(relative_difference(gpu.atom_virial, cpu.atom_virial) < tol);
+    }
+  }
+}
