@@ -4,7 +4,8 @@
 //    the observed order log2(err(h) / err(h / 2)) between successive steps (the tables' error theory: 6 for
 //    energies, 5 for forces and virials);
 //  - DeepPot::evaluate time per frame, uncompressed and compressed (default settings), float64 and float32,
-//    median of REPEATS after two warm-up calls, in the same run.
+//    median of REPEATS after two warm-up calls, in the same run; the compressed model both by the CPU
+//    kernel and by LibTorch operations (set_table_kernel(false): the path of a GPU, here on the CPU).
 // Models: the water reference settings (embedding 25/50/100, fitting 240/240/240, random weights, statistics
 // and training range of 10 frames of data_0) and the trained test model
 // tests/lammps_plugin/data/water_small.pt (no training range recorded: the 0.5 A default).
@@ -102,7 +103,8 @@ int main(int argc, char** argv) {
       small_frames);
 
   std::printf("\nDeepPot::evaluate of one 192-atom frame (energy, forces, virial), median of %d\n", repeats);
-  std::printf("%8s %14s %14s %9s\n", "dtype", "uncompressed", "compressed", "speed-up");
+  std::printf("%8s %14s %14s %9s %14s %9s\n", "dtype", "uncompressed", "compressed", "speed-up",
+              "by operations", "speed-up");
   for (const auto precision : {torch::kFloat64, torch::kFloat32}) {
     const auto one = deepkf::make_batch(test_data.systems.at(0), {0}, mc, torch::kCPU, precision);
     auto plain = deepkf::bench::water_reference_model(stats_batch, precision);
@@ -110,8 +112,11 @@ int main(int argc, char** argv) {
     compressed->compress(deepkf::TableSettings{});
     const double tp = deepkf::bench::time_median(repeats, [&] { evaluate(plain, one); });
     const double tc = deepkf::bench::time_median(repeats, [&] { evaluate(compressed, one); });
-    std::printf("%8s %11.1f ms %11.1f ms %9.2f\n", precision == torch::kFloat64 ? "float64" : "float32",
-                1e3 * tp, 1e3 * tc, tp / tc);
+    compressed->set_table_kernel(false);
+    const double to = deepkf::bench::time_median(repeats, [&] { evaluate(compressed, one); });
+    std::printf("%8s %11.1f ms %11.1f ms %9.2f %11.1f ms %9.2f\n",
+                precision == torch::kFloat64 ? "float64" : "float32", 1e3 * tp, 1e3 * tc, tp / tc, 1e3 * to,
+                tp / to);
   }
   return 0;
 }
