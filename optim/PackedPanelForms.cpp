@@ -25,9 +25,10 @@ torch::Tensor quadratic_forms_by_panels(const torch::Tensor& P, std::int64_t n, 
     const auto at = torch::arange(count, i64) + (r * (r + 1)).div(2, "floor") + (begin - r0 * n);
     auto panel = torch::zeros({(r1 - r0) * n}, f64);
     panel.index_put_({at}, P.narrow(0, begin, count).to(torch::kFloat64));
-    const auto Hr = H.narrow(0, r0, r1 - r0);                     // [rows, m]
-    const auto UH = panel.view({r1 - r0, n}).mm(H);               // rows of U H
-    const auto diagonal = P.index_select(0, rows * n - (rows * (rows - 1)).div(2, "floor")).to(torch::kFloat64);
+    const auto Hr = H.narrow(0, r0, r1 - r0);        // [rows, m]
+    const auto UH = panel.view({r1 - r0, n}).mm(H);  // rows of U H
+    const auto diagonal =
+        P.index_select(0, rows * n - (rows * (rows - 1)).div(2, "floor")).to(torch::kFloat64);
     // The panel's share of 2 h^T U h - sum_r p_rr h_r^2, for every vector.
     q += (Hr * (2.0 * UH - diagonal.unsqueeze(1) * Hr)).sum(0);
   }

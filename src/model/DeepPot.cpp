@@ -155,7 +155,8 @@ torch::Tensor DeepPotImpl::energy_from_pairs(const torch::Tensor& rij, const tor
       if (sel_t == 0) continue;
       const auto block = env_c.narrow(1, config_.sel_offset(t), sel_t);  // n x sel_t x 4
       const auto x = block.narrow(2, 0, 1);                              // n x sel_t x 1
-      const auto g = compressed() ? table_->values(static_cast<std::size_t>(net_index(c, t)), x.squeeze(2), beyond_end)
+      const auto net = static_cast<std::size_t>(net_index(c, t));
+      const auto g = compressed() ? table_->values(net, x.squeeze(2), beyond_end)
                                   : embedding(c, t)->forward(x);  // n x sel_t x M
       t_mat = t_mat + torch::matmul(block.transpose(1, 2), g);
     }

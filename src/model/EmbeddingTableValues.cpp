@@ -7,7 +7,8 @@
 
 namespace deepkf {
 
-torch::Tensor EmbeddingTableImpl::values(std::size_t k, const torch::Tensor& x, torch::Tensor* beyond_end) const {
+torch::Tensor EmbeddingTableImpl::values(std::size_t k, const torch::Tensor& x,
+                                         torch::Tensor* beyond_end) const {
   const tabulated::Grid& g = grids_[k];
   const torch::Tensor& coef = coef_[k];  // intervals x 6 x M
   torch::Tensor value, slope;
@@ -23,7 +24,9 @@ torch::Tensor EmbeddingTableImpl::values(std::size_t k, const torch::Tensor& x, 
           ((xv - fine_end) / g.coarse_step).floor().clamp(0.0, static_cast<double>(g.ncoarse - 1));
       interval = torch::where(xv.ge(fine_end) & xv.lt(end), coarse + static_cast<double>(g.nfine), interval);
     }
-    const auto fine = ((xv - g.x0) / g.step).floor().clamp(0.0, static_cast<double>(std::max<std::int64_t>(g.nfine - 1, 0)));
+    const auto fine = ((xv - g.x0) / g.step)
+                          .floor()
+                          .clamp(0.0, static_cast<double>(std::max<std::int64_t>(g.nfine - 1, 0)));
     interval = torch::where(xv.ge(g.x0) & xv.lt(fine_end), fine, interval);
     const auto before = xv.lt(g.x0);
     interval = torch::where(before, torch::zeros_like(interval), interval);

@@ -56,8 +56,9 @@ TEST_CASE("a table by LibTorch operations gives the kernel's values and the poly
     const auto width = table.coefficients(k).size(2);
     const tabulated::Table<double> view{g, table.coefficients(k).data_ptr<double>()};
     // Before x0, on knots, inside fine and coarse intervals, at the end and beyond it.
-    std::vector<double> xs = {g.x0 - 0.3, g.x0, g.x0 + 0.37 * g.step, g.knot(3), g.fine_end() - 1e-9,
-                              g.fine_end(), g.end() - 0.5 * g.coarse_step, g.end(), g.end() + 0.7};
+    std::vector<double> xs = {g.x0 - 0.3,          g.x0,         g.x0 + 0.37 * g.step,          g.knot(3),
+                              g.fine_end() - 1e-9, g.fine_end(), g.end() - 0.5 * g.coarse_step, g.end(),
+                              g.end() + 0.7};
     const auto x = torch::tensor(xs, torch::kFloat64).requires_grad_(true);
     const auto values = table.values(k, x);
     REQUIRE(values.sizes() == torch::IntArrayRef({static_cast<std::int64_t>(xs.size()), width}));

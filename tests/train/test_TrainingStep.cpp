@@ -134,7 +134,7 @@ TEST_CASE("replayed frames join the energy measurement as the batch's own frames
 TEST_CASE("RLEKF tells where a step's time went: the filter's updates and the rest", "[train][step]") {
   // Defaults: an energy update, 24 atoms in groups of 6 (4 force updates), the energy again: 6 updates.
   const auto cfg = config_with({{"type", "RLEKF"}, {"kf_blocksize", 64}, {"log_filter", true}});
-  std::vector<deepkf::System> systems = deepkf::read_systems(std::string(DEEPKF_SOURCE_DIR) + "/data/si_cp2k.h5");
+  const auto systems = deepkf::read_systems(std::string(DEEPKF_SOURCE_DIR) + "/data/si_cp2k.h5");
   REQUIRE_FALSE(systems.empty());
   const auto mc = deepkf::ModelConfig::from_json(cfg.model);
   const auto local = deepkf::make_batch(systems.front(), {0}, mc, torch::kCPU, mc.precision);
