@@ -146,8 +146,7 @@ torch::Tensor PackedCovariance::quadratic_forms(const torch::Tensor& H) {
     throw OptimError("packed covariance: the vectors must be a contiguous float64 [" +
                      std::to_string(offsets_.back()) + ", m] matrix on " + device_.str());
   const auto m = H.size(1);
-  auto terms = torch::zeros({num_blocks(), m}, torch::kFloat64);
-  if (sizes_.empty() || m == 0) return terms;
+  if (sizes_.empty() || m == 0) return torch::zeros({num_blocks(), m}, torch::kFloat64);
   flush();
   if (!device_.is_cpu()) {
     // Each block in dense row panels, one matrix product per panel for all m vectors (PackedPanelForms.hpp);
@@ -159,6 +158,7 @@ torch::Tensor PackedCovariance::quadratic_forms(const torch::Tensor& H) {
     }
     return torch::stack(rows).to(torch::kCPU);
   }
+  auto terms = torch::zeros({num_blocks(), m}, torch::kFloat64);
   double* out = terms.data_ptr<double>();
   // Each task (a chunk of rows of one block) adds into its own m partial sums.
   auto partial = torch::zeros({static_cast<std::int64_t>(tasks_.size()), m}, torch::kFloat64);

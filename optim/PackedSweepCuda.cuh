@@ -1,7 +1,8 @@
 #pragma once
 // The CUDA kernels of the packed covariance: the same sweep as optim/PackedSweep.hpp on device memory, for
-// all blocks of a rank in one launch per kernel (the tables: DeviceTiles, optim/PackedTiles.hpp). Torch-free and includable from plain C++ (the stream is
-// CUDA's opaque handle). Compiled only when LibTorch has CUDA (DEEPKF_WITH_CUDA).
+// all blocks of a rank in one launch per kernel (the tables: DeviceTiles, optim/PackedTiles.hpp).
+// Torch-free and includable from plain C++ (the stream is CUDA's opaque handle). Compiled only when LibTorch
+// has CUDA (DEEPKF_WITH_CUDA).
 //
 // Each block's packed triangle is cut into square tiles (optim/PackedTiles.hpp), one thread block each, all
 // tiles of all blocks in one grid. A tile's threads apply the pending update to its elements and form two

@@ -13,9 +13,10 @@
 # lcurve_rlekf.out, lcurve_adam.out, bench_lammps.txt, ctest.log.
 # `run` goes through its phases in order, each cut off so that all end within DEEPKF_GPU_SECONDS (520) of
 # the start: configure; build (the program, test_optim, test_model, bench_kalman); cuda (the tests tagged
-# [cuda]: CUDA against CPU; then test_optim and test_model whole, a crash rerun under cuda-gdb); bench (bench_kalman); train (the water reference model, RLEKF and Adam,
-# DEEPKF_GPU_TRAIN_SECONDS each); lammps (pair_style deepkf built against the staged LAMMPS, bench_lammps);
-# suite (everything else built, ctest for the time left).
+# [cuda]: CUDA against CPU; then test_optim and test_model whole, a crash rerun under cuda-gdb); bench
+# (bench_kalman); train (the water reference model, RLEKF and Adam, DEEPKF_GPU_TRAIN_SECONDS each); lammps
+# (pair_style deepkf built against the staged LAMMPS, bench_lammps); suite (everything else built, ctest
+# for the time left).
 # DEEPKF_GPU_PHASES="bench train" runs only those (the build folder, /tmp/deepkf-gpu-build, is kept while
 # the machine is).
 #

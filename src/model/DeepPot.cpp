@@ -196,7 +196,8 @@ ModelOutput DeepPotImpl::evaluate(const torch::Tensor& coord, const torch::Tenso
   const auto rij =
       pair_vectors(coord.detach(), nlist, shift, config_.rcut).to(config_.precision).requires_grad_(true);
   ModelOutput out;
-  auto beyond_end = torch::zeros({}, nlist.options());
+  torch::Tensor beyond_end;  // a compressed model's count of slots beyond its tables
+  if (compressed()) beyond_end = torch::zeros({}, nlist.options());
   out.atom_energy = energy_from_pairs(rij, atype.narrow(1, 0, nloc), compressed() ? &beyond_end : nullptr);
   out.energy = out.atom_energy.sum(1);
   // g_ij = dE/dr_ij, zero on empty slots
