@@ -12,11 +12,6 @@
 #include "optim/PackedSweep.hpp"
 #include "optim/PackedTiles.hpp"
 #include "src/core/Error.hpp"
-#ifdef DEEPKF_WITH_CUDA
-#include <ATen/cuda/CUDAContext.h>
-
-#include "optim/PackedSweepCuda.cuh"
-#endif
 
 namespace deepkf {
 
@@ -32,16 +27,6 @@ void for_each_task(std::int64_t count, const F& job) {
   at::parallel_for(0, threads, 1, [&](std::int64_t, std::int64_t) {
     for (std::int64_t t = next.fetch_add(1); t < count; t = next.fetch_add(1)) job(t);
   });
-}
-
-// Calls f(T{}) with T the C++ type of a float32 or float64 block.
-template <typename F>
-void with_type(torch::ScalarType dtype, const F& f) {
-  if (dtype == torch::kFloat64) {
-    f(double{});
-  } else {
-    f(float{});
-  }
 }
 
 }  // namespace
@@ -78,26 +63,9 @@ PackedCovariance::PackedCovariance(std::vector<std::int64_t> sizes, double p0, t
     }
   }
   first_task_.push_back(static_cast<std::int64_t>(tasks_.size()));
-  if (!device_.is_cpu() && !sizes_.empty()) {
-    // The tile plan and the blocks' addresses (fixed: assign() copies into the blocks) on the device.
-    auto plan = packed::plan_tiles(sizes_);
-    static_assert(sizeof(packed::TileBlock) == 3 * sizeof(std::int64_t) &&
-                  sizeof(packed::Tile) == 3 * sizeof(std::int32_t));
-    const auto nb = static_cast<std::int64_t>(plan.blocks.size());
-    const auto nt = static_cast<std::int64_t>(plan.tiles.size());
-    tile_blocks_ = torch::from_blob(plan.blocks.data(), {3 * nb}, torch::kInt64).to(device_);
-    tiles_ = torch::from_blob(plan.tiles.data(), {3 * nt}, torch::kInt32).to(device_);
-    std::vector<std::int64_t> addresses;
-    for (const auto& P : blocks_) addresses.push_back(reinterpret_cast<std::int64_t>(P.data_ptr()));
-    block_ptrs_ = torch::tensor(addresses, torch::kInt64).to(device_);
-    partial = plan.workspace;
-    device_tiles_.P = reinterpret_cast<void* const*>(block_ptrs_.data_ptr<std::int64_t>());
-    device_tiles_.blocks = reinterpret_cast<const packed::TileBlock*>(tile_blocks_.data_ptr<std::int64_t>());
-    device_tiles_.tiles = reinterpret_cast<const packed::Tile*>(tiles_.data_ptr<std::int32_t>());
-    device_tiles_.num_blocks = nb;
-    device_tiles_.num_tiles = nt;
-    device_tiles_.total = offsets_.back();
-  }
+#ifdef DEEPKF_WITH_CUDA
+  if (!device_.is_cpu() && !sizes_.empty()) partial = plan_device_tiles();
+#endif
   workspace_ = torch::empty({partial}, torch::TensorOptions().dtype(torch::kFloat64).device(device_));
   device_tiles_.workspace = workspace_.data_ptr<double>();
   device_ = workspace_.device();  // "cuda" names the current device: keep its index, as tensors report it
@@ -129,11 +97,7 @@ torch::Tensor PackedCovariance::sweep(const torch::Tensor& h, std::vector<double
     }
   } else {
 #ifdef DEEPKF_WITH_CUDA
-    // h_j^T K_j per block in the same launches (one block's segment summed in a fixed order).
-    auto t = torch::empty({num_blocks()}, h.options());
-    sweep_cuda(h, K, t);
-    const auto host = t.to(torch::kCPU);
-    std::copy(host.data_ptr<double>(), host.data_ptr<double>() + num_blocks(), terms.begin());
+    sweep_cuda(h, K, terms);
 #endif
   }
   pending_K_ = torch::Tensor();  // applied by the sweep
@@ -164,7 +128,7 @@ torch::Tensor PackedCovariance::quadratic_forms(const torch::Tensor& H) {
   auto partial = torch::zeros({static_cast<std::int64_t>(tasks_.size()), m}, torch::kFloat64);
   double* part = partial.data_ptr<double>();
   const double* hp = H.data_ptr<double>();
-  with_type(dtype_, [&](auto zero) {
+  with_dtype(dtype_, [&](auto zero) {
     using T = decltype(zero);
     for_each_task(static_cast<std::int64_t>(tasks_.size()), [&](std::int64_t t) {
       const Task& task = tasks_[static_cast<std::size_t>(t)];
@@ -186,7 +150,7 @@ void PackedCovariance::sweep_cpu(const torch::Tensor& h, torch::Tensor& K) {
   const double* hp = h.data_ptr<double>();
   double* ws = workspace_.data_ptr<double>();
   const double* pending = has_pending() ? pending_K_.data_ptr<double>() : nullptr;
-  with_type(dtype_, [&](auto zero) {
+  with_dtype(dtype_, [&](auto zero) {
     using T = decltype(zero);
     for_each_task(static_cast<std::int64_t>(tasks_.size()), [&](std::int64_t t) {
       const Task& task = tasks_[static_cast<std::size_t>(t)];
@@ -240,7 +204,7 @@ void PackedCovariance::flush() {
 
 void PackedCovariance::flush_cpu() {
   const double* pending = pending_K_.data_ptr<double>();
-  with_type(dtype_, [&](auto zero) {
+  with_dtype(dtype_, [&](auto zero) {
     using T = decltype(zero);
     for_each_task(static_cast<std::int64_t>(tasks_.size()), [&](std::int64_t t) {
       const Task& task = tasks_[static_cast<std::size_t>(t)];
@@ -250,28 +214,6 @@ void PackedCovariance::flush_cpu() {
     });
   });
 }
-
-#ifdef DEEPKF_WITH_CUDA
-packed::RankOneUpdate PackedCovariance::pending_update() const {
-  if (!has_pending()) return {};
-  return {pending_K_.data_ptr<double>(), pending_inv_a_, pending_inv_lambda_};
-}
-
-void PackedCovariance::sweep_cuda(const torch::Tensor& h, torch::Tensor& K, torch::Tensor& dots) {
-  with_type(dtype_, [&](auto zero) {
-    using T = decltype(zero);
-    packed::cuda::sweep<T>(device_tiles_, pending_update(), h.data_ptr<double>(), K.data_ptr<double>(),
-                           dots.data_ptr<double>(), at::cuda::getCurrentCUDAStream().stream());
-  });
-}
-
-void PackedCovariance::flush_cuda() {
-  with_type(dtype_, [&](auto zero) {
-    using T = decltype(zero);
-    packed::cuda::update<T>(device_tiles_, pending_update(), at::cuda::getCurrentCUDAStream().stream());
-  });
-}
-#endif
 
 torch::Tensor PackedCovariance::diagonal(std::size_t j) const {
   auto diag = blocks_[j].index_select(0, diagonal_at_[j]).to(torch::kFloat64);
@@ -293,22 +235,14 @@ std::vector<double> PackedCovariance::largest_diagonals() const {
   std::vector<double> out(sizes_.size());
   if (!device_.is_cpu()) {
 #ifdef DEEPKF_WITH_CUDA
-    // One launch for all blocks and one wait for the device.
-    auto largest = torch::empty({num_blocks()}, torch::TensorOptions().dtype(torch::kFloat64).device(device_));
-    with_type(dtype_, [&](auto zero) {
-      using T = decltype(zero);
-      packed::cuda::largest_diagonals<T>(device_tiles_, pending_update(), largest.data_ptr<double>(),
-                                         at::cuda::getCurrentCUDAStream().stream());
-    });
-    const auto all = largest.to(torch::kCPU);
-    std::copy(all.data_ptr<double>(), all.data_ptr<double>() + all.numel(), out.begin());
+    out = largest_diagonals_cuda();
 #endif
     return out;
   }
   // On the CPU a plain loop: the same values as diagonal(j), without a tensor per block and update.
   const torch::Tensor pending = has_pending() ? pending_K_.to(torch::kFloat64).contiguous() : torch::Tensor();
   const double* K = pending.defined() ? pending.data_ptr<double>() : nullptr;
-  with_type(dtype_, [&](auto zero) {
+  with_dtype(dtype_, [&](auto zero) {
     using T = decltype(zero);
     for (std::size_t j = 0; j < sizes_.size(); ++j) {
       const T* P = blocks_[j].data_ptr<T>();
@@ -340,21 +274,21 @@ std::int64_t PackedCovariance::cap_diagonal(double cap, double release) {
     const auto above = d > target;
     const auto s = torch::where(above, (target / d).sqrt(), torch::ones_like(d)).contiguous();
     scaled += above.sum().item<std::int64_t>();
+    if (!device_.is_cpu()) {
+#ifdef DEEPKF_WITH_CUDA
+      scale_cuda(j, s);
+#endif
+      continue;
+    }
     const auto n = sizes_[j];
-    with_type(dtype_, [&](auto zero) {
+    with_dtype(dtype_, [&](auto zero) {
       using T = decltype(zero);
       T* P = blocks_[j].data_ptr<T>();
-      if (device_.is_cpu()) {
-        const auto first = first_task_[j];
-        for_each_task(first_task_[j + 1] - first, [&](std::int64_t t) {
-          const Task& task = tasks_[static_cast<std::size_t>(first + t)];
-          packed::scale_rows(P, n, task.r0, task.r1, s.data_ptr<double>());
-        });
-      } else {
-#ifdef DEEPKF_WITH_CUDA
-        packed::cuda::scale<T>(P, n, s.data_ptr<double>(), at::cuda::getCurrentCUDAStream().stream());
-#endif
-      }
+      const auto first = first_task_[j];
+      for_each_task(first_task_[j + 1] - first, [&](std::int64_t t) {
+        const Task& task = tasks_[static_cast<std::size_t>(first + t)];
+        packed::scale_rows(P, n, task.r0, task.r1, s.data_ptr<double>());
+      });
     });
   }
   return scaled;
@@ -369,7 +303,7 @@ torch::Tensor PackedCovariance::dense(std::int64_t j) {
   const auto p = packed(j).to(torch::kCPU).contiguous();
   const auto n = size(j);
   auto out = torch::empty({n, n}, torch::TensorOptions().dtype(dtype_));
-  with_type(dtype_, [&](auto zero) {
+  with_dtype(dtype_, [&](auto zero) {
     using T = decltype(zero);
     packed::unpack<T>(p.data_ptr<T>(), n, out.data_ptr<T>());
   });
@@ -385,7 +319,7 @@ void PackedCovariance::assign(std::int64_t j, const torch::Tensor& block) {
   } else if (block.dim() == 2 && block.size(0) == n && block.size(1) == n) {
     const auto dense = block.to(torch::kCPU, dtype_).contiguous();
     auto p = torch::empty({packed::triangle_size(n)}, dense.options());
-    with_type(dtype_, [&](auto zero) {
+    with_dtype(dtype_, [&](auto zero) {
       using T = decltype(zero);
       packed::pack<T>(dense.data_ptr<T>(), n, p.data_ptr<T>());
     });

@@ -83,11 +83,26 @@ class PackedCovariance {
   void sweep_cpu(const torch::Tensor& h, torch::Tensor& K);
   void flush_cpu();
 #ifdef DEEPKF_WITH_CUDA
-  void sweep_cuda(const torch::Tensor& h, torch::Tensor& K, torch::Tensor& dots);
+  // The device's side (PackedCovarianceCuda.cpp): the tile plan and the blocks' addresses on the device
+  // (returns the workspace's length), and the sweep, flush, largest diagonals and scaling of block j by
+  // diag(s) P_j diag(s) as kernels on the current stream.
+  std::int64_t plan_device_tiles();
+  void sweep_cuda(const torch::Tensor& h, torch::Tensor& K, std::vector<double>& terms);
+  void flush_cuda();
+  std::vector<double> largest_diagonals_cuda() const;
+  void scale_cuda(std::size_t j, const torch::Tensor& s);
   // The pending update over all blocks (K indexed like h), or none.
   packed::RankOneUpdate pending_update() const;
-  void flush_cuda();
 #endif
+  // Calls f(T{}) with T the C++ type of a float32 or float64 block.
+  template <typename F>
+  static void with_dtype(torch::ScalarType dtype, const F& f) {
+    if (dtype == torch::kFloat64) {
+      f(double{});
+    } else {
+      f(float{});
+    }
+  }
 
   std::vector<std::int64_t> sizes_;
   std::vector<std::int64_t> offsets_{0};  // block j covers [offsets_[j], offsets_[j + 1]) of h and K
@@ -105,7 +120,7 @@ class PackedCovariance {
   // blocks are never reallocated, assign() copies into them).
   torch::Tensor tile_blocks_, tiles_, block_ptrs_;
   packed::DeviceTiles device_tiles_;
-  torch::Tensor pending_K_;                 // undefined: no pending update
+  torch::Tensor pending_K_;  // undefined: no pending update
   double pending_inv_a_ = 0.0;
   double pending_inv_lambda_ = 1.0;
 };

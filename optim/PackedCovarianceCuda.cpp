@@ -1,0 +1,78 @@
+// PackedCovariance's device side: one launch over all blocks by the tile plan (optim/PackedTiles.hpp), the
+// kernels of optim/PackedSweepCuda.cuh on LibTorch's current stream. Compiled only with CUDA.
+#include <ATen/cuda/CUDAContext.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+
+#include "optim/PackedCovariance.hpp"
+#include "optim/PackedSweepCuda.cuh"
+
+namespace deepkf {
+
+std::int64_t PackedCovariance::plan_device_tiles() {
+  // The blocks' addresses are fixed: assign() copies into the blocks, nothing reallocates them.
+  auto plan = packed::plan_tiles(sizes_);
+  static_assert(sizeof(packed::TileBlock) == 3 * sizeof(std::int64_t) &&
+                sizeof(packed::Tile) == 3 * sizeof(std::int32_t));
+  const auto nb = static_cast<std::int64_t>(plan.blocks.size());
+  const auto nt = static_cast<std::int64_t>(plan.tiles.size());
+  tile_blocks_ = torch::from_blob(plan.blocks.data(), {3 * nb}, torch::kInt64).to(device_);
+  tiles_ = torch::from_blob(plan.tiles.data(), {3 * nt}, torch::kInt32).to(device_);
+  std::vector<std::int64_t> addresses;
+  for (const auto& P : blocks_) addresses.push_back(reinterpret_cast<std::int64_t>(P.data_ptr()));
+  block_ptrs_ = torch::tensor(addresses, torch::kInt64).to(device_);
+  device_tiles_.P = reinterpret_cast<void* const*>(block_ptrs_.data_ptr<std::int64_t>());
+  device_tiles_.blocks = reinterpret_cast<const packed::TileBlock*>(tile_blocks_.data_ptr<std::int64_t>());
+  device_tiles_.tiles = reinterpret_cast<const packed::Tile*>(tiles_.data_ptr<std::int32_t>());
+  device_tiles_.num_blocks = nb;
+  device_tiles_.num_tiles = nt;
+  device_tiles_.total = offsets_.back();
+  return plan.workspace;
+}
+
+packed::RankOneUpdate PackedCovariance::pending_update() const {
+  if (!has_pending()) return {};
+  return {pending_K_.data_ptr<double>(), pending_inv_a_, pending_inv_lambda_};
+}
+
+void PackedCovariance::sweep_cuda(const torch::Tensor& h, torch::Tensor& K, std::vector<double>& terms) {
+  // h_j^T K_j per block in the same launches (one block's segment summed in a fixed order).
+  auto dots = torch::empty({num_blocks()}, h.options());
+  with_dtype(dtype_, [&](auto zero) {
+    using T = decltype(zero);
+    packed::cuda::sweep<T>(device_tiles_, pending_update(), h.data_ptr<double>(), K.data_ptr<double>(),
+                           dots.data_ptr<double>(), at::cuda::getCurrentCUDAStream().stream());
+  });
+  const auto host = dots.to(torch::kCPU);
+  std::copy(host.data_ptr<double>(), host.data_ptr<double>() + num_blocks(), terms.begin());
+}
+
+void PackedCovariance::flush_cuda() {
+  with_dtype(dtype_, [&](auto zero) {
+    using T = decltype(zero);
+    packed::cuda::update<T>(device_tiles_, pending_update(), at::cuda::getCurrentCUDAStream().stream());
+  });
+}
+
+std::vector<double> PackedCovariance::largest_diagonals_cuda() const {
+  // One launch for all blocks and one wait for the device.
+  auto largest = torch::empty({num_blocks()}, torch::TensorOptions().dtype(torch::kFloat64).device(device_));
+  with_dtype(dtype_, [&](auto zero) {
+    using T = decltype(zero);
+    packed::cuda::largest_diagonals<T>(device_tiles_, pending_update(), largest.data_ptr<double>(),
+                                       at::cuda::getCurrentCUDAStream().stream());
+  });
+  const auto all = largest.to(torch::kCPU);
+  return {all.data_ptr<double>(), all.data_ptr<double>() + all.numel()};
+}
+
+void PackedCovariance::scale_cuda(std::size_t j, const torch::Tensor& s) {
+  with_dtype(dtype_, [&](auto zero) {
+    using T = decltype(zero);
+    packed::cuda::scale<T>(blocks_[j].data_ptr<T>(), sizes_[j], s.data_ptr<double>(),
+                           at::cuda::getCurrentCUDAStream().stream());
+  });
+}
+
+}  // namespace deepkf
