@@ -8,37 +8,13 @@
 
 #include "src/core/Error.hpp"
 #include "src/data/DeepmdLayout.hpp"
+#include "src/data/Hdf5Handle.hpp"
 
 namespace fs = std::filesystem;
 
 namespace deepkf {
 
 namespace {
-
-// Owns an HDF5 identifier and closes it with the matching H5?close.
-class Handle {
- public:
-  Handle(hid_t id, herr_t (*close)(hid_t)) : id_(id), close_(close) {}
-  Handle(const Handle&) = delete;
-  Handle& operator=(const Handle&) = delete;
-  ~Handle() {
-    if (id_ >= 0) close_(id_);
-  }
-  hid_t get() const { return id_; }
-  bool ok() const { return id_ >= 0; }
-
- private:
-  hid_t id_;
-  herr_t (*close_)(hid_t);
-};
-
-void silence_hdf5() {
-  static const bool silenced = [] {
-    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
-    return true;
-  }();
-  (void)silenced;
-}
 
 // Reading context: the file name for messages.
 struct Reader {
@@ -58,19 +34,19 @@ struct Reader {
   // A 1-d (or scalar) dataset of fixed- or variable-length strings.
   std::vector<std::string> read_strings(hid_t group, const std::string& gpath, const char* name) const {
     const std::string object = gpath + "/" + name;
-    Handle ds(H5Dopen2(group, name, H5P_DEFAULT), H5Dclose);
+    Hdf5Handle ds(H5Dopen2(group, name, H5P_DEFAULT), H5Dclose);
     if (!ds.ok()) fail(object, "not a dataset");
-    Handle type(H5Dget_type(ds.get()), H5Tclose);
+    Hdf5Handle type(H5Dget_type(ds.get()), H5Tclose);
     if (H5Tget_class(type.get()) != H5T_STRING)
       throw DataError(fmt::format("{}: dataset {} does not hold strings", file, object));
-    Handle space(H5Dget_space(ds.get()), H5Sclose);
+    Hdf5Handle space(H5Dget_space(ds.get()), H5Sclose);
     const hssize_t n = H5Sget_simple_extent_npoints(space.get());
     if (n < 0) fail(object, "bad dataspace");
     std::vector<std::string> out;
     if (n == 0) return out;
     if (H5Tis_variable_str(type.get()) > 0) {
       // Same character set as the file (h5py writes UTF-8): HDF5 does not convert between sets.
-      Handle mem(H5Tcopy(H5T_C_S1), H5Tclose);
+      Hdf5Handle mem(H5Tcopy(H5T_C_S1), H5Tclose);
       H5Tset_size(mem.get(), H5T_VARIABLE);
       H5Tset_cset(mem.get(), H5Tget_cset(type.get()));
       std::vector<char*> ptrs(static_cast<std::size_t>(n), nullptr);
@@ -112,7 +88,7 @@ struct Reader {
   }
 
   bool is_group(hid_t parent, const std::string& name) const {
-    Handle obj(H5Oopen(parent, name.c_str(), H5P_DEFAULT), H5Oclose);
+    Hdf5Handle obj(H5Oopen(parent, name.c_str(), H5P_DEFAULT), H5Oclose);
     return obj.ok() && H5Iget_type(obj.get()) == H5I_GROUP;
   }
 
@@ -132,7 +108,7 @@ struct Reader {
     raw.periodic = !exists(g, "nopbc");
     for (const std::string& name : children(g, gpath)) {
       if (name.rfind("set.", 0) != 0 || !is_group(g, name)) continue;
-      Handle set(H5Gopen2(g, name.c_str(), H5P_DEFAULT), H5Gclose);
+      Hdf5Handle set(H5Gopen2(g, name.c_str(), H5P_DEFAULT), H5Gclose);
       if (!set.ok()) fail(gpath + "/" + name, "cannot open the group");
       const std::string spath = gpath + "/" + name;
       SetLayout rs;
@@ -168,7 +144,7 @@ struct Reader {
     }
     for (const std::string& name : names) {
       if (!is_group(g, name)) continue;
-      Handle child(H5Gopen2(g, name.c_str(), H5P_DEFAULT), H5Gclose);
+      Hdf5Handle child(H5Gopen2(g, name.c_str(), H5P_DEFAULT), H5Gclose);
       if (!child.ok()) fail(gpath + "/" + name, "cannot open the group");
       collect(child.get(), gpath + "/" + name, out);
     }
@@ -182,11 +158,11 @@ class Hdf5ArraySource final : public ArraySource {
   Hdf5ArraySource(const Reader& reader, hid_t group, const std::string& object, const char* name)
       : file_(reader.file), object_(object), ds_(H5Dopen2(group, name, H5P_DEFAULT), H5Dclose) {
     if (!ds_.ok()) reader.fail(object, "not a dataset");
-    Handle type(H5Dget_type(ds_.get()), H5Tclose);
+    Hdf5Handle type(H5Dget_type(ds_.get()), H5Tclose);
     const H5T_class_t cls = H5Tget_class(type.get());
     if (cls != H5T_FLOAT && cls != H5T_INTEGER && cls != H5T_ENUM)
       throw DataError(fmt::format("{}: dataset {} is not numeric", file_, object));
-    Handle space(H5Dget_space(ds_.get()), H5Sclose);
+    Hdf5Handle space(H5Dget_space(ds_.get()), H5Sclose);
     const int ndims = H5Sget_simple_extent_ndims(space.get());
     if (ndims < 0) reader.fail(object, "bad dataspace");
     dims_.resize(static_cast<std::size_t>(ndims));
@@ -202,7 +178,7 @@ class Hdf5ArraySource final : public ArraySource {
       if (H5Dread(ds_.get(), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, out) < 0) fail_read();
       return;
     }
-    Handle space(H5Dget_space(ds_.get()), H5Sclose);
+    Hdf5Handle space(H5Dget_space(ds_.get()), H5Sclose);
     std::vector<hsize_t> start(dims_.size(), 0), block = dims_;
     start[0] = static_cast<hsize_t>(first);
     block[0] = static_cast<hsize_t>(count);
@@ -210,7 +186,7 @@ class Hdf5ArraySource final : public ArraySource {
       fail_read();
     hsize_t n = 1;
     for (auto b : block) n *= b;
-    Handle mem(H5Screate_simple(1, &n, nullptr), H5Sclose);
+    Hdf5Handle mem(H5Screate_simple(1, &n, nullptr), H5Sclose);
     if (H5Dread(ds_.get(), H5T_NATIVE_DOUBLE, mem.get(), space.get(), H5P_DEFAULT, out) < 0) fail_read();
   }
 
@@ -222,7 +198,7 @@ class Hdf5ArraySource final : public ArraySource {
 
   std::string file_;
   std::string object_;
-  Handle ds_;
+  Hdf5Handle ds_;
   std::vector<hsize_t> dims_;
   std::vector<std::int64_t> shape_;
 };
@@ -232,84 +208,6 @@ std::shared_ptr<const ArraySource> Reader::open_array(hid_t group, const std::st
   if (!exists(group, name)) return nullptr;
   return std::make_shared<Hdf5ArraySource>(*this, group, gpath + "/" + name, name);
 }
-
-// Writing context.
-struct Writer {
-  std::string file;
-
-  void check(herr_t status, const std::string& what) const {
-    if (status < 0) throw DataError(fmt::format("cannot write {} in {} (hdf5 error)", what, file));
-  }
-
-  void write_doubles(hid_t g, const char* name, const RawArray& a) const {
-    if (!a.present) return;
-    std::vector<hsize_t> dims(a.shape.begin(), a.shape.end());
-    Handle space(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), H5Sclose);
-    Handle ds(H5Dcreate2(g, name, H5T_IEEE_F64LE, space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
-              H5Dclose);
-    if (!ds.ok()) check(-1, name);
-    check(H5Dwrite(ds.get(), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, a.data.data()), name);
-  }
-
-  // A fixed-length text attribute (the length of `value`, at least 1).
-  void write_text_attribute(hid_t object, const std::string& name, const std::string& value) const {
-    Handle type(H5Tcopy(H5T_C_S1), H5Tclose);
-    H5Tset_size(type.get(), std::max<std::size_t>(1, value.size()));
-    H5Tset_strpad(type.get(), H5T_STR_NULLPAD);
-    Handle space(H5Screate(H5S_SCALAR), H5Sclose);
-    Handle a(H5Acreate2(object, name.c_str(), type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
-    if (!a.ok()) check(-1, "attribute " + name);
-    std::string padded = value;
-    padded.resize(std::max<std::size_t>(1, value.size()), '\0');
-    check(H5Awrite(a.get(), type.get(), padded.data()), "attribute " + name);
-  }
-
-  void write_system(hid_t file_id, const System& s, const std::string& group) const {
-    Handle lcpl(H5Pcreate(H5P_LINK_CREATE), H5Pclose);
-    H5Pset_create_intermediate_group(lcpl.get(), 1);
-    Handle g(H5Gcreate2(file_id, group.c_str(), lcpl.get(), H5P_DEFAULT, H5P_DEFAULT), H5Gclose);
-    if (!g.ok()) check(-1, "group " + group);
-
-    // type.raw: int64 (natoms)
-    const hsize_t natoms = static_cast<hsize_t>(s.natoms);
-    std::vector<std::int64_t> types(s.atom_types.begin(), s.atom_types.end());
-    Handle tspace(H5Screate_simple(1, &natoms, nullptr), H5Sclose);
-    Handle tds(
-        H5Dcreate2(g.get(), "type.raw", H5T_STD_I64LE, tspace.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
-        H5Dclose);
-    if (!tds.ok()) check(-1, group + "/type.raw");
-    check(H5Dwrite(tds.get(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, types.data()),
-          group + "/type.raw");
-
-    // type_map.raw: fixed-length byte strings, as numpy's dtype "S" gives.
-    std::size_t len = 1;
-    for (const auto& name : s.type_map) len = std::max(len, name.size());
-    std::vector<char> buf(s.type_map.size() * len, '\0');
-    for (std::size_t i = 0; i < s.type_map.size(); ++i)
-      std::copy(s.type_map[i].begin(), s.type_map[i].end(), buf.begin() + i * len);
-    const hsize_t ntypes = s.type_map.size();
-    Handle stype(H5Tcopy(H5T_C_S1), H5Tclose);
-    H5Tset_size(stype.get(), len);
-    H5Tset_strpad(stype.get(), H5T_STR_NULLPAD);
-    Handle mspace(H5Screate_simple(1, &ntypes, nullptr), H5Sclose);
-    Handle mds(
-        H5Dcreate2(g.get(), "type_map.raw", stype.get(), mspace.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
-        H5Dclose);
-    if (!mds.ok()) check(-1, group + "/type_map.raw");
-    check(H5Dwrite(mds.get(), stype.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, buf.data()),
-          group + "/type_map.raw");
-
-    if (!s.periodic) {
-      Handle nspace(H5Screate(H5S_SCALAR), H5Sclose);
-      Handle nds(
-          H5Dcreate2(g.get(), "nopbc", H5T_STD_I8LE, nspace.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
-          H5Dclose);
-      const std::int8_t one = 1;
-      if (!nds.ok()) check(-1, group + "/nopbc");
-      check(H5Dwrite(nds.get(), H5T_NATIVE_INT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, &one), group + "/nopbc");
-    }
-  }
-};
 
 }  // namespace
 
@@ -331,20 +229,20 @@ std::vector<std::shared_ptr<FrameSource>> open_hdf5_systems(const std::string& p
   if (!fs::is_regular_file(file, ec)) throw DataError(fmt::format("cannot open {}: no such file", file));
   if (H5Fis_hdf5(file.c_str()) <= 0)
     throw DataError(fmt::format("{} is not an hdf5 file (or its header is corrupt)", file));
-  Handle f(H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+  Hdf5Handle f(H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
   if (!f.ok()) throw DataError(fmt::format("cannot open {}: the hdf5 file is truncated or corrupt", file));
   Reader reader{file};
 
   std::vector<std::shared_ptr<FrameSource>> out;
   if (group.empty()) {
-    Handle root(H5Gopen2(f.get(), "/", H5P_DEFAULT), H5Gclose);
+    Hdf5Handle root(H5Gopen2(f.get(), "/", H5P_DEFAULT), H5Gclose);
     if (!root.ok()) reader.fail("/", "cannot open the root group");
     reader.collect(root.get(), "", out);
   } else {
     const htri_t exists = H5Lexists(f.get(), group.c_str(), H5P_DEFAULT);
     if (exists <= 0 || !reader.is_group(f.get(), group))
       throw DataError(fmt::format("{} has no group {}", file, group));
-    Handle g(H5Gopen2(f.get(), group.c_str(), H5P_DEFAULT), H5Gclose);
+    Hdf5Handle g(H5Gopen2(f.get(), group.c_str(), H5P_DEFAULT), H5Gclose);
     if (!g.ok()) reader.fail(group, "cannot open the group");
     reader.collect(g.get(), group, out);
   }
@@ -362,9 +260,9 @@ herr_t add_coord_rows(hid_t root, const char* name, const H5O_info_t* info, void
   const fs::path object(name);
   if (object.filename() != "coord.npy" || object.parent_path().filename().string().rfind("set.", 0) != 0)
     return 0;
-  Handle ds(H5Dopen2(root, name, H5P_DEFAULT), H5Dclose);
+  Hdf5Handle ds(H5Dopen2(root, name, H5P_DEFAULT), H5Dclose);
   if (!ds.ok()) return -1;
-  Handle space(H5Dget_space(ds.get()), H5Sclose);
+  Hdf5Handle space(H5Dget_space(ds.get()), H5Sclose);
   const int ndims = H5Sget_simple_extent_ndims(space.get());
   if (ndims < 0) return -1;
   std::vector<hsize_t> dims(static_cast<std::size_t>(ndims));
@@ -380,9 +278,9 @@ std::int64_t count_hdf5_frames(const std::string& path) {
   const std::size_t hash = path.find('#');
   const std::string file = path.substr(0, hash);
   const std::string group = hash == std::string::npos ? "/" : "/" + path.substr(hash + 1);
-  Handle f(H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+  Hdf5Handle f(H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
   if (!f.ok()) throw DataError(fmt::format("cannot open {}: the hdf5 file is truncated or corrupt", file));
-  Handle g(H5Oopen(f.get(), group.c_str(), H5P_DEFAULT), H5Oclose);
+  Hdf5Handle g(H5Oopen(f.get(), group.c_str(), H5P_DEFAULT), H5Oclose);
   if (!g.ok()) throw DataError(fmt::format("{} has no group {}", file, group));
   std::int64_t total = 0;
   if (H5Ovisit2(g.get(), H5_INDEX_NAME, H5_ITER_INC, add_coord_rows, &total, H5O_INFO_BASIC) < 0)
@@ -391,50 +289,17 @@ std::int64_t count_hdf5_frames(const std::string& path) {
   return total;
 }
 
-void write_hdf5_systems(const std::string& path, const std::vector<System>& systems,
-                        const std::vector<std::string>& group_names, std::int64_t set_size,
-                        const std::vector<std::map<std::string, std::string>>& attributes) {
-  silence_hdf5();
-  if (systems.size() != group_names.size())
-    throw DataError(
-        fmt::format("write_hdf5_systems: {} systems but {} group names", systems.size(), group_names.size()));
-  Handle f(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose);
-  if (!f.ok()) throw DataError(fmt::format("cannot create hdf5 file {}", path));
-  Writer w{path};
-  for (std::size_t i = 0; i < systems.size(); ++i) {
-    const System& s = systems[i];
-    const std::string& group = group_names[i];
-    w.write_system(f.get(), s, group);
-    for (const RawSet& set : split_into_sets(s, set_size)) {
-      const std::string spath = group + "/" + fs::path(set.where).filename().string();
-      Handle g(H5Gcreate2(f.get(), spath.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose);
-      if (!g.ok()) w.check(-1, "group " + spath);
-      w.write_doubles(g.get(), "coord.npy", set.coord);
-      w.write_doubles(g.get(), "box.npy", set.box);
-      w.write_doubles(g.get(), "energy.npy", set.energy);
-      w.write_doubles(g.get(), "force.npy", set.force);
-      w.write_doubles(g.get(), "virial.npy", set.virial);
-    }
-    if (i < attributes.size()) {
-      Handle g(H5Gopen2(f.get(), group.c_str(), H5P_DEFAULT), H5Gclose);
-      if (!g.ok()) w.check(-1, "group " + group);
-      for (const auto& [name, value] : attributes[i]) w.write_text_attribute(g.get(), name, value);
-    }
-  }
-  if (H5Fflush(f.get(), H5F_SCOPE_GLOBAL) < 0) throw DataError(fmt::format("cannot flush {}", path));
-}
-
 std::string read_hdf5_text_attribute(const std::string& path, const std::string& object,
                                      const std::string& name) {
   silence_hdf5();
-  Handle f(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+  Hdf5Handle f(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
   if (!f.ok())
     throw DataError(fmt::format("cannot open {}: the hdf5 file is missing, truncated or corrupt", path));
-  Handle o(H5Oopen(f.get(), object.c_str(), H5P_DEFAULT), H5Oclose);
+  Hdf5Handle o(H5Oopen(f.get(), object.c_str(), H5P_DEFAULT), H5Oclose);
   if (!o.ok()) throw DataError(fmt::format("{} has no object {}", path, object));
   if (H5Aexists(o.get(), name.c_str()) <= 0) return "";
-  Handle a(H5Aopen(o.get(), name.c_str(), H5P_DEFAULT), H5Aclose);
-  Handle type(H5Aget_type(a.get()), H5Tclose);
+  Hdf5Handle a(H5Aopen(o.get(), name.c_str(), H5P_DEFAULT), H5Aclose);
+  Hdf5Handle type(H5Aget_type(a.get()), H5Tclose);
   if (!a.ok() || !type.ok() || H5Tget_class(type.get()) != H5T_STRING || H5Tis_variable_str(type.get()) > 0)
     throw DataError(fmt::format("attribute {} of {} in {} is not fixed-length text", name, object, path));
   std::string value(H5Tget_size(type.get()), '\0');
