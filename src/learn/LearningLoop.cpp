@@ -72,6 +72,15 @@ LearningLoop::LearningLoop(LearnConfig cfg, std::string dir) : cfg_(std::move(cf
   const TrainConfig train = TrainConfig::from_file(cfg_.train.input);
   user_systems_ = resolve_system_paths(train.training_data.systems, train.base_dir,
                                        "training.training_data.systems", train.file);
+  // Probabilities by system index would leave the systems each round appends with whatever share is left.
+  const DataSection& d = train.training_data;
+  if (!d.sys_probs.empty() || d.auto_prob.find(';') != std::string::npos) {
+    throw ConfigError(
+        "'training.training_data." + std::string(d.sys_probs.empty() ? "auto_prob" : "sys_probs") + "' in " +
+        train.file +
+        " gives probabilities by system index, which deepkf learn cannot use: each round adds the "
+        "labelled frames as systems of their own, weighed by train.new_frame_repeat; remove it");
+  }
   cp2k_input_ = std::make_unique<Cp2kTemplate>(cfg_.label.template_path, cfg_.label.kinds,
                                                cfg_.label.kpoint_spacing, "label in " + cfg_.file);
   scorer_ = make_frame_scorer(cfg_.select, cfg_.seed);

@@ -13,6 +13,7 @@
 #include "src/core/JsonKeys.hpp"
 #include "src/model/ModelConfig.hpp"
 #include "src/train/Optimizers.hpp"
+#include "src/train/SystemProbabilities.hpp"
 
 namespace deepkf {
 namespace {
@@ -28,7 +29,10 @@ const std::vector<std::string> kIgnoredTraining = {
 // Top-level sections of DeePMD-kit's input with no effect in deepkf ("validating": its full-validation and
 // best-checkpoint settings; deepkf validates at every display step).
 const std::vector<std::string> kIgnoredTop = {"validating"};
-const std::vector<std::string> kIgnoredData = {"set_prefix", "auto_prob", "auto_prob_style", "sys_probs"};
+const std::vector<std::string> kIgnoredData = {"set_prefix"};
+// Validation data is evaluated frame by frame, not drawn: DeePMD-kit's drawing keys have no effect there.
+const std::vector<std::string> kIgnoredValidation = {"auto_prob", "auto_prob_style", "sys_probs"};
+const std::vector<std::string> kAutoProbNames = {"auto_prob", "auto_prob_style"};
 const std::vector<std::string> kIgnoredLoss = {"start_pref_ae", "limit_pref_ae", "start_pref_pf",
                                                "limit_pref_pf", "relative_f",    "enable_atom_ener_coeff"};
 
@@ -145,9 +149,10 @@ DataSection read_data(const json& s, const std::string& path, const std::string&
                       std::vector<std::string>& ignored) {
   std::vector<std::string> known = {"systems", "batch_size"};
   if (validation) known.push_back("numb_btch");
-  if (!validation) known.push_back("repeat");
-  check_keys(s, path, joined(known, kIgnoredData), file);
-  note_ignored(s, path, kIgnoredData, ignored);
+  if (!validation) known = joined(joined(known, {"repeat", "sys_probs"}), kAutoProbNames);
+  const auto ignore = validation ? joined(kIgnoredData, kIgnoredValidation) : kIgnoredData;
+  check_keys(s, path, joined(known, ignore), file);
+  note_ignored(s, path, ignore, ignored);
   DataSection d;
   const json systems = s.contains("systems") ? s.at("systems") : json();
   if (systems.is_string()) {
@@ -177,6 +182,25 @@ DataSection read_data(const json& s, const std::string& path, const std::string&
       d.repeat.push_back(n);
     }
     if (!r.is_array()) d.repeat.assign(d.systems.size(), d.repeat.front());
+  }
+  if (!validation && s.contains("sys_probs") && !s.at("sys_probs").is_null()) {
+    const json& p = s.at("sys_probs");
+    const std::string rule =
+        "must be a list of numbers, one per training system (a negative one: a share of "
+        "what the others leave)";
+    require(p.is_array() && !p.empty(), file, path + ".sys_probs", p, rule);
+    for (const auto& x : p) {
+      require(x.is_number() && std::isfinite(x.get<double>()), file, path + ".sys_probs", p, rule);
+      d.sys_probs.push_back(x.get<double>());
+    }
+  }
+  if (const std::string name = validation ? "" : one_of(s, kAutoProbNames, path, file); !name.empty()) {
+    const json& a = s.at(name);
+    if (!a.is_null()) {
+      require(a.is_string(), file, path + "." + name, a, "must be a text such as \"prob_sys_size\"");
+      d.auto_prob = a.get<std::string>();
+      (void)parse_auto_prob(d.auto_prob, path + "." + name, file);  // its form now; its ranges with the data
+    }
   }
   if (validation) {
     d.numb_btch = get_or<int>(s, "numb_btch", 1, path, file);
@@ -332,6 +356,8 @@ json TrainConfig::to_json() const {
     json j = {{"systems", d.systems}};
     if (validation) j["numb_btch"] = d.numb_btch;
     if (!d.repeat.empty()) j["repeat"] = d.repeat;
+    if (!d.sys_probs.empty()) j["sys_probs"] = d.sys_probs;
+    if (!d.auto_prob.empty()) j["auto_prob"] = d.auto_prob;
     j["batch_size"] = batch_size_json(d);
     return j;
   };

@@ -24,6 +24,12 @@ struct DataSection {
   // Training data only: visits per epoch of the frames of each entry of `systems` (deepkf's key, used by
   // `deepkf learn` to weigh new frames); empty: 1 for all.
   std::vector<int> repeat;
+  // Training data only: how often each system is drawn (DeePMD-kit's keys;
+  // src/train/SystemProbabilities.hpp). sys_probs: one probability per system found under `systems`
+  // (negative: a share of what is left); empty: not given. auto_prob (also spelt auto_prob_style): "" when
+  // not given.
+  std::vector<double> sys_probs;
+  std::string auto_prob;
 };
 
 // The names DeePMD-kit takes for the run's length: training.numb_steps, or training.num_epoch.

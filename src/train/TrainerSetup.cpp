@@ -24,6 +24,7 @@
 #include "src/train/Optimizers.hpp"
 #include "src/train/ProgressBar.hpp"
 #include "src/train/StopSignal.hpp"
+#include "src/train/SystemProbabilities.hpp"
 #include "src/train/TrainerImpl.hpp"
 #include "src/train/TrainingDevice.hpp"
 #include "src/train/TrainingLog.hpp"
@@ -31,6 +32,30 @@
 
 namespace deepkf {
 namespace fs = std::filesystem;
+
+namespace {
+
+// The share of the batches each training system gets (training_data.sys_probs, auto_prob), logged; empty
+// when every frame is visited once per epoch.
+std::vector<double> drawing_probabilities(const TrainingData& data, const TrainConfig& cfg,
+                                          spdlog::logger& log) {
+  std::vector<std::int64_t> batches;
+  for (std::size_t s = 0; s < data.train.size(); ++s)
+    batches.push_back(plain_batches(data.train[s].nframes(), data.batch_size[s], data.repeat[s]));
+  const DataSection& d = cfg.training_data;
+  auto p = system_probabilities(d.sys_probs, d.auto_prob, batches, "training.training_data", cfg.file);
+  if (p.empty()) return p;
+  const std::int64_t total = std::accumulate(batches.begin(), batches.end(), std::int64_t{0});
+  log.info("training systems drawn by {}: {} batches per epoch, shared as",
+           d.sys_probs.empty() ? "auto_prob" : "sys_probs", total);
+  for (std::size_t s = 0; s < p.size(); ++s) {
+    log.info("  {:.4f} ({:.1f} batches per epoch, {} frames) {}", p[s], p[s] * static_cast<double>(total),
+             data.train[s].nframes(), data.train[s].info().source);
+  }
+  return p;
+}
+
+}  // namespace
 using json = nlohmann::json;
 
 void Trainer::Impl::setup_threads_and_device() {
@@ -58,7 +83,8 @@ void Trainer::Impl::setup() {
   data = open_training_data(cfg, *comm, *log);
   std::vector<std::int64_t> nframes;
   for (const auto& s : data.train) nframes.push_back(s.nframes());
-  sampler = std::make_unique<BatchSampler>(nframes, data.batch_size, cfg.seed, data.repeat);
+  sampler = std::make_unique<BatchSampler>(nframes, data.batch_size, cfg.seed, data.repeat,
+                                           drawing_probabilities(data, cfg, *log));
   if (const auto line = cfg.resolve_numb_steps(sampler->batches_per_epoch()); !line.empty())
     log->info("{}", line);
 

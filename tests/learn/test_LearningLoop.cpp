@@ -299,3 +299,27 @@ TEST_CASE("one model's Kalman sigma chooses the frames to label", "[learn][loop]
   CHECK(member.at("train_rmse_f").get<double>() > 0);
   CHECK_THAT(read(run / "learn.log"), Catch::Contains("train: member 0 diverged"));
 }
+
+TEST_CASE("probabilities by system index in the training input are refused before any work",
+          "[learn][loop]") {
+  const auto dir = test::make_temp_dir("learn-sys-probs");
+  write_inputs(dir);
+  json train = read_json(dir + "/train.json");
+  train["training"]["training_data"]["sys_probs"] = {0.2, 0.3, 0.5};
+  std::ofstream(dir + "/train.json") << train.dump(2);
+  const std::string command =
+      std::string(DEEPKF_EXE) + " learn " + dir + "/loop.json -o " + dir + "/run 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::string output;
+  char buffer[512];
+  while (std::fgets(buffer, sizeof buffer, pipe) != nullptr) output += buffer;
+  const int status = pclose(pipe);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) != 0);
+  CHECK(output == "deepkf: error: 'training.training_data.sys_probs' in " + dir +
+                      "/train.json gives probabilities by system index, which deepkf learn cannot use: each "
+                      "round adds the labelled frames as systems of their own, weighed by "
+                      "train.new_frame_repeat; remove it\n");
+  CHECK_FALSE(fs::exists(fs::path(dir) / "run" / "iter.000"));
+}

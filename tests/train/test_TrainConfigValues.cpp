@@ -1,5 +1,5 @@
 // The training input's values (TrainConfig): numbers range-checked before conversion, the model section and
-// its integers, training_data.repeat, batch_size's forms and energy_replay "auto".
+// its integers, training_data.repeat, sys_probs and auto_prob, batch_size's forms and energy_replay "auto".
 #include <string>
 #include <vector>
 
@@ -137,6 +137,43 @@ TEST_CASE("training_data.repeat is one count or one per system path", "[train][c
   doc = minimal();
   doc["training"]["validation_data"] = {{"systems", "c"}, {"repeat", 2}};
   CHECK_THAT(error_of(doc), Catch::Contains("unknown key 'repeat' in training.validation_data"));
+}
+
+TEST_CASE("sys_probs and auto_prob are read for training data and have no effect on validation data",
+          "[train][config][probs]") {
+  json doc = minimal();
+  doc["training"]["training_data"]["sys_probs"] = {0.25, -1};
+  doc["training"]["training_data"]["auto_prob"] = "prob_uniform";
+  TrainConfig c = TrainConfig::from_json(doc, "in.json", "/tmp");
+  CHECK(c.training_data.sys_probs == std::vector<double>{0.25, -1});
+  CHECK(c.training_data.auto_prob == "prob_uniform");
+  CHECK(c.to_json()["training"]["training_data"]["auto_prob"] == "prob_uniform");
+  CHECK(c.ignored_keys.empty());
+  // DeePMD-kit's old spelling, and its null for "not given".
+  doc["training"]["training_data"].erase("auto_prob");
+  doc["training"]["training_data"]["auto_prob_style"] = "prob_sys_size;0:1:0.2;1:2:0.8";
+  doc["training"]["training_data"]["sys_probs"] = nullptr;
+  c = TrainConfig::from_json(doc, "in.json", "/tmp");
+  CHECK(c.training_data.auto_prob == "prob_sys_size;0:1:0.2;1:2:0.8");
+  CHECK(c.training_data.sys_probs.empty());
+  // The form is checked with the input; the system indices when the data is open.
+  doc["training"]["training_data"]["auto_prob_style"] = "prob_size";
+  CHECK_THAT(error_of(doc), Catch::StartsWith("'training.training_data.auto_prob_style' in in.json is "
+                                              "\"prob_size\": must be \"prob_uniform\""));
+  doc["training"]["training_data"]["auto_prob"] = "prob_uniform";
+  CHECK(error_of(doc) ==
+        "'training.training_data.auto_prob' and 'training.training_data.auto_prob_style' in in.json are the "
+        "same setting under two names: keep one");
+  doc = minimal();
+  doc["training"]["training_data"]["sys_probs"] = {0.5, "half"};
+  CHECK(error_of(doc) ==
+        "'training.training_data.sys_probs' in in.json is [0.5,\"half\"]: must be a list of numbers, one per "
+        "training system (a negative one: a share of what the others leave)");
+  doc = minimal();
+  doc["training"]["validation_data"] = {{"systems", "c"}, {"sys_probs", {1.0}}, {"auto_prob", "x"}};
+  c = TrainConfig::from_json(doc, "in.json", "/tmp");
+  CHECK(c.ignored_keys ==
+        std::vector<std::string>{"training.validation_data.auto_prob", "training.validation_data.sys_probs"});
 }
 
 TEST_CASE("batch_size takes DeePMD-kit's forms: a number, auto, auto:N, max:N, one per system path",

@@ -333,3 +333,35 @@ TEST_CASE("a covariance that does not fit stops the run at set-up with the optio
   std::ifstream resolved_again(options.output_dir + "/input.resolved.json");
   CHECK(json::parse(resolved_again)["optimizer"]["kf_blocksize"] == 512);
 }
+
+TEST_CASE("training_data.sys_probs shares each epoch between the systems its paths expand to",
+          "[train][probs]") {
+  // One path, three systems (Si15: 5 frames, Si16: 6, Si8: 27); batch size 1, so 38 batches per epoch.
+  json doc = small_input({std::string(DEEPKF_SOURCE_DIR) + "/data/si_cp2k.h5"}, {}, "Adam", 2);
+  doc["training"].erase("validation_data");
+  doc["training"]["training_data"]["sys_probs"] = {0.5, -1, 0.25};
+  TrainerOptions options;
+  options.output_dir = deepkf::test::make_temp_dir("sys-probs");
+  options.progress = 0;
+  auto comm = deepkf::make_serial_communicator();
+  CHECK(Trainer(config_of(doc), options, comm).run().steps == 2);
+  std::ifstream log(options.output_dir + "/train.log");
+  const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  CHECK_THAT(text, Catch::Matchers::Contains("training systems drawn by sys_probs: 38 batches per epoch"));
+  CHECK_THAT(text, Catch::Matchers::Contains("  0.5000 (19.0 batches per epoch, 5 frames) "));
+  CHECK_THAT(text, Catch::Matchers::Contains("  0.2500 (9.5 batches per epoch, 6 frames) "));
+  CHECK_THAT(text, Catch::Matchers::Contains("  0.2500 (9.5 batches per epoch, 27 frames) "));
+  std::ifstream resolved(options.output_dir + "/input.resolved.json");
+  CHECK(json::parse(resolved)["training"]["training_data"]["sys_probs"] == json({0.5, -1, 0.25}));
+
+  // One probability per path where the path holds three systems: the message counts them.
+  doc["training"]["training_data"]["sys_probs"] = {1.0};
+  CHECK_THROWS_WITH(Trainer(config_of(doc), options, comm),
+                    "'training.training_data.sys_probs' in test-input.json is [1.0]: must have one entry per "
+                    "training system, and its paths hold 3 systems");
+  doc["training"]["training_data"].erase("sys_probs");
+  doc["training"]["training_data"]["auto_prob_style"] = "prob_sys_size;0:1:1;1:4:1";
+  CHECK_THROWS_WITH(Trainer(config_of(doc), options, comm),
+                    "'training.training_data.auto_prob' in test-input.json is \"prob_sys_size;0:1:1;1:4:1\": "
+                    "names systems up to 3, but its paths hold 3 systems (0 to 2)");
+}
