@@ -94,6 +94,7 @@ void DeepPotImpl::build() {
                         DenseNet(DenseNetImpl::Kind::Fitting, config_.descriptor_dim(),
                                  config_.fitting_neuron, config_.fitting_resnet_dt, gen, dtype)));
   }
+  set_trainable(config_.descriptor_trainable, config_.fitting_trainable);
   const auto opts = torch::TensorOptions().dtype(dtype);
   davg_ = register_buffer("davg", torch::zeros({nt, config_.nnei(), 4}, opts));
   dstd_ = register_buffer("dstd", torch::ones({nt, config_.nnei(), 4}, opts));
@@ -293,6 +294,39 @@ void DeepPotImpl::compress(const TableSettings& settings) {
 void DeepPotImpl::prepare_tables(const nlohmann::json& layout, const std::string& where) {
   if (compressed()) throw ModelError(where + ": the model already has tables");
   table_ = register_module("table", EmbeddingTable(layout, config_, where));
+}
+
+void DeepPotImpl::set_trainable(bool descriptor, const std::vector<bool>& fitting) {
+  ModelConfig c = config_;
+  c.descriptor_trainable = descriptor;
+  c.fitting_trainable = fitting;
+  c.validate();
+  for (auto& net : embedding_)
+    for (std::size_t k = 0; k < net->num_layers(); ++k) net->set_layer_trainable(k, descriptor);
+  for (auto& net : fitting_)
+    for (std::size_t k = 0; k < net->num_layers(); ++k)
+      net->set_layer_trainable(k, c.fitting_layer_trainable(k));
+  config_ = c;
+}
+
+std::vector<torch::Tensor> DeepPotImpl::trainable_parameters() const {
+  std::vector<torch::Tensor> out;
+  for (const auto& p : parameters())
+    if (p.requires_grad()) out.push_back(p);
+  return out;
+}
+
+std::int64_t DeepPotImpl::trainable_count() const {
+  std::int64_t n = 0;
+  for (const auto& p : trainable_parameters()) n += p.numel();
+  return n;
+}
+
+std::string DeepPotImpl::trained_text() const {
+  const auto trained = trainable_count();
+  const auto frozen = parameter_count() - trained;
+  return frozen == 0 ? fmt::format("{} parameters", trained)
+                     : fmt::format("{} parameters trained ({} frozen)", trained, frozen);
 }
 
 std::int64_t DeepPotImpl::parameter_count() const {

@@ -87,6 +87,15 @@ class DeepPotImpl : public torch::nn::Module {
   void set_table_kernel(bool use) { table_kernel_ = use; }
 
   std::int64_t parameter_count() const;
+  // The parameters training changes (requires_grad), in registration order, and their count: all unless
+  // the config's descriptor_trainable or fitting_trainable freezes some.
+  std::vector<torch::Tensor> trainable_parameters() const;
+  std::int64_t trainable_count() const;
+  // "N parameters", or "N parameters trained (M frozen)" when some are frozen.
+  std::string trained_text() const;
+  // Freezes or frees weights as `descriptor` (the embedding nets) and `fitting` (per fitting layer; empty:
+  // all) say, and records it in config() (fine-tuning a loaded model with the input's choice).
+  void set_trainable(bool descriptor, const std::vector<bool>& fitting);
   // (net name, parameter count) in registration order: "embedding[O]" / "embedding[O,H]" / "fitting[O]".
   std::vector<std::pair<std::string, std::int64_t>> parameter_counts() const;
 

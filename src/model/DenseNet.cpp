@@ -162,6 +162,12 @@ std::array<torch::Tensor, 2> DenseNetImpl::forward_with_input_gradient(const tor
   return {y, grad};
 }
 
+void DenseNetImpl::set_layer_trainable(std::size_t k, bool trainable) {
+  Layer& layer = layers_.at(k);
+  for (auto* t : {&layer.w, &layer.b, &layer.dt})
+    if (t->defined()) t->requires_grad_(trainable);
+}
+
 std::int64_t DenseNetImpl::parameter_count() const {
   std::int64_t n = 0;
   for (const auto& p : parameters()) n += p.numel();

@@ -37,6 +37,10 @@ class DenseNetImpl : public torch::nn::Module {
 
   Kind kind() const { return kind_; }
   std::int64_t parameter_count() const;
+  // Layers (the fitting net's last, linear one included) and whether layer k's parameters (w, b, dt) are
+  // trained: requires_grad on them.
+  std::size_t num_layers() const { return layers_.size(); }
+  void set_layer_trainable(std::size_t k, bool trainable);
 
  private:
   struct Layer {

@@ -132,6 +132,17 @@ void ModelConfig::check() const {
     if (n < 1)
       throw ConfigError("model key 'model.fitting_net.neuron' has a width " + std::to_string(n) + " < 1");
   }
+  if (!fitting_trainable.empty() && fitting_trainable.size() != fitting_neuron.size() + 1) {
+    throw ConfigError("model key 'model.fitting_net.trainable' has " +
+                      std::to_string(fitting_trainable.size()) + " entries, but the fitting net has " +
+                      std::to_string(fitting_neuron.size() + 1) + " layers");
+  }
+  if (!descriptor_trainable && !fitting_trainable.empty() &&
+      std::none_of(fitting_trainable.begin(), fitting_trainable.end(), [](bool b) { return b; })) {
+    throw ConfigError(
+        "model keys 'model.descriptor.trainable' and 'model.fitting_net.trainable' are both false: nothing "
+        "would be trained");
+  }
   if (precision != c10::ScalarType::Double && precision != c10::ScalarType::Float) {
     throw ConfigError("model precision must be float64 or float32");
   }
@@ -172,8 +183,8 @@ ModelConfig ModelConfig::from_json(const nlohmann::json& model, const std::strin
 ModelConfig ModelConfig::parse(const nlohmann::json& model, const std::string& file) {
   if (!model.is_object()) throw ConfigError("model section must be an object, got " + dump(model));
   // Every key of DeePMD-kit's se_e2_a energy model; those for options not built here are refused below
-  // unless they hold their defaults, and data_stat_* (statistics sampling), trainable, rcond, env_protection
-  // take no effect.
+  // unless they hold their defaults, and data_stat_* (statistics sampling), rcond, env_protection take no
+  // effect.
   // DeePMD-kit models deepkf does not build, refused by name rather than as unknown keys.
   const std::pair<const char*, const char*> other_models[] = {
       {"models", "several models combined (DeePMD-kit's linear energy model, e.g. with a D3 or pair table)"},
@@ -267,6 +278,7 @@ ModelConfig ModelConfig::parse(const nlohmann::json& model, const std::string& f
   c.axis_neuron = read_int(*desc, "axis_neuron", c.axis_neuron, dp, file);
   c.type_one_side = read_bool(*desc, "type_one_side", c.type_one_side, dp);
   c.embedding_resnet_dt = read_bool(*desc, "resnet_dt", c.embedding_resnet_dt, dp);
+  c.descriptor_trainable = read_bool(*desc, "trainable", c.descriptor_trainable, dp);
   if (const auto* s = find(*desc, "seed"); s != nullptr && !s->is_null()) {
     if (!s->is_number_integer())
       throw ConfigError("model key 'model.descriptor.seed' must be an integer, got " + dump(*s));
@@ -295,6 +307,27 @@ ModelConfig ModelConfig::parse(const nlohmann::json& model, const std::string& f
     }
     c.fitting_neuron = read_int_list(*fit, "neuron", c.fitting_neuron, fp, file);
     c.fitting_resnet_dt = read_bool(*fit, "resnet_dt", c.fitting_resnet_dt, fp);
+    if (const auto* t = find(*fit, "trainable"); t != nullptr) {
+      // One flag for the whole net, or one per layer: the hidden layers, then the output layer.
+      const std::size_t layers = c.fitting_neuron.size() + 1;
+      const bool ok =
+          t->is_boolean() ||
+          (t->is_array() && t->size() == layers &&
+           std::all_of(t->begin(), t->end(), [](const nlohmann::json& x) { return x.is_boolean(); }));
+      if (!ok) {
+        throw ConfigError("model key 'model.fitting_net.trainable' must be true, false or a list of " +
+                          std::to_string(layers) +
+                          " of them (one per layer of fitting_net.neuron, then the " + "output layer), got " +
+                          dump(*t));
+      }
+      if (t->is_boolean()) {
+        if (!t->get<bool>()) c.fitting_trainable.assign(layers, false);
+      } else {
+        for (const auto& x : *t) c.fitting_trainable.push_back(x.get<bool>());
+      }
+      if (std::all_of(c.fitting_trainable.begin(), c.fitting_trainable.end(), [](bool b) { return b; }))
+        c.fitting_trainable.clear();
+    }
     if (find(*fit, "precision") != nullptr && read_precision(*fit, fp) != c.precision) {
       throw ConfigError("model keys 'model.descriptor.precision' and 'model.fitting_net.precision' differ (" +
                         dump((*desc).value("precision", nlohmann::json("float64"))) + " vs " +
@@ -315,6 +348,7 @@ nlohmann::json ModelConfig::to_json() const {
                          {"resnet_dt", embedding_resnet_dt},
                          {"seed", seed},
                          {"precision", precision_name()}};
+  if (!descriptor_trainable) desc["trainable"] = false;
   if (sel_auto && sel.empty()) {
     desc["sel"] = "auto:" + std::to_string(sel_auto_factor);
   } else {
@@ -325,6 +359,7 @@ nlohmann::json ModelConfig::to_json() const {
                         {"resnet_dt", fitting_resnet_dt},
                         {"seed", seed},
                         {"precision", precision_name()}};
+  if (!fitting_trainable.empty()) fit["trainable"] = fitting_trainable;
   return {{"type_map", type_map}, {"descriptor", desc}, {"fitting_net", fit}};
 }
 

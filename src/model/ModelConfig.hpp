@@ -23,6 +23,13 @@ struct ModelConfig {
   bool embedding_resnet_dt = false;
   std::vector<int> fitting_neuron{120, 120, 120};
   bool fitting_resnet_dt = true;
+  // Which weights training changes (DeePMD-kit's `trainable`): the embedding nets, and each layer of the
+  // fitting nets (its hidden layers, then the output layer; empty: all).
+  bool descriptor_trainable = true;
+  std::vector<bool> fitting_trainable;
+  bool fitting_layer_trainable(std::size_t k) const {
+    return fitting_trainable.empty() || fitting_trainable.at(k);
+  }
   std::int64_t seed = 1;                                // initialisation seed
   c10::ScalarType precision = c10::ScalarType::Double;  // kFloat64 or kFloat32
   std::string file;  // the input it was read from (from_json), named by validate()'s messages

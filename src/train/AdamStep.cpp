@@ -28,7 +28,7 @@ AdamStep::AdamStep(const AdamSettings& settings, const TrainConfig& cfg, DeepPot
                    std::shared_ptr<Communicator> comm, const StepResources& resources)
     : options_(settings),
       model_(std::move(model)),
-      params_(model_->parameters()),
+      params_(model_->trainable_parameters()),
       comm_(std::move(comm)),
       adam_(params_, adam_options(settings, cfg.numb_steps)) {
   plan(model_, resources);
@@ -36,9 +36,9 @@ AdamStep::AdamStep(const AdamSettings& settings, const TrainConfig& cfg, DeepPot
 
 std::string AdamStep::plan(const DeepPot& model, const StepResources& resources) {
   // Weights, gradients and the two moments (the model's precision), and one batch.
-  const auto params = model->parameters();
+  const auto params = model->trainable_parameters();
   const std::int64_t state =
-      4 * model->parameter_count() * static_cast<std::int64_t>(params.front().element_size());
+      4 * model->trainable_count() * static_cast<std::int64_t>(params.front().element_size());
   const std::int64_t need = state + resources.batch_bytes;
   if (!fits_in_memory(need, resources.available)) {
     throw ResourceError(
@@ -52,7 +52,7 @@ std::string AdamStep::plan(const DeepPot& model, const StepResources& resources)
 }
 
 std::string AdamStep::describe() const {
-  return fmt::format("optimizer Adam: {} parameters, lr {} -> {} every {} steps", model_->parameter_count(),
+  return fmt::format("optimizer Adam: {}, lr {} -> {} every {} steps", model_->trained_text(),
                      options_.start_lr, options_.stop_lr, options_.decay_steps);
 }
 

@@ -167,7 +167,7 @@ std::unique_ptr<KalmanFilter> checkpoint_covariance(LoadedCheckpoint& ckpt, cons
   options.blocksize = blocksize.is_number_integer() ? blocksize.get<std::int64_t>() : 5120;
   options.p_dtype =
       settings.value("p_precision", std::string("float64")) == "float32" ? torch::kFloat32 : torch::kFloat64;
-  auto filter = std::make_unique<KalmanFilter>(ckpt.model->parameters(), options, std::move(comm));
+  auto filter = std::make_unique<KalmanFilter>(ckpt.model->trainable_parameters(), options, std::move(comm));
   try {
     filter->load(ckpt.optimizer, ckpt.covariance_block);
   } catch (const OptimError& e) {
@@ -194,7 +194,7 @@ std::vector<std::int64_t> scored_atoms(std::int64_t natoms, std::int64_t count, 
 
 ScoringResult score_frames(DeepPot model, KalmanFilter& filter, const std::vector<FrameSubset>& sets,
                            const UncertaintyOptions& options, Communicator& comm) {
-  const auto params = model->parameters();
+  const auto params = model->trainable_parameters();
   const BlockLayout& layout = filter.layout();
   const auto nparams = layout.num_parameters();
   // Frames are dealt to the ranks in turn: (set, position) of this rank's frames.

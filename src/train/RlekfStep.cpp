@@ -57,8 +57,9 @@ MemoryPlan RlekfStep::plan(const RlekfSettings& settings, const DeepPot& model, 
     if (precision == "auto") precision = resources.restored.value("p_precision", std::string("float64"));
   }
   MemoryNeed need;
-  for (const auto& p : model->parameters()) need.shapes.push_back(p.sizes().vec());
-  need.value_bytes = static_cast<std::int64_t>(model->parameters().front().element_size());
+  const auto params = model->trainable_parameters();
+  for (const auto& p : params) need.shapes.push_back(p.sizes().vec());
+  need.value_bytes = static_cast<std::int64_t>(params.front().element_size());
   // The largest graph at once: the batch's forces, or the energies of the batch and the replayed frames.
   need.batch_bytes =
       std::max(resources.batch_bytes, (resources.batch_frames + replay_frames_of(settings, resources)) *
@@ -75,7 +76,7 @@ RlekfStep::RlekfStep(const RlekfSettings& settings, const TrainConfig& cfg, Deep
       options_(resolved(settings, plan_, resources)),
       numb_steps_(cfg.numb_steps),
       model_(std::move(model)),
-      params_(model_->parameters()),
+      params_(model_->trainable_parameters()),
       comm_(std::move(comm)),
       filter_(params_, kalman_options(options_), comm_),
       selector_(cfg.seed, options_.nselect, options_.groupsize),
@@ -83,8 +84,8 @@ RlekfStep::RlekfStep(const RlekfSettings& settings, const TrainConfig& cfg, Deep
       timing_(params_.front().device()) {}
 
 std::string RlekfStep::describe() const {
-  return fmt::format("optimizer RLEKF: {} parameters in {} blocks, {} replayed frames per energy update; {}",
-                     model_->parameter_count(), filter_.layout().num_blocks(), options_.energy_replay,
+  return fmt::format("optimizer RLEKF: {} in {} blocks, {} replayed frames per energy update; {}",
+                     model_->trained_text(), filter_.layout().num_blocks(), options_.energy_replay,
                      plan_.describe());
 }
 

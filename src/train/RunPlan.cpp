@@ -24,8 +24,8 @@ std::string plan_training_run(const std::string& input_path, int nranks, int ran
   const torch::Device device = training_device(cfg, *comm);
   const int per_node = ranks_per_node > 0 ? ranks_per_node : nranks;
   const StepResources res = step_resources(device, available_memory(device, per_node), nranks, data, mcfg);
-  return fmt::format("{}: {} parameters, {} on {} rank{} ({} per node)\n{}", input_path,
-                     model->parameter_count(), cfg.optimizer, nranks, nranks > 1 ? "s" : "", per_node,
+  return fmt::format("{}: {}, {} on {} rank{} ({} per node)\n{}", input_path, model->trained_text(),
+                     cfg.optimizer, nranks, nranks > 1 ? "s" : "", per_node,
                      plan_training_step(cfg, model, nranks, res));
 }
 

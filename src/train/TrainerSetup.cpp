@@ -113,7 +113,10 @@ void Trainer::Impl::setup() {
                           " is a compressed model (deepkf compress): training continues on an uncompressed "
                           "model; give the model file it was compressed from");
       }
-      mcfg = loaded.config;
+      // The input's choice of what to train (fine-tuning: a frozen descriptor, say) applies to the weights.
+      const ModelConfig input = ModelConfig::from_json(cfg.model, cfg.file);
+      loaded.model->set_trainable(input.descriptor_trainable, input.fitting_trainable);
+      mcfg = loaded.model->config();
       model = loaded.model;
     });
     if (from_checkpoint) {

@@ -228,6 +228,63 @@ TEST_CASE("parameter counts of the water reference settings match a count by han
   }
 }
 
+TEST_CASE("trainable freezes the embedding nets or fitting layers, counted by hand", "[model][trainable]") {
+  // The water reference settings (per net: embedding 6450, fitting 500641 = layers 384240, 2 x 58080 and
+  // 241 for the output layer).
+  nlohmann::json model = water_reference_model();
+  model["descriptor"]["trainable"] = false;
+  auto mc = ModelConfig::from_json(model);
+  CHECK_FALSE(mc.descriptor_trainable);
+  CHECK(mc.to_json()["descriptor"]["trainable"] == false);
+  CHECK(ModelConfig::from_json(mc.to_json()).to_json() == mc.to_json());
+  {
+    DeepPot m(mc);
+    CHECK(m->parameter_count() == 1014182);
+    CHECK(m->trainable_count() == 2 * 500641);
+    CHECK(m->trained_text() == "1001282 parameters trained (12900 frozen)");
+    for (const auto& p : m->named_parameters())
+      CHECK(p.value().requires_grad() == (p.key().rfind("fitting_", 0) == 0));
+    // The first trainable tensor is the first fitting layer's weight.
+    CHECK(m->trainable_parameters().front().sizes() == torch::IntArrayRef({1600, 240}));
+    // Freed again (as --init-model does with the input's choice).
+    m->set_trainable(true, {});
+    CHECK(m->trainable_count() == 1014182);
+    CHECK(m->config().descriptor_trainable);
+  }
+  // Per fitting layer: the first hidden layer and the output layer frozen.
+  model = water_reference_model();
+  model["fitting_net"]["trainable"] = {false, true, true, false};
+  mc = ModelConfig::from_json(model);
+  {
+    DeepPot m(mc);
+    CHECK(m->trainable_count() == 2 * 6450 + 2 * 2 * 58080);
+    CHECK_FALSE(m->named_parameters()["fitting_0.w0"].requires_grad());
+    CHECK(m->named_parameters()["fitting_1.dt1"].requires_grad());
+    CHECK_FALSE(m->named_parameters()["fitting_1.b3"].requires_grad());
+  }
+  // All true is the default, written nowhere.
+  model["fitting_net"]["trainable"] = {true, true, true, true};
+  CHECK(ModelConfig::from_json(model).to_json()["fitting_net"].count("trainable") == 0);
+  model["fitting_net"]["trainable"] = true;
+  CHECK(ModelConfig::from_json(model).fitting_trainable.empty());
+  // A list of the wrong length, a non-boolean, and nothing left to train.
+  model["fitting_net"]["trainable"] = {true, false};
+  CHECK_THROWS_WITH(
+      ModelConfig::from_json(model, "in.json"),
+      "in.json: model key 'model.fitting_net.trainable' must be true, false or a list of 4 of them "
+      "(one per layer of fitting_net.neuron, then the output layer), got [true,false]");
+  model["fitting_net"]["trainable"] = "no";
+  CHECK_THROWS_WITH(
+      ModelConfig::from_json(model, "in.json"),
+      Catch::Matchers::StartsWith("in.json: model key 'model.fitting_net.trainable' must be true, false"));
+  model["fitting_net"]["trainable"] = false;
+  model["descriptor"]["trainable"] = false;
+  CHECK_THROWS_WITH(
+      ModelConfig::from_json(model, "in.json"),
+      "in.json: model keys 'model.descriptor.trainable' and 'model.fitting_net.trainable' are both "
+      "false: nothing would be trained");
+}
+
 TEST_CASE("water data_0 frames load into a batch and evaluate with finite outputs", "[model]") {
   const auto sys = read_water(require_shared_dataset("water/data_0"));
   auto mc = ModelConfig::from_json(water_reference_model());

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <map>
 
 #include "src/core/Communicator.hpp"
 #include "src/core/Error.hpp"
@@ -364,4 +365,75 @@ TEST_CASE("training_data.sys_probs shares each epoch between the systems its pat
   CHECK_THROWS_WITH(Trainer(config_of(doc), options, comm),
                     "'training.training_data.auto_prob' in test-input.json is \"prob_sys_size;0:1:1;1:4:1\": "
                     "names systems up to 3, but its paths hold 3 systems (0 to 2)");
+}
+
+namespace {
+
+// Whether each named parameter of `model` still holds the value a fresh model of its configuration starts
+// from (the same seed draws the same initial weights).
+std::map<std::string, bool> unchanged_since_init(const deepkf::DeepPot& model) {
+  const deepkf::DeepPot fresh(model->config());
+  std::map<std::string, bool> out;
+  for (const auto& p : model->named_parameters())
+    out[p.key()] = torch::equal(p.value().detach().cpu(), fresh->named_parameters()[p.key()].detach());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("trainable false keeps the embedding nets at their initial weights, with RLEKF and Adam",
+          "[train][trainable]") {
+  const std::string si = std::string(DEEPKF_SOURCE_DIR) + "/data/si_cp2k.h5";
+  auto comm = deepkf::make_serial_communicator();
+  for (const std::string optimizer : {"RLEKF", "Adam"}) {
+    INFO(optimizer);
+    json doc = small_input({si}, {}, optimizer, 3);
+    doc["training"].erase("validation_data");
+    doc["model"]["descriptor"]["trainable"] = false;
+    doc["model"]["fitting_net"]["trainable"] = {true, false, true};  // the second hidden layer frozen too
+    const auto options = deepkf::test::options_in(deepkf::test::make_temp_dir("frozen"), true);
+    CHECK(Trainer(config_of(doc), options, comm).run().steps == 3);
+    const auto loaded = deepkf::load_model(options.output_dir + "/model.pt", torch::kCPU);
+    CHECK_FALSE(loaded.config.descriptor_trainable);
+    int frozen = 0, trained = 0;
+    for (const auto& [name, same] : unchanged_since_init(loaded.model)) {
+      INFO(name);
+      const auto dot = name.find('.');
+      const std::string tensor = name.substr(dot + 1);  // w1, b1, dt1: the second layer
+      const bool should_be_frozen =
+          name.rfind("embedding_", 0) == 0 || tensor == "w1" || tensor == "b1" || tensor == "dt1";
+      CHECK(same == should_be_frozen);
+      (should_be_frozen ? frozen : trained) += 1;
+    }
+    CHECK(frozen > 0);
+    CHECK(trained > 0);
+    std::ifstream log(options.output_dir + "/train.log");
+    const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+    CHECK_THAT(text,
+               Catch::Matchers::Contains("parameters trained (") &&
+                   Catch::Matchers::Contains(
+                       std::to_string(loaded.model->trainable_count()) + " parameters trained (" +
+                       std::to_string(loaded.model->parameter_count() - loaded.model->trainable_count()) +
+                       " frozen)"));
+
+    // A restart whose input trains other weights than the checkpoint's run is refused by name.
+    json other = doc;
+    other["model"]["descriptor"]["trainable"] = true;
+    other["training"]["numb_steps"] = 5;
+    auto again = options;
+    again.restart = options.output_dir + "/model.ckpt";
+    CHECK_THROWS_WITH(Trainer(config_of(other), again, comm),
+                      Catch::Matchers::Contains("descriptor.trainable: none vs false"));
+    // Fine-tuning from the model file with everything trainable moves the embedding nets too.
+    auto tune = deepkf::test::options_in(deepkf::test::make_temp_dir("unfrozen"), true);
+    tune.init_model = options.output_dir + "/model.pt";
+    json all = doc;
+    all["model"]["descriptor"].erase("trainable");
+    all["model"]["fitting_net"].erase("trainable");
+    Trainer(config_of(all), tune, comm).run();
+    const auto tuned = deepkf::load_model(tune.output_dir + "/model.pt", torch::kCPU);
+    CHECK(tuned.config.descriptor_trainable);
+    CHECK_FALSE(torch::equal(tuned.model->named_parameters()["embedding_0.w0"],
+                             loaded.model->named_parameters()["embedding_0.w0"]));
+  }
 }
