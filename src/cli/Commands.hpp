@@ -14,6 +14,7 @@ void add_test_command(CLI::App& app);         // deepkf test -m MODEL -s SYSTEM.
 void add_export_command(CLI::App& app);       // deepkf export CKPT -o MODEL
 void add_freeze_command(CLI::App& app);       // deepkf freeze [-c DIR] [-o MODEL] (dp freeze's spelling)
 void add_compress_command(CLI::App& app);     // deepkf compress MODEL -o OUT [--step H] [--extrapolate X]
+void add_change_bias_command(CLI::App& app);  // deepkf change-bias MODEL -s DATA... [-m change|set] [-o OUT]
 void add_plan_command(CLI::App& app);         // deepkf plan INPUT.json [--np N]
 void add_uncertainty_command(CLI::App& app);  // deepkf uncertainty [-c CKPT] [-m MODEL...] -s DATA...
 void add_model_devi_command(CLI::App& app);   // deepkf model-devi -m A B ... -s DATA... [-o model_devi.out]

@@ -61,6 +61,33 @@ ResidualSums residual_sums(DeepPot& model, FrameParts set, torch::Device device,
 
 }  // namespace
 
+EnergyBias label_energy_bias(const ModelConfig& config, FrameParts frames, const torch::Tensor& fallback,
+                             Communicator& comm) {
+  StatisticsSums sums(config.ntypes());
+  for (std::size_t i = 0; i < frames.parts.size(); ++i) {
+    for_rank_frames(
+        frames.parts[i], std::max(1, frames.batch_size[i]), comm, [&](const System& chunk, std::int64_t) {
+          const auto types =
+              torch::tensor(std::vector<std::int64_t>(chunk.atom_types.begin(), chunk.atom_types.end()))
+                  .repeat({chunk.nframes, 1});
+          sums.add_energy(torch::tensor(chunk.energy, torch::kFloat64), types);
+        });
+  }
+  auto packed = sums.pack();
+  if (comm.size() > 1) comm.allreduce_sum(packed.data(), packed.size());
+  sums.unpack(packed);
+  EnergyBias out = sums.energy_bias(config.type_map);
+  out.warnings.clear();
+  const auto kept = fallback.to(torch::kCPU, torch::kFloat64);
+  for (int t = 0; t < config.ntypes(); ++t) {
+    if (sums.has_atoms_of(t)) continue;
+    out.bias[t] = kept[t];
+    out.warnings.push_back("type '" + config.type_map[static_cast<std::size_t>(t)] +
+                           "' has no atoms in the frames: its energy bias is kept");
+  }
+  return out;
+}
+
 BiasRefit refit_energy_bias(DeepPot& model, FrameParts train, FrameParts valid, torch::Device device,
                             Communicator& comm) {
   const ModelConfig& mcfg = model->config();

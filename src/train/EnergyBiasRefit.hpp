@@ -22,6 +22,7 @@
 #include "src/core/Communicator.hpp"
 #include "src/data/FrameSource.hpp"
 #include "src/model/DeepPot.hpp"
+#include "src/model/Statistics.hpp"
 
 namespace deepkf {
 
@@ -46,5 +47,11 @@ struct BiasRefit {
 // raises the validation error. Collective over `comm`.
 BiasRefit refit_energy_bias(DeepPot& model, FrameParts train, FrameParts valid, torch::Device device,
                             Communicator& comm);
+
+// The bias from the labels alone, as a fresh training sets it (DataSetup): the minimum-norm least-squares fit
+// of the frames' energies E_k on their type counts n_kt; a type with no atoms in the frames keeps its value
+// in `fallback` (ntypes, eV) and gets a warning. Collective over `comm`.
+EnergyBias label_energy_bias(const ModelConfig& config, FrameParts frames, const torch::Tensor& fallback,
+                             Communicator& comm);
 
 }  // namespace deepkf
