@@ -21,6 +21,7 @@
 #include "src/model/ModelFile.hpp"
 #include "src/train/BatchSampler.hpp"
 #include "src/train/Checkpoint.hpp"
+#include "src/train/CheckpointSpace.hpp"
 #include "src/train/DataSetup.hpp"
 #include "src/train/LearningCurve.hpp"
 #include "src/train/Optimizers.hpp"
@@ -108,6 +109,11 @@ TrainResult Trainer::run() {
     json resolved = m.cfg.to_json();
     resolved["optimizer"] = m.optimizer->settings();  // "auto" settings as the memory plan chose them
     write_text_atomically(m.out("input.resolved.json"), resolved.dump(2) + "\n");
+    const std::int64_t weight_bytes =
+        m.model->parameter_count() * static_cast<std::int64_t>(c10::elementSize(m.mcfg.precision));
+    check_checkpoint_space(
+        ckpt_path, checkpoint_bytes(m.optimizer->block_sizes(), m.optimizer->block_dtype(), weight_bytes),
+        checkpoint_writes(m.step, m.cfg.numb_steps, m.cfg.save_freq));
     lcurve = std::make_unique<LearningCurve>(lcurve_path, m.opt.restart.empty() ? -1 : m.step, virial_columns,
                                              m.optimizer->status_name());
   });
@@ -135,6 +141,20 @@ TrainResult Trainer::run() {
     const auto val_f = val.e_count > 0 ? fmt::format("val {:.3e} ", val.rmse_f()) : std::string();
     m.log->info("step {:>7}  rmse_e {}trn {:.3e} eV/atom  rmse_f {}trn {:.3e} eV/A  {}", m.step, val_e,
                 trn.rmse_e(), val_f, trn.rmse_f(), status);
+  };
+
+  // The model file, once: at the end before the last checkpoint (it is small and what the run is for, so a
+  // checkpoint that fails then, a full disk say, loses nothing), or after a run paused early.
+  bool model_written = false;
+  const auto write_model_file = [&] {
+    if (!m.opt.write_model || model_written) return;
+    m.together([&] {
+      if (!m.root()) return;
+      result.model = m.out("model.pt");
+      save_model(result.model, m.model, m.provenance(), m.calibration);
+      m.log->info("model written to {}", result.model);
+    });
+    model_written = true;
   };
 
   const std::int64_t end = m.opt.pause_at > 0 ? std::min(m.opt.pause_at, m.cfg.numb_steps) : m.cfg.numb_steps;
@@ -177,6 +197,7 @@ TrainResult Trainer::run() {
       if (last && !stop && m.step == m.cfg.numb_steps) {
         m.change_energy_bias();
         m.calibrate_uncertainty();
+        write_model_file();
       }
       m.write_checkpoint_now(ckpt_path);
       result.checkpoint = ckpt_path;
@@ -203,14 +224,7 @@ TrainResult Trainer::run() {
                 v.has_virial() ? fmt::format(", rmse_v {:.3e} eV/atom", v.rmse_v()) : std::string());
   }
   result.steps = m.step;
-  if (!result.interrupted && m.opt.write_model) {
-    m.together([&] {
-      if (!m.root()) return;
-      result.model = m.out("model.pt");
-      save_model(result.model, m.model, m.provenance(), m.calibration);
-      m.log->info("model written to {}", result.model);
-    });
-  }
+  if (!result.interrupted) write_model_file();
   m.comm->barrier();
   return result;
 }

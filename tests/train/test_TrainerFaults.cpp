@@ -228,3 +228,39 @@ TEST_CASE("a given sel smaller than the data's neighbour counts is warned about 
   log.flush();
   CHECK(text.str().find("is smaller") == std::string::npos);
 }
+
+TEST_CASE("a disk too small for the checkpoints stops the run before its first step", "[train][disk]") {
+  const auto dir = deepkf::test::make_temp_dir("disk");
+  // 10 steps, a checkpoint every 3: two exist at once while the second replaces the first.
+  json doc = small_input("RLEKF", 10);
+  auto comm = deepkf::make_serial_communicator();
+  ::setenv("DEEPKF_AVAILABLE_DISK", "1MiB", 1);
+  Trainer trainer(config_of(doc), options_in(dir, true), comm);
+  const std::string message = error_of([&] { trainer.run(); });
+  ::unsetenv("DEEPKF_AVAILABLE_DISK");
+  CHECK_THAT(message, Catch::Matchers::StartsWith("not enough disk space for the checkpoints in " + dir +
+                                                  ": each is ") &&
+                          Contains("two exist while one replaces the last") &&
+                          Contains("but 1.0 MiB is free") && Contains("deepkf plan shows the sizes"));
+  CHECK_FALSE(fs::exists(dir + "/model.ckpt"));
+  CHECK_FALSE(fs::exists(dir + "/lcurve.out"));
+  // With room for one checkpoint and one write due, the same run goes ahead.
+  doc["training"]["save_freq"] = 100;
+  ::setenv("DEEPKF_AVAILABLE_DISK", "3MiB", 1);
+  Trainer one_write(config_of(doc), options_in(dir, true), comm);
+  CHECK(one_write.run().steps == 10);
+  ::unsetenv("DEEPKF_AVAILABLE_DISK");
+}
+
+TEST_CASE("the model file is written before the last checkpoint, so a failed checkpoint loses nothing",
+          "[train][disk]") {
+  const auto dir = deepkf::test::make_temp_dir("last-write");
+  json doc = small_input("RLEKF", 4);
+  doc["training"]["save_freq"] = 100;                          // only the final checkpoint
+  doc["training"]["save_ckpt"] = "no-such-folder/model.ckpt";  // which cannot be written
+  auto comm = deepkf::make_serial_communicator();
+  Trainer trainer(config_of(doc), options_in(dir, true), comm);
+  CHECK_THAT(error_of([&] { trainer.run(); }), Contains("no-such-folder/model.ckpt"));
+  const auto loaded = deepkf::load_model(dir + "/model.pt", torch::kCPU);
+  CHECK(loaded.provenance.at("steps") == 4);
+}
