@@ -15,9 +15,10 @@ void add_export_command(CLI::App& app);       // deepkf export CKPT -o MODEL
 void add_freeze_command(CLI::App& app);       // deepkf freeze [-c DIR] [-o MODEL] (dp freeze's spelling)
 void add_compress_command(CLI::App& app);     // deepkf compress MODEL -o OUT [--step H] [--extrapolate X]
 void add_change_bias_command(CLI::App& app);  // deepkf change-bias MODEL -s DATA... [-m change|set] [-o OUT]
-void add_plan_command(CLI::App& app);         // deepkf plan INPUT.json [--np N]
-void add_uncertainty_command(CLI::App& app);  // deepkf uncertainty [-c CKPT] [-m MODEL...] -s DATA...
-void add_model_devi_command(CLI::App& app);   // deepkf model-devi -m A B ... -s DATA... [-o model_devi.out]
-void add_learn_command(CLI::App& app);        // deepkf learn LOOP.json [-o DIR]
+void add_neighbor_stat_command(CLI::App& app);  // deepkf neighbor-stat -s DATA... -r RCUT [-t TYPES...]
+void add_plan_command(CLI::App& app);           // deepkf plan INPUT.json [--np N]
+void add_uncertainty_command(CLI::App& app);    // deepkf uncertainty [-c CKPT] [-m MODEL...] -s DATA...
+void add_model_devi_command(CLI::App& app);     // deepkf model-devi -m A B ... -s DATA... [-o model_devi.out]
+void add_learn_command(CLI::App& app);          // deepkf learn LOOP.json [-o DIR]
 
 }  // namespace deepkf::cli

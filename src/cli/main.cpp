@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
   deepkf::cli::add_freeze_command(app);
   deepkf::cli::add_compress_command(app);
   deepkf::cli::add_change_bias_command(app);
+  deepkf::cli::add_neighbor_stat_command(app);
   deepkf::cli::add_plan_command(app);
   deepkf::cli::add_uncertainty_command(app);
   deepkf::cli::add_model_devi_command(app);
