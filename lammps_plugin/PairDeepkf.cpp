@@ -56,8 +56,7 @@ std::string guarded(F&& body) {
 // model file.
 bool is_deepmd_keyword(const std::string& a) {
   static const char* const kKeywords[] = {
-      "fparam", "aparam",     "fparam_from_compute", "aparam_from_compute",
-      "ttm",    "relative_v", "virtual_len",         "spin_norm"};
+      "fparam", "aparam", "fparam_from_compute", "aparam_from_compute", "ttm", "virtual_len", "spin_norm"};
   return std::find(std::begin(kKeywords), std::end(kKeywords), a) != std::end(kKeywords);
 }
 
@@ -103,7 +102,7 @@ void PairDeepkf::allocate() {
   }
 }
 
-// pair_style deepkf MODEL [MODEL2 ...] [out_freq N] [out_file FILE] [atomic] [relative L]
+// pair_style deepkf MODEL [MODEL2 ...] [out_freq N] [out_file FILE] [atomic] [relative L] [relative_v L]
 void PairDeepkf::settings(int narg, char** arg) {
   if (narg < 1) error->all(FLERR, "illegal " + ps() + " command: expected at least one model file");
   model_paths_.clear();
@@ -112,7 +111,17 @@ void PairDeepkf::settings(int narg, char** arg) {
   atomic_ = false;
   relative_ = false;
   relative_level_ = 0.0;
+  relative_v_ = false;
+  relative_v_level_ = 0.0;
   bool out_freq_given = false;
+  // relative L, relative_v L: a level > 0 after the keyword.
+  const auto level = [&](int& i, const std::string& key, const char* unit) {
+    if (i + 1 >= narg) error->all(FLERR, "illegal " + ps() + " command: " + key + " needs a level");
+    const double l = utils::numeric(FLERR, arg[++i], false, lmp);
+    if (l <= 0.0)
+      error->all(FLERR, ps() + ": " + key + " level must be > 0 (" + unit + "), got " + std::string(arg[i]));
+    return l;
+  };
   for (int i = 0; i < narg; ++i) {
     const std::string a = arg[i];
     if (a == "out_freq") {
@@ -126,17 +135,15 @@ void PairDeepkf::settings(int narg, char** arg) {
     } else if (a == "atomic") {
       atomic_ = true;
     } else if (a == "relative") {
-      if (i + 1 >= narg) error->all(FLERR, "illegal " + ps() + " command: relative needs a level");
       relative_ = true;
-      relative_level_ = utils::numeric(FLERR, arg[++i], false, lmp);
-      if (relative_level_ <= 0.0)
-        error->all(FLERR, ps() + ": relative level must be > 0 (eV/A), got " + std::string(arg[i]));
+      relative_level_ = level(i, a, "eV/A");
+    } else if (a == "relative_v") {
+      relative_v_ = true;
+      relative_v_level_ = level(i, a, "eV/atom");
     } else if (is_deepmd_keyword(a)) {
-      error->all(FLERR,
-                 ps() + ": DeePMD-kit's keyword " + a +
-                     " is not supported (deepkf models have no frame or atomic parameters, spins or "
-                     "TTM coupling, and the virial deviation is not made relative); supported: out_freq, "
-                     "out_file, atomic, relative");
+      error->all(FLERR, ps() + ": DeePMD-kit's keyword " + a +
+                            " is not supported (deepkf models have no frame or atomic parameters, spins or "
+                            "TTM coupling); supported: out_freq, out_file, atomic, relative, relative_v");
     } else {
       model_paths_.push_back(a);
     }

@@ -1,7 +1,7 @@
 #pragma once
 // pair_style deepkf: DeepPot-SE models written by deepkf (model.pt), evaluated with LibTorch inside LAMMPS.
 //
-//   pair_style deepkf MODEL [MODEL2 ...] [out_freq N] [out_file FILE] [atomic] [relative L]
+//   pair_style deepkf MODEL [MODEL2 ...] [out_freq N] [out_file FILE] [atomic] [relative L] [relative_v L]
 //   pair_coeff * * O H          (element names of the model's type_map; NULL for types of other styles)
 //
 // The plugin also registers it as pair_style deepmd, DeePMD-kit's name, with DeePMD-kit's reading of a bare
@@ -65,6 +65,8 @@ class PairDeepkf : public Pair {
   bool atomic_ = false;
   bool relative_ = false;
   double relative_level_ = 0.0;
+  bool relative_v_ = false;  // the virial deviation divided by |<W>| / N + relative_v_level_
+  double relative_v_level_ = 0.0;
   double cutoff_ = 0.0;  // largest model cutoff (A)
   void* out_ = nullptr;  // FILE* of out_file on rank 0
 };

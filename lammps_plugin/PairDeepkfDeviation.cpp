@@ -74,7 +74,8 @@ void PairDeepkf::write_deviation(int inum, const int* ilist, const std::vector<d
 
   if (comm->me != 0 || out_ == nullptr) return;
   const auto row =
-      deepkf::deviation_row(all, deepkf::virial_deviation(total_virials.data(), nmodels, all.count));
+      deepkf::deviation_row(all, deepkf::virial_deviation(total_virials.data(), nmodels, all.count,
+                                                          relative_v_ ? relative_v_level_ : kNoRelative));
   FILE* fp = static_cast<FILE*>(out_);
   std::fprintf(fp, "%12lld %18.10e %18.10e %18.10e %18.10e %18.10e %18.10e",
                static_cast<long long>(update->ntimestep), row.max_devi_v, row.min_devi_v, row.avg_devi_v,

@@ -1,8 +1,8 @@
-// deepkf model-devi -m A B ... -s DATA... [-o model_devi.out] [-f FREQ] [--relative L]: the model deviation
-// of an ensemble on stored frames, in the layout of DeePMD-kit's `dp model-devi` (DP-GEN reads it): per
-// system a comment line naming it, a column header, and one row per frame: the step, the virial and force
-// deviations as pair_style deepkf writes them to model_devi.out during MD, and devi_e, the deviation of the
-// energy per atom.
+// deepkf model-devi -m A B ... -s DATA... [-o model_devi.out] [-f FREQ] [--relative L] [--relative_v L]: the
+// model deviation of an ensemble on stored frames, in the layout of DeePMD-kit's `dp model-devi` (DP-GEN
+// reads it): per system a comment line naming it, a column header, and one row per frame: the step, the
+// virial and force deviations as pair_style deepkf writes them to model_devi.out during MD, and devi_e, the
+// deviation of the energy per atom.
 #include <fmt/format.h>
 #include <torch/torch.h>
 
@@ -28,6 +28,7 @@ struct ModelDeviArgs {
   std::string output = "model_devi.out";
   std::int64_t frequency = 1;
   double relative = -1.0;
+  double relative_v = -1.0;
   int threads = 0;
 };
 
@@ -50,7 +51,7 @@ void run_model_devi(const ModelDeviArgs& args) {
   for (const auto& path : args.models) models.push_back(load_model(path, torch::kCPU));
   const Frames frames = open_frames(args.systems, args.type_map, models.front().config.type_map,
                                     "model " + args.models.front());
-  const auto rows = ensemble_deviation(models, frames.sets, args.relative);
+  const auto rows = ensemble_deviation(models, frames.sets, args.relative, args.relative_v);
 
   std::string text;
   std::size_t next = 0;
@@ -96,6 +97,9 @@ void add_model_devi_command(CLI::App& app) {
   cmd->add_option("--type-map", args->type_map, "elements of LAMMPS types 1, 2, ... in dumps");
   cmd->add_option("--relative", args->relative,
                   "force deviation relative to |<F>| + this level (eV/A), as dp model-devi --relative");
+  cmd->add_option(
+      "--relative_v,--relative-v", args->relative_v,
+      "virial deviation relative to |<W>|/N + this level (eV/atom), as dp model-devi --relative_v");
   cmd->add_option("--threads", args->threads, "LibTorch threads (0: one per core)")->capture_default_str();
   cmd->callback([args] { run_model_devi(*args); });
 }

@@ -9,7 +9,8 @@
 namespace deepkf {
 
 std::vector<EnsembleFrame> ensemble_deviation(const std::vector<LoadedModel>& models,
-                                              const std::vector<FrameSubset>& sets, double relative_level) {
+                                              const std::vector<FrameSubset>& sets, double relative_level,
+                                              double relative_v_level) {
   torch::NoGradGuard no_grad;
   std::vector<EnsembleFrame> rows;
   const auto k = static_cast<std::int64_t>(models.size());
@@ -41,7 +42,7 @@ std::vector<EnsembleFrame> ensemble_deviation(const std::vector<LoadedModel>& mo
       const double devi_e = energies.std(/*unbiased=*/false).item<double>();
       rows.push_back(
           {frame_deviation(forces.data_ptr<double>(), virials.data_ptr<double>(), static_cast<std::size_t>(n),
-                           static_cast<std::size_t>(k), relative_level),
+                           static_cast<std::size_t>(k), relative_level, relative_v_level),
            devi_e, errors});
     }
   }

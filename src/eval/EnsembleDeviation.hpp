@@ -22,10 +22,11 @@ struct EnsembleFrame {
 // One entry per frame of every set, in order: each model evaluates the frame on the CPU in its own precision
 // with its own neighbour list (rcut, sel) and type map (the sets' type maps are matched by element name);
 // the forces give the per-atom deviations and their max, min and mean, the virials the virial columns.
-// `relative_level` >= 0 divides each atom's deviation by |<F_i>| + level (the plugin's `relative` keyword).
+// `relative_level` >= 0 divides each atom's deviation by |<F_i>| + level (the plugin's `relative` keyword),
+// `relative_v_level` >= 0 each virial component's by |<W>| / N + level (`relative_v`).
 // Throws DataError naming the frame for an element a model lacks, ModelError for a non-finite prediction.
 std::vector<EnsembleFrame> ensemble_deviation(const std::vector<LoadedModel>& models,
                                               const std::vector<FrameSubset>& sets,
-                                              double relative_level = -1.0);
+                                              double relative_level = -1.0, double relative_v_level = -1.0);
 
 }  // namespace deepkf

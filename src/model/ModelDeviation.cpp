@@ -37,14 +37,17 @@ std::vector<double> force_deviation(const double* forces, std::size_t natoms, st
   return out;
 }
 
-std::array<double, 9> virial_deviation(const double* virials, std::size_t nmodels, double natoms) {
+std::array<double, 9> virial_deviation(const double* virials, std::size_t nmodels, double natoms,
+                                       double relative_level) {
   std::array<double, 9> out{};
   if (nmodels == 0 || natoms <= 0.0) return out;
   const double inv_k = 1.0 / static_cast<double>(nmodels);
+  double mean_norm2 = 0.0;
   for (int c = 0; c < 9; ++c) {
     double mean = 0.0;
     for (std::size_t k = 0; k < nmodels; ++k) mean += virials[9 * k + c];
     mean *= inv_k;
+    mean_norm2 += mean * mean;
     double var = 0.0;
     for (std::size_t k = 0; k < nmodels; ++k) {
       const double diff = virials[9 * k + c] - mean;
@@ -52,6 +55,11 @@ std::array<double, 9> virial_deviation(const double* virials, std::size_t nmodel
     }
     // sigma_c = sqrt(var / K) / natoms
     out[c] = std::sqrt(var * inv_k) / natoms;
+  }
+  if (relative_level >= 0.0) {
+    // sigma_c / (|<W>| / natoms + L)
+    const double scale = std::sqrt(mean_norm2) / natoms + relative_level;
+    for (double& s : out) s /= scale;
   }
   return out;
 }
@@ -69,7 +77,7 @@ ModelDeviationRow deviation_row(const DeviationExtremes& force, const std::array
   ModelDeviationRow row;
   row.max_devi_v = *std::max_element(virial.begin(), virial.end());
   row.min_devi_v = *std::min_element(virial.begin(), virial.end());
-  row.avg_devi_v = std::accumulate(virial.begin(), virial.end(), 0.0) / 9.0;
+  row.avg_devi_v = std::sqrt(std::inner_product(virial.begin(), virial.end(), virial.begin(), 0.0) / 9.0);
   row.max_devi_f = force.max;
   row.min_devi_f = force.printed_min();
   row.avg_devi_f = force.mean();
@@ -77,10 +85,10 @@ ModelDeviationRow deviation_row(const DeviationExtremes& force, const std::array
 }
 
 ModelDeviationRow frame_deviation(const double* forces, const double* virials, std::size_t natoms,
-                                  std::size_t nmodels, double relative_level) {
+                                  std::size_t nmodels, double relative_level, double relative_v_level) {
   DeviationExtremes f;
   f.add(force_deviation(forces, natoms, nmodels, relative_level));
-  return deviation_row(f, virial_deviation(virials, nmodels, static_cast<double>(natoms)));
+  return deviation_row(f, virial_deviation(virials, nmodels, static_cast<double>(natoms), relative_v_level));
 }
 
 }  // namespace deepkf

@@ -18,7 +18,10 @@ std::vector<double> force_deviation(const double* forces, std::size_t natoms, st
 
 // Virial deviation per component. virials: nmodels x 9 (eV). Returns 9 values (eV / atom):
 //   sigma_ab = sqrt( (1/K) sum_k (W_k,ab - <W_ab>)^2 ) / natoms
-std::array<double, 9> virial_deviation(const double* virials, std::size_t nmodels, double natoms);
+// With relative_level >= 0 each is divided by |<W>| / natoms + relative_level, |<W>| the norm of the mean
+// virial's 9 components (DeePMD-kit's "relative_v"; the level in eV / atom).
+std::array<double, 9> virial_deviation(const double* virials, std::size_t nmodels, double natoms,
+                                       double relative_level = -1.0);
 
 // Maximum, minimum and sum of deviation values, mergeable over the atoms of several ranks (the plugin
 // reduces each field over MPI). An empty set has max 0 and min +inf; model_devi.out prints min 0 for it.
@@ -41,11 +44,13 @@ struct ModelDeviationRow {
   double max_devi_f = 0.0, min_devi_f = 0.0, avg_devi_f = 0.0;
 };
 
-// The row from per-atom force deviations (their extremes over all atoms) and the 9 virial deviations.
+// The row from per-atom force deviations (their extremes over all atoms) and the 9 virial deviations:
+// their max, min and root mean square (DeePMD-kit's avg_devi_v, sqrt(sum_ab sigma_ab^2 / 9)).
 ModelDeviationRow deviation_row(const DeviationExtremes& force, const std::array<double, 9>& virial);
 
 // The row of one whole frame: forces natoms x nmodels x 3 (eV/A), virials nmodels x 9 (eV).
 ModelDeviationRow frame_deviation(const double* forces, const double* virials, std::size_t natoms,
-                                  std::size_t nmodels, double relative_level = -1.0);
+                                  std::size_t nmodels, double relative_level = -1.0,
+                                  double relative_v_level = -1.0);
 
 }  // namespace deepkf

@@ -85,6 +85,17 @@ awk -v md=md.out '
   }' frozen.frames.tsv second.frames.tsv >md.check
 cat md.check
 grep -q FAILED md.check && failures=$((failures + 1))
+# --relative_v (dp model-devi's): the virial columns change, the force columns and devi_e do not.
+expect "deepkf model-devi --relative_v 0.1" "written to mdv.out" \
+  "$deepkf" model-devi -m graph.pb seed2/model.pt -s "$source_dir/data/si_cp2k.h5" -o mdv.out -f 10 --relative_v 0.1
+paste -d' ' md.out mdv.out | awk '!/^#/ {
+    for (c = 5; c <= 8; c++) if ($c != $(c + 8)) same_f = "no"
+    for (c = 2; c <= 4; c++) if ($c != $(c + 8)) moved_v++
+    rows++
+  }
+  END { exit !(rows > 0 && same_f != "no" && moved_v > 0) }' &&
+  ok "relative_v: the virial columns change, the force columns stay" ||
+  fail "relative_v: the columns of mdv.out against md.out"
 expect_error "model-devi with one model" "a deviation needs two or more" \
   "$deepkf" model-devi -m graph.pb -s "$source_dir/data/si_cp2k.h5"
 

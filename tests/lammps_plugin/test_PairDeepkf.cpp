@@ -275,6 +275,36 @@ TEST_CASE("model deviation: two models differ, one model twice gives zero", "[la
       max_v = std::max(max_v, std::abs(fa.virial[c] - fb.virial[c]) / 2 / static_cast<double>(n));
     CHECK(line[1] == Approx(max_v).epsilon(1e-7));
 
+    // relative 0.5 and relative_v 0.2 (DeePMD-kit's definitions): each atom's deviation over |<F_i>| + 0.5,
+    // each virial component's over |<W>| / N + 0.2.
+    const auto r3 = run_lammps(
+        dir,
+        std::string(kSetup) +
+            pair_lines("a.pt b.pt out_freq 1 out_file rel.out relative 0.5 relative_v 0.2") + "run 0\n",
+        np);
+    INFO(r3.output);
+    REQUIRE(r3.status == 0);
+    const auto rel = read_text(dir + "/rel.out");
+    std::stringstream s3(rel.substr(rel.find('\n') + 1));
+    std::vector<double> rline;
+    for (double v; s3 >> v;) rline.push_back(v);
+    REQUIRE(rline.size() == 7);
+    double rel_max = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      double mean2 = 0;
+      for (int d = 0; d < 3; ++d) mean2 += std::pow(0.5 * (fa.force[3 * i + d] + fb.force[3 * i + d]), 2);
+      rel_max = std::max(rel_max, devi[i] / (std::sqrt(mean2) + 0.5));
+    }
+    CHECK(rline[4] == Approx(rel_max).epsilon(1e-8));
+    double w2 = 0, rms = 0;
+    for (int c = 0; c < 9; ++c) w2 += std::pow(0.5 * (fa.virial[c] + fb.virial[c]), 2);
+    const double scale = std::sqrt(w2) / static_cast<double>(n) + 0.2;
+    for (int c = 0; c < 9; ++c)
+      rms += std::pow(std::abs(fa.virial[c] - fb.virial[c]) / 2 / static_cast<double>(n) / scale, 2) / 9;
+    CHECK(rline[1] == Approx(max_v / scale).epsilon(1e-7));
+    // avg_devi_v is the root mean square of the 9 components, as DeePMD-kit writes it.
+    CHECK(rline[3] == Approx(std::sqrt(rms)).epsilon(1e-7));
+
     const auto same = read_text(dir + "/same.out");
     std::stringstream s2(same.substr(same.find('\n') + 1));
     std::vector<double> zeros;
@@ -323,8 +353,10 @@ TEST_CASE("input errors give clear LAMMPS errors", "[lammps]") {
       {"DeePMD-kit's fparam",
        std::string(kSetup) + "pair_style deepmd model.pt fparam 1.2\npair_coeff * *\n" + run,
        "ERROR: pair_style deepmd: DeePMD-kit's keyword fparam is not supported"},
-      {"DeePMD-kit's relative_v", std::string(kSetup) + pair_lines("model.pt model.pt relative_v 1.0") + run,
-       "ERROR: pair_style deepkf: DeePMD-kit's keyword relative_v is not supported"},
+      {"DeePMD-kit's ttm", std::string(kSetup) + pair_lines("model.pt ttm 1") + run,
+       "ERROR: pair_style deepkf: DeePMD-kit's keyword ttm is not supported"},
+      {"relative_v without a level", std::string(kSetup) + pair_lines("model.pt model.pt relative_v") + run,
+       "ERROR: illegal pair_style deepkf command: relative_v needs a level"},
       {"bare pair_coeff, more atom types than the model's",
        "units metal\nboundary p p p\natom_style atomic\nread_data three.lmp\npair_style deepmd model.pt\n"
        "pair_coeff * *\n" +

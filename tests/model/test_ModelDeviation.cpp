@@ -29,6 +29,10 @@ TEST_CASE("virial deviation is the per-component std divided by the atom count",
   const auto s = deepkf::virial_deviation(virials, 2, 4.0);
   CHECK(s[4] == Approx(0.5));
   CHECK(s[0] == 0.0);
+  // relative_v 0.25: the mean virial is 4 in yy, |<W>| / natoms = 1, so 0.5 / (1 + 0.25).
+  const auto r = deepkf::virial_deviation(virials, 2, 4.0, 0.25);
+  CHECK(r[4] == Approx(0.4));
+  CHECK(r[0] == 0.0);
 }
 
 TEST_CASE("a model_devi.out row: extremes over atoms and virial components", "[deviation]") {
@@ -43,7 +47,8 @@ TEST_CASE("a model_devi.out row: extremes over atoms and virial components", "[d
   CHECK(row.avg_devi_f == Approx((1.0 + std::sqrt(3.0)) / 2));
   CHECK(row.max_devi_v == Approx(1.0));
   CHECK(row.min_devi_v == 0.0);
-  CHECK(row.avg_devi_v == Approx(1.5 / 9));
+  // DeePMD-kit's avg_devi_v: the root mean square of the 9 components, sqrt((1 + 0.25) / 9).
+  CHECK(row.avg_devi_v == Approx(std::sqrt(1.25 / 9)));
 
   // No atoms: model_devi.out prints zeros, not inf.
   const auto empty = deepkf::deviation_row(deepkf::DeviationExtremes{}, {});
