@@ -1,8 +1,9 @@
-// deepkf model-devi -m A B ... -s DATA... [-o model_devi.out] [-f FREQ] [--relative L] [--relative_v L]: the
-// model deviation of an ensemble on stored frames, in the layout of DeePMD-kit's `dp model-devi` (DP-GEN
-// reads it): per system a comment line naming it, a column header, and one row per frame: the step, the
-// virial and force deviations as pair_style deepkf writes them to model_devi.out during MD, and devi_e, the
-// deviation of the energy per atom.
+// deepkf model-devi -m A B ... -s DATA... [-o model_devi.out] [-f FREQ] [--relative L] [--relative_v L]
+// [--atomic] [--real_error]: the model deviation of an ensemble on stored frames, in the layout of
+// DeePMD-kit's `dp model-devi` (DP-GEN reads it): per system a comment line naming it, a column header, and
+// one row per frame: the step, the virial and force deviations as pair_style deepkf writes them to
+// model_devi.out during MD, devi_e, the deviation of the energy per atom, and with --atomic each atom's
+// force deviation. --real_error takes the deviations from the labels instead of the ensemble mean.
 #include <fmt/format.h>
 #include <torch/torch.h>
 
@@ -27,8 +28,7 @@ struct ModelDeviArgs {
   std::vector<std::string> type_map;  // elements of LAMMPS types 1, 2, ... for dumps
   std::string output = "model_devi.out";
   std::int64_t frequency = 1;
-  double relative = -1.0;
-  double relative_v = -1.0;
+  DeviationOptions options;
   int threads = 0;
 };
 
@@ -51,7 +51,7 @@ void run_model_devi(const ModelDeviArgs& args) {
   for (const auto& path : args.models) models.push_back(load_model(path, torch::kCPU));
   const Frames frames = open_frames(args.systems, args.type_map, models.front().config.type_map,
                                     "model " + args.models.front());
-  const auto rows = ensemble_deviation(models, frames.sets, args.relative, args.relative_v);
+  const auto rows = ensemble_deviation(models, frames.sets, args.options);
 
   std::string text;
   std::size_t next = 0;
@@ -68,6 +68,7 @@ void run_model_devi(const ModelDeviArgs& args) {
       for (double v : {d.max_devi_v, d.min_devi_v, d.avg_devi_v, d.max_devi_f, d.min_devi_f, d.avg_devi_f,
                        rows[next].devi_e})
         text += fmt::format("{:19.6e}", v);
+      for (double v : rows[next].atom_devi) text += fmt::format("{:19.6e}", v);
       text += "\n";
     }
   }
@@ -95,11 +96,16 @@ void add_model_devi_command(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   cmd->add_option("--type-map", args->type_map, "elements of LAMMPS types 1, 2, ... in dumps");
-  cmd->add_option("--relative", args->relative,
+  cmd->add_option("--relative", args->options.relative,
                   "force deviation relative to |<F>| + this level (eV/A), as dp model-devi --relative");
   cmd->add_option(
-      "--relative_v,--relative-v", args->relative_v,
+      "--relative_v,--relative-v", args->options.relative_v,
       "virial deviation relative to |<W>|/N + this level (eV/atom), as dp model-devi --relative_v");
+  cmd->add_flag("--atomic", args->options.atomic,
+                "append each atom's force deviation to its frame's row, as dp model-devi --atomic");
+  cmd->add_flag(
+      "--real_error,--real-error", args->options.real_error,
+      "deviations from the frames' labels instead of the ensemble mean, as dp model-devi --real_error");
   cmd->add_option("--threads", args->threads, "LibTorch threads (0: one per core)")->capture_default_str();
   cmd->callback([args] { run_model_devi(*args); });
 }

@@ -166,7 +166,7 @@ void run_uncertainty(const UncertaintyArgs& args, const std::shared_ptr<Communic
   }
   if (!models.empty() && root) {
     const auto start = std::chrono::steady_clock::now();
-    const auto ensemble = ensemble_deviation(models, frames.sets, args.relative);
+    const auto ensemble = ensemble_deviation(models, frames.sets, DeviationOptions{args.relative});
     columns.ensemble = true;
     for (std::size_t k = 0; k < rows.size(); ++k) {
       rows[k].deviation = ensemble[k].deviation;

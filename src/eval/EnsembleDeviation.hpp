@@ -16,17 +16,26 @@ struct EnsembleFrame {
   ModelDeviationRow deviation;
   double devi_e =
       0.0;  // standard deviation over the models of the energy per atom (eV/atom), as dp model-devi
-  FrameErrors errors;  // of the first model, where the frame has labels
+  FrameErrors errors;             // of the first model, where the frame has labels
+  std::vector<double> atom_devi;  // per-atom force deviation, in the frame's atom order (with `atomic`)
+};
+
+// DeePMD-kit's options of dp model-devi (and the plugin's keywords).
+struct DeviationOptions {
+  double relative = -1.0;    // >= 0: each atom's force deviation over |<F_i>| + relative (`relative`)
+  double relative_v = -1.0;  // >= 0: each virial component's over |<W>| / N + relative_v (`relative_v`)
+  bool atomic = false;       // keep the per-atom force deviations (`atomic`)
+  // Deviations from the labels instead of the ensemble mean (`--real_error`): forces, virials (0 where the
+  // frames have none) and energies per atom; frames without energies or forces are a DataError.
+  bool real_error = false;
 };
 
 // One entry per frame of every set, in order: each model evaluates the frame on the CPU in its own precision
 // with its own neighbour list (rcut, sel) and type map (the sets' type maps are matched by element name);
 // the forces give the per-atom deviations and their max, min and mean, the virials the virial columns.
-// `relative_level` >= 0 divides each atom's deviation by |<F_i>| + level (the plugin's `relative` keyword),
-// `relative_v_level` >= 0 each virial component's by |<W>| / N + level (`relative_v`).
 // Throws DataError naming the frame for an element a model lacks, ModelError for a non-finite prediction.
 std::vector<EnsembleFrame> ensemble_deviation(const std::vector<LoadedModel>& models,
                                               const std::vector<FrameSubset>& sets,
-                                              double relative_level = -1.0, double relative_v_level = -1.0);
+                                              const DeviationOptions& options = {});
 
 }  // namespace deepkf

@@ -7,7 +7,7 @@
 namespace deepkf {
 
 std::vector<double> force_deviation(const double* forces, std::size_t natoms, std::size_t nmodels,
-                                    double relative_level) {
+                                    double relative_level, const double* reference) {
   std::vector<double> out(natoms, 0.0);
   if (nmodels == 0) return out;
   const double inv_k = 1.0 / static_cast<double>(nmodels);
@@ -19,6 +19,7 @@ std::vector<double> force_deviation(const double* forces, std::size_t natoms, st
       for (int d = 0; d < 3; ++d) mean[d] += fi[3 * k + d];
     }
     for (double& m : mean) m *= inv_k;
+    if (reference != nullptr) std::copy_n(reference + 3 * i, 3, mean);  // the labels take the mean's place
     // eps_i^2 = (1/K) sum_k |F_ik - <F_i>|^2
     double var = 0.0;
     for (std::size_t k = 0; k < nmodels; ++k) {
@@ -38,7 +39,7 @@ std::vector<double> force_deviation(const double* forces, std::size_t natoms, st
 }
 
 std::array<double, 9> virial_deviation(const double* virials, std::size_t nmodels, double natoms,
-                                       double relative_level) {
+                                       double relative_level, const double* reference) {
   std::array<double, 9> out{};
   if (nmodels == 0 || natoms <= 0.0) return out;
   const double inv_k = 1.0 / static_cast<double>(nmodels);
@@ -47,6 +48,7 @@ std::array<double, 9> virial_deviation(const double* virials, std::size_t nmodel
     double mean = 0.0;
     for (std::size_t k = 0; k < nmodels; ++k) mean += virials[9 * k + c];
     mean *= inv_k;
+    if (reference != nullptr) mean = reference[c];  // the label takes the mean's place
     mean_norm2 += mean * mean;
     double var = 0.0;
     for (std::size_t k = 0; k < nmodels; ++k) {

@@ -96,6 +96,30 @@ paste -d' ' md.out mdv.out | awk '!/^#/ {
   END { exit !(rows > 0 && same_f != "no" && moved_v > 0) }' &&
   ok "relative_v: the virial columns change, the force columns stay" ||
   fail "relative_v: the columns of mdv.out against md.out"
+# --real_error --atomic with one model twice: each atom's deviation is then its force error |F_i - F_i^ref|,
+# so their root mean square over a frame is sqrt(3) times the per-component force RMSE deepkf test reports,
+# and devi_e is the absolute energy error per atom (frozen.frames.tsv: columns 6 and 7).
+expect "deepkf model-devi --real_error --atomic" "written to real.out" \
+  "$deepkf" model-devi -m graph.pb graph.pb -s "$source_dir/data/si_cp2k.h5" -o real.out --real_error --atomic
+awk -v real=real.out '
+  BEGIN { n = 0 }   # a number from the start: de[n] and de[k] must name the same element
+  !/^#/ { de[n] = $6 < 0 ? -$6 : $6; fr[n++] = $7 * sqrt(3) }
+  END {
+    k = 0
+    while ((getline line < real) > 0) {
+      if (line ~ /^#/) continue
+      m = split(line, c, " "); s = 0
+      for (i = 9; i <= m; i++) s += c[i] * c[i]
+      rms = sqrt(s / (m - 8))
+      if ((rms - fr[k]) ^ 2 > (2e-6 * fr[k]) ^ 2) { print "FAILED: frame " k ": atoms rms " rms " != " fr[k]; bad++ }
+      if ((c[8] - de[k]) ^ 2 > (2e-6 * de[k] + 1e-12) ^ 2) { print "FAILED: frame " k ": devi_e " c[8] " != " de[k]; bad++ }
+      k++
+    }
+    if (k != n) { print "FAILED: " k " rows for " n " frames"; bad++ }
+    if (!bad) print "ok: real_error: " k " frames, atom deviations and devi_e from deepkf test"
+  }' frozen.frames.tsv >real.check
+cat real.check
+grep -q FAILED real.check && failures=$((failures + 1))
 expect_error "model-devi with one model" "a deviation needs two or more" \
   "$deepkf" model-devi -m graph.pb -s "$source_dir/data/si_cp2k.h5"
 
