@@ -1,22 +1,31 @@
 // deepkf test -m MODEL -s SYSTEM... : prediction errors of a model on labelled data, per system and overall
 // (energy per atom, force and virial RMSE and MAE), a per-frame results file and an SVG parity plot, and
-// with -d DeePMD-kit's detail files. -f (a file of system paths) and -n (frames per system) are `dp test`'s.
+// with -d DeePMD-kit's detail files. -f (a file of system paths), -n (frames per system), --train-data and
+// --valid-data (the data of a training input), --shuffle-test and -r are `dp test`'s.
 #include <fmt/format.h>
 #include <torch/torch.h>
 
 #include <CLI/CLI.hpp>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
+#include <numeric>
+#include <random>
+#include <utility>
 
 #include "src/cli/Commands.hpp"
 #include "src/cli/Threads.hpp"
 #include "src/core/AtomicFile.hpp"
 #include "src/core/Error.hpp"
+#include "src/core/Random.hpp"
 #include "src/data/Dataset.hpp"
+#include "src/data/FrameSource.hpp"
 #include "src/eval/DetailFiles.hpp"
 #include "src/eval/ModelTest.hpp"
 #include "src/model/ModelFile.hpp"
+#include "src/train/DataSetup.hpp"
+#include "src/train/TrainConfig.hpp"
 
 namespace deepkf::cli {
 namespace {
@@ -27,7 +36,10 @@ struct TestArgs {
   std::string datafile;
   std::string output = "test";
   std::string detail;
+  std::string train_data, valid_data;  // training inputs whose data to test on
   std::int64_t numb_test = 0;
+  bool shuffle = false;
+  std::uint64_t seed = 0;  // for the shuffle; 0: from the clock, as dp test without -r
   int batch = 8;
   int threads = 0;
 };
@@ -57,6 +69,30 @@ std::string metrics_row(const std::string& name, std::int64_t frames, const Erro
   return row;
 }
 
+// The systems of a training input's training_data or validation_data (`which`), resolved as training does.
+std::vector<std::string> input_systems(const std::string& input, const std::string& which) {
+  const TrainConfig cfg = TrainConfig::from_file(input);
+  const DataSection& d = which == "training_data" ? cfg.training_data : cfg.validation_data;
+  if (d.systems.empty())
+    throw ConfigError(fmt::format("deepkf test: {} has no training.{}.systems to test on", input, which));
+  return resolve_system_paths(d.systems, cfg.base_dir, "training." + which + ".systems", cfg.file);
+}
+
+// Every system's frames in an order drawn from `seed` (dp test --shuffle-test): -n then takes a random
+// sample. Returns each system's order (by source), to number the results by their places in the files.
+std::map<std::string, std::vector<std::int64_t>> shuffle_frames(Dataset& data, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::map<std::string, std::vector<std::int64_t>> orders;
+  for (auto& s : data.systems) {
+    std::vector<std::int64_t> order(static_cast<std::size_t>(s.nframes));
+    std::iota(order.begin(), order.end(), std::int64_t{0});
+    shuffle(order, rng);
+    s = select_frames(s, order);
+    orders[s.source] = order;
+  }
+  return orders;
+}
+
 void run_test(const TestArgs& args) {
   set_torch_threads(args.threads);
   std::vector<std::string> systems = args.systems;
@@ -64,11 +100,32 @@ void run_test(const TestArgs& args) {
     const auto listed = read_datafile(args.datafile);
     systems.insert(systems.end(), listed.begin(), listed.end());
   }
-  if (systems.empty())
-    throw DataError("deepkf test: no data to test on; give systems with -s or a list with -f");
+  for (const auto& [input, which] :
+       {std::pair{args.train_data, "training_data"}, std::pair{args.valid_data, "validation_data"}}) {
+    if (input.empty()) continue;
+    const auto found = input_systems(input, which);
+    systems.insert(systems.end(), found.begin(), found.end());
+  }
+  if (systems.empty()) {
+    throw DataError(
+        "deepkf test: no data to test on; give systems with -s, a list with -f, or an input with "
+        "--train-data "
+        "or --valid-data");
+  }
   const LoadedModel loaded = load_model(args.model, torch::kCPU);
-  const Dataset data = Dataset::load(systems, loaded.config.type_map);
-  const ModelTestResult result = test_model(loaded, data, args.batch, args.numb_test);
+  Dataset data = Dataset::load(systems, loaded.config.type_map);
+  std::map<std::string, std::vector<std::int64_t>> orders;
+  if (args.shuffle) {
+    const std::uint64_t seed =
+        args.seed != 0 ? args.seed : static_cast<std::uint64_t>(std::random_device{}());
+    orders = shuffle_frames(data, seed);
+    fmt::print("frames shuffled with seed {}\n", seed);
+  }
+  ModelTestResult result = test_model(loaded, data, args.batch, args.numb_test);
+  for (auto& fr : result.frames) {
+    if (const auto it = orders.find(fr.system); it != orders.end())
+      fr.frame = it->second[static_cast<std::size_t>(fr.frame)];
+  }
 
   fmt::print("{:<36} {:>7} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11}\n", "system", "frames", "rmse_e",
              "mae_e", "rmse_f", "mae_f", "rmse_v", "mae_v");
@@ -101,6 +158,14 @@ void add_test_command(CLI::App& app) {
   cmd->add_option("-n,--numb-test", args->numb_test, "test the first N frames of each system (0: all)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--train-data", args->train_data,
+                  "test on the training data of this input file (dp test's)")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--valid-data", args->valid_data,
+                  "test on the validation data of this input file (dp test's)")
+      ->check(CLI::ExistingFile);
+  cmd->add_flag("--shuffle-test", args->shuffle, "shuffle each system's frames before -n takes the first N");
+  cmd->add_option("-r,--rand-seed", args->seed, "seed of --shuffle-test (default: from the clock)");
   cmd->add_option("-o,--output", args->output, "prefix of the output files")->capture_default_str();
   cmd->add_option("-d,--detail-file", args->detail,
                   "also write DeePMD-kit's detail files PREFIX.e.out, .e_peratom.out, .f.out, .v.out, "

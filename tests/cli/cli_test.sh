@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `deepkf test` with `dp test`'s options on the project's data: systems listed in a file (-f), the first N
-# frames of each (-n), DeePMD-kit's detail files (-d), and the mistakes it refuses with one error line.
+# frames of each (-n), DeePMD-kit's detail files (-d), an input's data (--train-data, --valid-data), a seeded
+# shuffle (--shuffle-test -r), and the mistakes it refuses with one error line.
 # Usage: cli_test.sh DEEPKF SOURCE_DIR
 set -u
 deepkf=$1
@@ -43,10 +44,35 @@ done
 rows=$(grep -vc '^#' "$work/t.frames.tsv")
 [ "$rows" = 8 ] && ok "per-frame table: 8 rows" || fail "per-frame table: $rows rows, expected 8"
 
+# --train-data: the systems of a training input (here the input just trained), the same frames as -s.
+expect "test on an input's training data" "all systems" \
+  "$deepkf" test -m "$work/run/model.pt" --train-data "$work/input.json" -o "$work/by-input"
+expect "test on the same systems given with -s" "all systems" \
+  "$deepkf" test -m "$work/run/model.pt" -s "$source_dir/data/si_cp2k.h5" "$source_dir/data/water_cp2k.h5" \
+  -o "$work/by-path"
+cmp -s "$work/by-input.frames.tsv" "$work/by-path.frames.tsv" && ok "--train-data tests the input's systems" ||
+  fail "--train-data and -s differ: $(diff "$work/by-input.frames.tsv" "$work/by-path.frames.tsv" | head -3)"
+expect_error "--valid-data of an input without validation data" "has no training.validation_data.systems" \
+  "$deepkf" test -m "$work/run/model.pt" --valid-data "$work/input.json"
+# --shuffle-test -r 7 -n 2: the same sample twice, numbered by the frames' places in the files (each row's
+# prediction is the one the unshuffled run gives for that frame).
+for k in 1 2; do
+  "$deepkf" test -m "$work/run/model.pt" -s "$source_dir/data/si_cp2k.h5" -n 2 --shuffle-test -r 7 \
+    -o "$work/shuffled$k" >/dev/null 2>&1 || fail "shuffled test $k"
+done
+cmp -s "$work/shuffled1.frames.tsv" "$work/shuffled2.frames.tsv" && ok "--shuffle-test -r 7 repeats its sample" ||
+  fail "--shuffle-test -r 7 drew two samples"
+rows=$(awk -F'\t' 'NR == FNR { if (!/^#/) p[$1 ":" $2] = $5; next } !/^#/ { n++; if (p[$1 ":" $2] != $5) bad++ }
+  END { print n + 0, bad + 0 }' "$work/by-path.frames.tsv" "$work/shuffled1.frames.tsv")
+[ "$rows" = "6 0" ] && ok "shuffled rows carry their frames' numbers (6 rows)" ||
+  fail "shuffled rows against the unshuffled run: $rows (rows, mismatches)"
+moved=$(awk -F'\t' '!/^#/ && $2 > 1' "$work/shuffled1.frames.tsv" | wc -l)
+[ "$moved" -gt 0 ] && ok "the shuffled sample is not the first frames" || fail "the shuffled sample is the first frames"
+
 printf '# nothing here\n\n' >"$work/empty.txt"
 expect_error "an empty list of systems" "the list of systems $work/empty.txt names no system" \
   "$deepkf" test -m "$work/run/model.pt" -f "$work/empty.txt"
-expect_error "no systems at all" "give systems with -s or a list with -f" "$deepkf" test -m "$work/run/model.pt"
+expect_error "no systems at all" "give systems with -s, a list with -f, or an input" "$deepkf" test -m "$work/run/model.pt"
 expect_error "a list that does not exist" "cannot read the list of systems $work/missing.txt" \
   "$deepkf" test -m "$work/run/model.pt" -f "$work/missing.txt"
 
