@@ -1,5 +1,6 @@
 // deepkf train INPUT.json [--restart CKPT | --continue CKPT | --init-model MODEL|CKPT] [-o DIR]: fit a model.
-// `dp train`'s spellings work too: -r CKPT, -i CKPT, -f/--init-frz-model MODEL, --skip-neighbor-stat.
+// `dp train`'s spellings work too: -r CKPT, -i CKPT, -f/--init-frz-model MODEL, -t/--finetune MODEL,
+// --skip-neighbor-stat, --use-pretrain-script.
 // Under mpirun every rank runs this command; a rank-local error ends the whole job with its message
 // (MPI_Abort), never a hang.
 #include <mpi.h>
@@ -24,6 +25,8 @@ struct TrainArgs {
   std::string continue_from;
   std::string init_model;
   std::string init_frozen;  // dp train -f
+  std::string finetune;     // dp train -t
+  bool use_pretrain_script = false;
   std::string output_dir = ".";
   bool no_progress = false;
   bool skip_neighbor_stat = false;
@@ -36,7 +39,15 @@ void run_train(const TrainArgs& args) {
     options.output_dir = args.output_dir;
     options.restart = args.restart;
     options.continue_from = args.continue_from;
-    options.init_model = args.init_model.empty() ? args.init_frozen : args.init_model;
+    options.init_model = !args.init_model.empty()    ? args.init_model
+                         : !args.init_frozen.empty() ? args.init_frozen
+                                                     : args.finetune;
+    options.finetune = !args.finetune.empty();
+    if (args.use_pretrain_script && comm->rank() == 0) {
+      std::printf(
+          "note: --use-pretrain-script changes nothing: a run that starts from a model keeps that model's "
+          "architecture (the input's model section chooses only which weights to train)\n");
+    }
     if (args.skip_neighbor_stat && comm->rank() == 0) {
       std::printf(
           "note: --skip-neighbor-stat changes nothing: deepkf always gathers the neighbour statistics "
@@ -87,9 +98,20 @@ void add_train_command(CLI::App& app) {
   auto* init = cmd->add_option("-i,--init-model", args->init_model,
                                "start from the weights of this model file or checkpoint (fine-tuning)")
                    ->check(CLI::ExistingFile);
-  cmd->add_option("-f,--init-frz-model", args->init_frozen, "the same for a model file, as dp train -f")
+  auto* frozen =
+      cmd->add_option("-f,--init-frz-model", args->init_frozen, "the same for a model file, as dp train -f")
+          ->check(CLI::ExistingFile)
+          ->excludes(init);
+  cmd->add_option(
+         "-t,--finetune", args->finetune,
+         "fine-tune this model: its weights, with its energy bias first refitted to the training data "
+         "(dp train -t)")
       ->check(CLI::ExistingFile)
-      ->excludes(init);
+      ->excludes(init)
+      ->excludes(frozen)
+      ->excludes(restart);
+  cmd->add_flag("--use-pretrain-script", args->use_pretrain_script,
+                "dp train's flag: accepted; the pretrained model's architecture is always the one trained");
   cmd->add_flag("--skip-neighbor-stat", args->skip_neighbor_stat,
                 "dp train's flag: accepted, changes nothing (the statistics are always gathered)");
   cmd->add_option("-o,--output", args->output_dir, "directory for the outputs")->capture_default_str();

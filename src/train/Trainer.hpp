@@ -25,6 +25,8 @@ struct TrainerOptions {
                                  // lambda) go on learning from this input's data, which may have changed
                                  // (grown): the data order starts afresh at epoch 0; steps count on
   std::string init_model;        // model file to start from (fine-tuning): weights and statistics
+  bool finetune = false;         // with init_model: refit its energy bias to the training data first
+                                 // (dp train --finetune; src/train/EnergyBiasRefit.hpp)
   int progress = -1;             // progress bar: -1 when stderr is a terminal, 0 never, 1 always
   bool write_model = true;       // write model.pt at the end
   std::int64_t pause_at = 0;     // > 0: return after this step with a checkpoint, as if numb_steps were

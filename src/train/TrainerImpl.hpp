@@ -53,6 +53,7 @@ struct Trainer::Impl {
   // same_data: --restart (the data order goes on from the checkpoint's position); otherwise
   // --continue (the input's data, which may differ, from the start of a new order).
   void restore(const std::string& path, bool same_data);
+  void refit_bias_for_finetune();  // --finetune: the loaded model's energy bias fitted to the training data
   // The checkpoint the run started from (--restart or --continue), or "".
   const std::string& resumed_from() const { return opt.restart.empty() ? opt.continue_from : opt.restart; }
   // Lets the optimizer look at the run's first batches before the first step (RLEKF's automatic p0).

@@ -38,7 +38,7 @@ else
   fail "freeze and export differ: $(diff frozen.frames.tsv exported.frames.tsv | head -3)"
 fi
 # dp train's ways to start from earlier work: a checkpoint's weights (-i, as DP-GEN passes it), a frozen
-# model (-f), a restart (-r); --skip-neighbor-stat is accepted.
+# model (-f), fine-tuning (-t), a restart (-r); --skip-neighbor-stat and --use-pretrain-script are accepted.
 expect "deepkf train input.json --init-model model.ckpt --skip-neighbor-stat" \
   "note: --skip-neighbor-stat changes nothing" \
   "$deepkf" train input.json --init-model model.ckpt --skip-neighbor-stat -o init --no-progress
@@ -47,6 +47,17 @@ grep -q "starting from the weights of checkpoint model.ckpt" init/train.log &&
 expect "deepkf train input.json -f graph.pb" "model.ckpt" "$deepkf" train input.json -f graph.pb -o frz --no-progress
 grep -q "starting from model graph.pb" frz/train.log && ok "init-frz-model: the model's weights" ||
   fail "init-frz-model: no line naming graph.pb in frz/train.log"
+# dp train -t: the model's weights, its energy bias first refitted to the training data, by the shift
+# `deepkf change-bias` fits on the same frames; started from a copy whose bias is 6.9 eV/atom off.
+expect "a model with its bias off" "model written to off.pb" "$deepkf" change-bias graph.pb -b -100 -o off.pb
+expect "deepkf train input.json -t off.pb --use-pretrain-script" "note: --use-pretrain-script changes nothing" \
+  "$deepkf" train input.json -t off.pb --use-pretrain-script -o tune --no-progress
+fitted=$(grep -o 'for fine-tuning (--finetune) by .* eV/atom' tune/train.log | grep -o '[0-9.e+-]* -> [0-9.e+-]*')
+expect "change-bias on the training data" "energy rmse on" \
+  "$deepkf" change-bias off.pb -s "$source_dir/data/si_cp2k.h5" -o tuned-bias.pb
+changed=$(grep -o 'energy rmse on .*' "$work/out" | grep -o '[0-9.e+-]* -> [0-9.e+-]*')
+[ -n "$fitted" ] && [ "$fitted" = "$changed" ] && ok "finetune: energy rmse $fitted, as change-bias fits it" ||
+  fail "finetune: '$fitted' in tune/train.log, change-bias '$changed'"
 # DeePMD-kit's num_epoch instead of numb_steps: 0.1 passes over the training frames.
 sed 's/"numb_steps": 2,/"num_epoch": 0.1,/' input.json >epochs.json
 expect "deepkf train epochs.json (num_epoch 0.1)" "model.ckpt" "$deepkf" train epochs.json -o epochs --no-progress
