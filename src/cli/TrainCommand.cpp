@@ -9,10 +9,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <memory>
+#include <sstream>
 
 #include "src/cli/Commands.hpp"
 #include "src/cli/MpiSession.hpp"
+#include "src/core/AtomicFile.hpp"
 #include "src/train/StopSignal.hpp"
 #include "src/train/Trainer.hpp"
 
@@ -32,11 +35,31 @@ struct TrainArgs {
   bool skip_neighbor_stat = false;
 };
 
-void run_train(const TrainArgs& args) {
+// dp train's -o names a JSON file for the resolved parameters, deepkf's the output folder: a name ending in
+// .json that is not a folder is read as dp train's.
+bool is_dp_parameter_file(const std::string& output) {
+  namespace fs = std::filesystem;
+  const std::string ext = ".json";
+  return output.size() > ext.size() && output.compare(output.size() - ext.size(), ext.size(), ext) == 0 &&
+         !fs::is_directory(output);
+}
+
+void run_train(TrainArgs args) {
+  std::string parameter_file;
+  if (is_dp_parameter_file(args.output_dir)) {
+    parameter_file = args.output_dir;
+    args.output_dir = ".";
+  }
   const int status = run_with_mpi([&](std::shared_ptr<Communicator> comm) {
     const TrainConfig config = TrainConfig::from_file(args.input);
     TrainerOptions options;
     options.output_dir = args.output_dir;
+    if (!parameter_file.empty() && comm->rank() == 0) {
+      std::printf(
+          "note: -o %s is read as dp train's: the resolved parameters go to %s (as input.resolved.json), "
+          "the outputs to the current folder\n",
+          parameter_file.c_str(), parameter_file.c_str());
+    }
     options.restart = args.restart;
     options.continue_from = args.continue_from;
     options.init_model = !args.init_model.empty()    ? args.init_model
@@ -56,6 +79,12 @@ void run_train(const TrainArgs& args) {
     options.progress = args.no_progress ? 0 : -1;
     Trainer trainer(config, options, comm);
     const TrainResult r = trainer.run();
+    if (!parameter_file.empty() && comm->rank() == 0) {
+      std::ifstream resolved(std::filesystem::path(args.output_dir) / "input.resolved.json");
+      std::stringstream text;
+      text << resolved.rdbuf();
+      write_text_atomically(parameter_file, text.str());
+    }
     if (comm->rank() == 0) {
       namespace fs = std::filesystem;
       const auto shown = [](const fs::path& p) { return fs::absolute(p).lexically_normal().string(); };
@@ -114,7 +143,11 @@ void add_train_command(CLI::App& app) {
                 "dp train's flag: accepted; the pretrained model's architecture is always the one trained");
   cmd->add_flag("--skip-neighbor-stat", args->skip_neighbor_stat,
                 "dp train's flag: accepted, changes nothing (the statistics are always gathered)");
-  cmd->add_option("-o,--output", args->output_dir, "directory for the outputs")->capture_default_str();
+  cmd->add_option(
+         "-o,--output", args->output_dir,
+         "directory for the outputs (a name ending in .json: dp train's file for the resolved parameters, "
+         "the outputs then in the current folder)")
+      ->capture_default_str();
   cmd->add_flag("--no-progress", args->no_progress, "no progress bar");
   cmd->callback([args] { run_train(*args); });
 }

@@ -58,6 +58,12 @@ expect "change-bias on the training data" "energy rmse on" \
 changed=$(grep -o 'energy rmse on .*' "$work/out" | grep -o '[0-9.e+-]* -> [0-9.e+-]*')
 [ -n "$fitted" ] && [ "$fitted" = "$changed" ] && ok "finetune: energy rmse $fitted, as change-bias fits it" ||
   fail "finetune: '$fitted' in tune/train.log, change-bias '$changed'"
+# dp train -o out.json: a file for the resolved parameters; the outputs stay in the folder it runs in.
+mkdir -p dpo && cp input.json dpo/
+(cd dpo && "$deepkf" train input.json -o out.json --no-progress >train.out 2>&1) || fail "train -o out.json"
+[ -f dpo/out.json ] && [ -f dpo/model.ckpt ] && cmp -s dpo/out.json dpo/input.resolved.json &&
+  ok "-o out.json: the parameters in out.json, model.ckpt beside it" ||
+  fail "-o out.json: $(ls dpo | tr '\n' ' ')"
 # DeePMD-kit's num_epoch instead of numb_steps: 0.1 passes over the training frames.
 sed 's/"numb_steps": 2,/"num_epoch": 0.1,/' input.json >epochs.json
 expect "deepkf train epochs.json (num_epoch 0.1)" "model.ckpt" "$deepkf" train epochs.json -o epochs --no-progress
