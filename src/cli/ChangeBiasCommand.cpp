@@ -77,12 +77,9 @@ void run_change_bias(ChangeBiasArgs args) {
       total += set.nframes();
     }
     const std::vector<int> chunk(frames.sets.size(), 8);
-    const std::vector<FrameSubset> none;
-    const std::vector<int> no_sizes;
     auto comm = make_serial_communicator();
     if (args.mode == "change") {
-      const BiasRefit fit =
-          refit_energy_bias(model, {frames.sets, chunk}, {none, no_sizes}, torch::kCPU, *comm);
+      const BiasRefit fit = refit_energy_bias(model, {frames.sets, chunk}, torch::kCPU, *comm);
       for (const auto& w : fit.warnings) fmt::print("warning: {}\n", w);
       fmt::print("energy rmse on {} frames in {} systems: {:.4e} -> {:.4e} eV/atom\n", fit.frames,
                  frames.sets.size(), fit.rmse_before, fit.rmse_after);
@@ -100,11 +97,7 @@ void run_change_bias(ChangeBiasArgs args) {
   fmt::print("energy bias (eV) after:  {}\n", bias_text(model->energy_bias(), type_map));
   nlohmann::json provenance = loaded.provenance;
   provenance["bias_changed"] = record;
-  if (loaded.uncertainty_calibration.is_null()) {
-    save_model(args.output, model, provenance);
-  } else {
-    save_model(args.output, model, provenance, loaded.uncertainty_calibration);
-  }
+  save_model(args.output, model, provenance, loaded.uncertainty_calibration);  // null: none
   fmt::print("model written to {}\n", args.output);
 }
 

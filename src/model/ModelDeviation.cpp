@@ -86,11 +86,4 @@ ModelDeviationRow deviation_row(const DeviationExtremes& force, const std::array
   return row;
 }
 
-ModelDeviationRow frame_deviation(const double* forces, const double* virials, std::size_t natoms,
-                                  std::size_t nmodels, double relative_level, double relative_v_level) {
-  DeviationExtremes f;
-  f.add(force_deviation(forces, natoms, nmodels, relative_level));
-  return deviation_row(f, virial_deviation(virials, nmodels, static_cast<double>(natoms), relative_v_level));
-}
-
 }  // namespace deepkf

@@ -51,9 +51,4 @@ struct ModelDeviationRow {
 // their max, min and root mean square (DeePMD-kit's avg_devi_v, sqrt(sum_ab sigma_ab^2 / 9)).
 ModelDeviationRow deviation_row(const DeviationExtremes& force, const std::array<double, 9>& virial);
 
-// The row of one whole frame: forces natoms x nmodels x 3 (eV/A), virials nmodels x 9 (eV).
-ModelDeviationRow frame_deviation(const double* forces, const double* virials, std::size_t natoms,
-                                  std::size_t nmodels, double relative_level = -1.0,
-                                  double relative_v_level = -1.0);
-
 }  // namespace deepkf

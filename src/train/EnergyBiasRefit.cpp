@@ -1,5 +1,6 @@
 #include "src/train/EnergyBiasRefit.hpp"
 
+#include <fmt/format.h>
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -113,6 +114,19 @@ BiasRefit refit_energy_bias(DeepPot& model, FrameParts train, FrameParts valid, 
   out.applied = out.valid_frames == 0 || out.valid_after <= out.valid_before;
   if (out.applied) model->set_energy_bias(model->energy_bias().to(torch::kCPU, torch::kFloat64) + fit.bias);
   return out;
+}
+
+BiasRefit refit_energy_bias(DeepPot& model, FrameParts train, torch::Device device, Communicator& comm) {
+  const std::vector<FrameSubset> none;
+  const std::vector<int> no_sizes;
+  return refit_energy_bias(model, train, {none, no_sizes}, device, comm);
+}
+
+std::string BiasRefit::shift_text(const std::vector<std::string>& type_map) const {
+  std::string text;
+  for (std::size_t t = 0; t < shift.size(); ++t)
+    text += fmt::format("{}{} {:+.4f}", t ? ", " : "", type_map[t], shift[t]);
+  return text;
 }
 
 }  // namespace deepkf

@@ -41,12 +41,17 @@ struct BiasRefit {
   std::int64_t valid_frames = 0;  // validation frames evaluated (0: none, the shift is applied)
   double valid_before = 0.0, valid_after = 0.0;  // the same over the validation frames
   std::vector<std::string> warnings;             // a type absent from the frames (its bias is kept)
+
+  // "O +0.0041, H +0.0082": the shift per element of `type_map` (eV), as the logs give it.
+  std::string shift_text(const std::vector<std::string>& type_map) const;
 };
 
 // Fits d on `train`, checks it on `valid` (may have no parts) and adds it to model's energy bias unless it
 // raises the validation error. Collective over `comm`.
 BiasRefit refit_energy_bias(DeepPot& model, FrameParts train, FrameParts valid, torch::Device device,
                             Communicator& comm);
+// The same without validation frames: the shift is always applied (fine-tuning, `deepkf change-bias`).
+BiasRefit refit_energy_bias(DeepPot& model, FrameParts train, torch::Device device, Communicator& comm);
 
 // The bias from the labels alone, as a fresh training sets it (DataSetup): the minimum-norm least-squares fit
 // of the frames' energies E_k on their type counts n_kt; a type with no atoms in the frames keeps its value

@@ -148,18 +148,12 @@ void Trainer::Impl::setup() {
 }
 
 void Trainer::Impl::refit_bias_for_finetune() {
-  const std::vector<FrameSubset> none;
-  const std::vector<int> no_sizes;
-  const BiasRefit fit =
-      refit_energy_bias(model, {data.train, data.batch_size}, {none, no_sizes}, device, *comm);
+  const BiasRefit fit = refit_energy_bias(model, {data.train, data.batch_size}, device, *comm);
   for (const auto& w : fit.warnings) log->warn("{}", w);
-  std::string shifts;
-  for (std::size_t t = 0; t < fit.shift.size(); ++t)
-    shifts += fmt::format("{}{} {:+.4f}", t ? ", " : "", mcfg.type_map[t], fit.shift[t]);
   log->info(
       "energy bias refitted to the training data for fine-tuning (--finetune) by {} eV: rmse_e on the {} "
       "training frames {:.4e} -> {:.4e} eV/atom",
-      shifts, fit.frames, fit.rmse_before, fit.rmse_after);
+      fit.shift_text(mcfg.type_map), fit.frames, fit.rmse_before, fit.rmse_after);
 }
 
 void Trainer::Impl::prepare_optimizer() {

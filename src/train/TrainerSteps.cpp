@@ -170,9 +170,7 @@ void Trainer::Impl::change_energy_bias() {
                                           {data.valid, data.valid_batch_size}, device, *comm);
   for (const auto& w : fit.warnings) log->warn("{}", w);
   if (fit.frames == 0) return;
-  std::string shifts;
-  for (std::size_t t = 0; t < fit.shift.size(); ++t)
-    shifts += fmt::format("{}{} {:+.4f}", t ? ", " : "", mcfg.type_map[t], fit.shift[t]);
+  const std::string shifts = fit.shift_text(mcfg.type_map);
   const std::string held_out = fit.valid_frames == 0
                                    ? std::string()
                                    : fmt::format(", on the {} validation frames {:.3e} -> {:.3e}",

@@ -41,7 +41,9 @@ TEST_CASE("a model_devi.out row: extremes over atoms and virial components", "[d
   double virials[18] = {};
   virials[0] = 4.0;      // model 0, xx; model 1 xx = 0: std 2, per atom 1
   virials[9 + 8] = 2.0;  // model 1, zz: std 1, per atom 0.5
-  const auto row = deepkf::frame_deviation(forces, virials, 2, 2);
+  deepkf::DeviationExtremes atoms;
+  atoms.add(deepkf::force_deviation(forces, 2, 2));
+  const auto row = deepkf::deviation_row(atoms, deepkf::virial_deviation(virials, 2, 2.0));
   CHECK(row.max_devi_f == Approx(std::sqrt(3.0)));
   CHECK(row.min_devi_f == Approx(1.0));
   CHECK(row.avg_devi_f == Approx((1.0 + std::sqrt(3.0)) / 2));
