@@ -182,6 +182,141 @@ void KalmanFilter::update(double e, const std::vector<torch::Tensor>& grads) {
   ++steps_;
 }
 
+namespace {
+
+// A = C C^T for a symmetric positive definite m x m matrix (row-major, lower triangle read); C lower
+// triangular, row-major. Returns false when a pivot is not positive.
+bool cholesky(const std::vector<double>& A, std::int64_t m, std::vector<double>& C) {
+  C.assign(A.size(), 0.0);
+  for (std::int64_t i = 0; i < m; ++i) {
+    for (std::int64_t j = 0; j <= i; ++j) {
+      double s = A[static_cast<std::size_t>(i * m + j)];
+      for (std::int64_t k = 0; k < j; ++k) s -= C[static_cast<std::size_t>(i * m + k)] * C[static_cast<std::size_t>(j * m + k)];
+      if (i == j) {
+        if (!(s > 0.0) || !std::isfinite(s)) return false;
+        C[static_cast<std::size_t>(i * m + i)] = std::sqrt(s);
+      } else {
+        C[static_cast<std::size_t>(i * m + j)] = s / C[static_cast<std::size_t>(j * m + j)];
+      }
+    }
+  }
+  return true;
+}
+
+// C^-1 for a lower triangular C (row-major): the columns of the identity by forward substitution.
+std::vector<double> lower_inverse(const std::vector<double>& C, std::int64_t m) {
+  std::vector<double> inv(C.size(), 0.0);
+  for (std::int64_t col = 0; col < m; ++col) {
+    for (std::int64_t i = col; i < m; ++i) {
+      double s = i == col ? 1.0 : 0.0;
+      for (std::int64_t k = col; k < i; ++k) s -= C[static_cast<std::size_t>(i * m + k)] * inv[static_cast<std::size_t>(k * m + col)];
+      inv[static_cast<std::size_t>(i * m + col)] = s / C[static_cast<std::size_t>(i * m + i)];
+    }
+  }
+  return inv;
+}
+
+}  // namespace
+
+void KalmanFilter::update_joint(const std::vector<double>& e,
+                                const std::vector<std::vector<torch::Tensor>>& grads) {
+  const auto m = static_cast<std::int64_t>(e.size());
+  if (m < 1 || m > packed::kMaxJoint || grads.size() != e.size())
+    throw OptimError("kalman joint update " + std::to_string(steps_) + ": " + std::to_string(e.size()) +
+                     " innovations and " + std::to_string(grads.size()) + " gradients (1 to " +
+                     std::to_string(packed::kMaxJoint) + " measurements, one gradient each)");
+  if (m == 1) {
+    update(e[0], grads[0]);
+    return;
+  }
+  for (std::int64_t k = 0; k < m; ++k) {
+    if (!std::isfinite(e[static_cast<std::size_t>(k)]))
+      throw OptimError("kalman update " + std::to_string(steps_) + ": innovation e of measurement " +
+                       std::to_string(k) + " is " + num(e[static_cast<std::size_t>(k)]));
+  }
+  torch::NoGradGuard no_grad;
+  const auto& blocks = layout_.blocks();
+  const auto N = layout_.num_parameters();
+  const auto own_begin = rank_begin_[static_cast<std::size_t>(comm_->rank())];
+  const auto own_count = rank_begin_[static_cast<std::size_t>(comm_->rank()) + 1] - own_begin;
+
+  // H^T [m, N] in float64 on P's device, row k the gradient of measurement k; this rank's columns of it.
+  auto Ht = torch::empty({m, N}, torch::TensorOptions().dtype(torch::kFloat64).device(device_));
+  for (std::int64_t k = 0; k < m; ++k) {
+    auto row = Ht[k];
+    layout_.gather_into(grads[static_cast<std::size_t>(k)], row);
+  }
+  const auto own_H = Ht.narrow(1, own_begin, own_count).contiguous();
+
+  // Y_i = P_i H_i in one sweep that applies the previous step's pending update; gram_i = H_i^T Y_i.
+  torch::Tensor gram;
+  const auto Yt = cov_.sweep_joint(own_H, gram);  // [m, own_count]
+  std::vector<double> terms(static_cast<std::size_t>(layout_.num_blocks() * m * m), 0.0);
+  std::copy(gram.data_ptr<double>(), gram.data_ptr<double>() + gram.numel(), terms.begin() + first_block_ * m * m);
+  comm_->allreduce_sum(terms.data(), terms.size());
+  // A = sum_i (lambda I + H_i^T Y_i) in block order, symmetrised (H_i^T Y_i is symmetric up to rounding).
+  std::vector<double> A(static_cast<std::size_t>(m * m), 0.0);
+  for (std::size_t i = 0; i < blocks.size(); ++i) {
+    for (std::int64_t a = 0; a < m; ++a) {
+      for (std::int64_t b = 0; b < m; ++b) {
+        const double t = terms[i * static_cast<std::size_t>(m * m) + static_cast<std::size_t>(a * m + b)];
+        A[static_cast<std::size_t>(a * m + b)] += (a == b ? lambda_ : 0.0) + t;
+      }
+    }
+  }
+  for (std::int64_t a = 0; a < m; ++a) {
+    for (std::int64_t b = 0; b < a; ++b) {
+      const double s = 0.5 * (A[static_cast<std::size_t>(a * m + b)] + A[static_cast<std::size_t>(b * m + a)]);
+      A[static_cast<std::size_t>(a * m + b)] = A[static_cast<std::size_t>(b * m + a)] = s;
+    }
+  }
+  std::vector<double> C;
+  if (!cholesky(A, m, C)) {
+    std::string diag;
+    for (std::int64_t a = 0; a < m; ++a) diag += (a ? ", " : "") + num(A[static_cast<std::size_t>(a * m + a)]);
+    throw OptimError("kalman joint update " + std::to_string(steps_) +
+                     ": A = sum_i (lambda I + H_i^T P_i H_i) is not positive definite (diagonal " + diag +
+                     "); the covariance has lost positive definiteness or a gradient is not finite");
+  }
+  // c = A^-1 e = C^-T C^-1 e; U^T = C^-1 Y^T.
+  const auto Cinv = lower_inverse(C, m);
+  std::vector<double> z(static_cast<std::size_t>(m), 0.0), c(static_cast<std::size_t>(m), 0.0);
+  for (std::int64_t i = 0; i < m; ++i) {
+    for (std::int64_t k = 0; k <= i; ++k) z[static_cast<std::size_t>(i)] += Cinv[static_cast<std::size_t>(i * m + k)] * e[static_cast<std::size_t>(k)];
+  }
+  for (std::int64_t i = 0; i < m; ++i) {
+    for (std::int64_t k = i; k < m; ++k) c[static_cast<std::size_t>(i)] += Cinv[static_cast<std::size_t>(k * m + i)] * z[static_cast<std::size_t>(k)];
+  }
+  const auto options64 = torch::TensorOptions().dtype(torch::kFloat64);
+  const auto c_t = torch::tensor(c, options64).to(device_);
+  const auto Cinv_t = torch::from_blob(const_cast<double*>(Cinv.data()), {m, m}, options64).to(device_);
+  // dw_i = Y_i A^-1 e = sum_k c_k Y_ik
+  const auto dw = c_t.unsqueeze(0).mm(Yt).squeeze(0);
+  auto w = torch::empty({N}, torch::TensorOptions().dtype(param_dtype_).device(device_));
+  layout_.gather_into(params_, w);
+  w.narrow(0, own_begin, own_count).add_(dw.to(param_dtype_));
+  ++interval_updates_;
+  double nis = 0.0;  // e^T A^-1 e
+  for (std::int64_t k = 0; k < m; ++k) nis += e[static_cast<std::size_t>(k)] * c[static_cast<std::size_t>(k)];
+  interval_nis_ += nis;
+  if (!interval_step2_.defined()) interval_step2_ = torch::zeros({}, dw.options());
+  interval_step2_.add_(dw.dot(dw));
+
+  // lambda_eff = lambda_0 ... lambda_{m-1}: P forgets as fast as m scalar steps would make it.
+  double lambda_eff = 1.0;
+  for (std::int64_t k = 0; k < m; ++k) {
+    lambda_eff *= lambda_;
+    lambda_ = options_.nu * lambda_ + 1.0 - options_.nu;
+  }
+  // P_i <- (P_i - U_i U_i^T) / lambda_eff, applied by the next sweep.
+  cov_.defer_joint_update(Cinv_t.mm(Yt).contiguous(), lambda_eff);
+  if (options_.p_cap > 0.0) interval_capped_ += cov_.cap_diagonal(options_.p_cap * p0_, 0.5);
+
+  allgather_weights(w);
+  layout_.scatter(w, params_);
+  ++steps_;
+}
+
 std::vector<double> KalmanFilter::quadratic_forms(const torch::Tensor& H) {
   torch::NoGradGuard no_grad;
   if (H.dim() != 2 || H.size(1) != layout_.num_parameters())

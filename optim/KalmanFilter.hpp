@@ -62,6 +62,17 @@ class KalmanFilter final : public Optimizer {
   // parameter, shaped like the parameters (undefined = zero), identical on every rank. Collective.
   void update(double e, const std::vector<torch::Tensor>& grads);
 
+  // One joint step over m measurements taken at the same weights (docs/rlekf.md, "Joint measurement
+  // update"), with H the m gradients as columns and H_i its rows in block i:
+  //   Y_i = P_i H_i                                   (one sweep for all m columns)
+  //   A   = sum_i (lambda I_m + H_i^T Y_i) = C C^T   (m x m, summed in block order; Cholesky on the host)
+  //   w_i <- w_i + Y_i A^-1 e
+  //   P_i <- (P_i - U_i U_i^T) / (lambda_0 ... lambda_{m-1}),  U_i = Y_i C^-T   (pending for the next sweep)
+  // and lambda advances m times, as m scalar steps would move it. m = 1 is update() itself, bit for bit.
+  // e: the m innovations; grads[k]: dy_k/dw per parameter (as update() takes them), identical on every rank.
+  // 1 <= m <= packed::kMaxJoint. Collective. OptimError when A is not positive definite.
+  void update_joint(const std::vector<double>& e, const std::vector<std::vector<torch::Tensor>>& grads);
+
   // The predicted variances of m scalar quantities y_k with gradients h_k = dy_k/dw (docs/uncertainty.md):
   //   q_k = h_k^T P h_k = sum_i h_ik^T P_i h_ik
   // H: [m, N] (any floating dtype and device), row k the gradient h_k in the flat order of layout() (as

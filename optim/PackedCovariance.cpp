@@ -85,6 +85,7 @@ torch::Tensor PackedCovariance::sweep(const torch::Tensor& h, std::vector<double
   auto K = torch::empty({offsets_.back()}, h.options());
   terms.assign(sizes_.size(), 0.0);
   if (sizes_.empty()) return K;
+  if (pending_U_.defined()) flush();  // the scalar sweep applies rank-one updates only
   if (device_.is_cpu()) {
     sweep_cpu(h, K);
     const double* hp = h.data_ptr<double>();
@@ -178,6 +179,115 @@ void PackedCovariance::sweep_cpu(const torch::Tensor& h, torch::Tensor& K) {
   });
 }
 
+torch::Tensor PackedCovariance::sweep_joint(const torch::Tensor& H, torch::Tensor& gram) {
+  if (H.scalar_type() != torch::kFloat64 || H.device() != device_ || H.dim() != 2 ||
+      H.size(1) != offsets_.back() || H.size(0) < 1 || H.size(0) > packed::kMaxJoint || !H.is_contiguous())
+    throw OptimError("packed covariance: the joint sweep needs a contiguous float64 [m, " +
+                     std::to_string(offsets_.back()) + "] matrix on " + device_.str() + ", m from 1 to " +
+                     std::to_string(packed::kMaxJoint));
+  const auto m = H.size(0);
+  auto Y = torch::empty_like(H);
+  if (sizes_.empty()) {
+    gram = torch::zeros({0, m, m}, torch::kFloat64);
+    return Y;
+  }
+  // The kernels apply a pending update of rank m only.
+  if (pending_K_.defined() || (pending_U_.defined() && pending_U_.size(0) != m)) flush();
+  if (!device_.is_cpu()) {
+#ifdef DEEPKF_WITH_CUDA
+    auto device_gram = torch::empty({num_blocks(), m, m}, H.options());
+    sweep_joint_cuda(H, Y, device_gram);
+    gram = device_gram.to(torch::kCPU);
+#endif
+    pending_U_ = torch::Tensor();
+    return Y;
+  }
+  sweep_joint_cpu(H, Y);
+  pending_U_ = torch::Tensor();  // applied by the sweep
+  // gram[j][a][b] = H_ja^T Y_jb, each a sum in index order; threads take blocks.
+  gram = torch::zeros({num_blocks(), m, m}, torch::kFloat64);
+  const double* hp = H.data_ptr<double>();
+  const double* yp = Y.data_ptr<double>();
+  double* gp = gram.data_ptr<double>();
+  const auto total = offsets_.back();
+  for_each_task(num_blocks(), [&](std::int64_t j) {
+    const auto begin = offsets_[static_cast<std::size_t>(j)], end = offsets_[static_cast<std::size_t>(j) + 1];
+    for (std::int64_t a = 0; a < m; ++a) {
+      for (std::int64_t b = 0; b < m; ++b) {
+        double s = 0.0;
+        for (auto c = begin; c < end; ++c) s += hp[a * total + c] * yp[b * total + c];
+        gp[(j * m + a) * m + b] = s;
+      }
+    }
+  });
+  return Y;
+}
+
+packed::RankUpdate PackedCovariance::pending_joint() const {
+  if (!pending_U_.defined()) return {};
+  return {pending_U_.data_ptr<double>(), offsets_.back(), static_cast<int>(pending_U_.size(0)),
+          pending_inv_lambda_};
+}
+
+void PackedCovariance::sweep_joint_cpu(const torch::Tensor& H, torch::Tensor& Y) {
+  const auto m = H.size(0);
+  const auto total = offsets_.back();
+  const auto partial = workspace_.size(0);  // one task's vector of n_j - r0 values, per vector
+  if (!joint_workspace_.defined() || joint_workspace_.size(0) < m * partial)
+    joint_workspace_ = torch::empty({m * partial}, torch::kFloat64);
+  double* ws = joint_workspace_.data_ptr<double>();
+  const double* hp = H.data_ptr<double>();
+  // With no update pending the kernel takes U = 0, lambda = 1 (PackedJointSweep.hpp: the same instructions).
+  torch::Tensor zeros;
+  packed::RankUpdate pending = pending_joint();
+  if (pending.q == 0) {
+    zeros = torch::zeros({m, total}, torch::kFloat64);
+    pending = {zeros.data_ptr<double>(), total, static_cast<int>(m), 1.0};
+  }
+  with_dtype(dtype_, [&](auto zero) {
+    using T = decltype(zero);
+    for_each_task(static_cast<std::int64_t>(tasks_.size()), [&](std::int64_t t) {
+      const Task& task = tasks_[static_cast<std::size_t>(t)];
+      const auto j = static_cast<std::size_t>(task.block);
+      const auto n = sizes_[j];
+      const auto len = n - task.r0;
+      // This task's m partial vectors lie one after another at m * task.partial.
+      double* y = ws + m * task.partial;
+      std::fill(y, y + m * len, 0.0);
+      packed::RankUpdate update = pending;
+      update.U += offsets_[j];
+      packed::joint_sweep_rows(blocks_[j].data_ptr<T>(), n, task.r0, task.r1, update, {hp + offsets_[j], total},
+                               static_cast<int>(m), {y, len});
+    });
+  });
+  // Y_j = the sum of block j's partial vectors, in chunk order.
+  double* out = Y.data_ptr<double>();
+  for_each_task(num_blocks(), [&](std::int64_t j) {
+    const auto js = static_cast<std::size_t>(j);
+    const auto n = sizes_[js];
+    for (std::int64_t k = 0; k < m; ++k) std::fill(out + k * total + offsets_[js], out + k * total + offsets_[js] + n, 0.0);
+    for (auto t = first_task_[js]; t < first_task_[js + 1]; ++t) {
+      const Task& task = tasks_[static_cast<std::size_t>(t)];
+      const auto len = n - task.r0;
+      for (std::int64_t k = 0; k < m; ++k) {
+        const double* y = ws + m * task.partial + k * len;
+        double* o = out + k * total + offsets_[js];
+        for (auto c = task.r0; c < n; ++c) o[c] += y[c - task.r0];
+      }
+    }
+  });
+}
+
+void PackedCovariance::defer_joint_update(torch::Tensor U, double lambda) {
+  if (U.scalar_type() != torch::kFloat64 || U.device() != device_ || U.dim() != 2 ||
+      U.size(1) != offsets_.back() || U.size(0) < 1 || U.size(0) > packed::kMaxJoint || !U.is_contiguous())
+    throw OptimError("packed covariance: a joint update needs a contiguous float64 [q, " +
+                     std::to_string(offsets_.back()) + "] matrix on " + device_.str());
+  if (has_pending()) flush();
+  pending_U_ = std::move(U);
+  pending_inv_lambda_ = 1.0 / lambda;
+}
+
 void PackedCovariance::defer_update(torch::Tensor K, double a, double lambda) {
   if (has_pending()) flush();
   pending_K_ = std::move(K);
@@ -196,13 +306,32 @@ void PackedCovariance::flush() {
     flush_cpu();
   } else {
 #ifdef DEEPKF_WITH_CUDA
-    flush_cuda();
+    if (pending_U_.defined()) {
+      flush_joint_cuda();
+    } else {
+      flush_cuda();
+    }
 #endif
   }
   pending_K_ = torch::Tensor();
+  pending_U_ = torch::Tensor();
 }
 
 void PackedCovariance::flush_cpu() {
+  if (pending_U_.defined()) {
+    const packed::RankUpdate pending = pending_joint();
+    with_dtype(dtype_, [&](auto zero) {
+      using T = decltype(zero);
+      for_each_task(static_cast<std::int64_t>(tasks_.size()), [&](std::int64_t t) {
+        const Task& task = tasks_[static_cast<std::size_t>(t)];
+        const auto j = static_cast<std::size_t>(task.block);
+        packed::RankUpdate update = pending;
+        update.U += offsets_[j];
+        packed::joint_update_rows(blocks_[j].data_ptr<T>(), sizes_[j], task.r0, task.r1, update);
+      });
+    });
+    return;
+  }
   const double* pending = pending_K_.data_ptr<double>();
   with_dtype(dtype_, [&](auto zero) {
     using T = decltype(zero);
@@ -217,10 +346,18 @@ void PackedCovariance::flush_cpu() {
 
 torch::Tensor PackedCovariance::diagonal(std::size_t j) const {
   auto diag = blocks_[j].index_select(0, diagonal_at_[j]).to(torch::kFloat64);
-  if (has_pending()) {
+  if (pending_K_.defined()) {
     // (p_rr - K_r^2 / a) / lambda
     const auto K = pending_K_.narrow(0, offsets_[j], sizes_[j]);
     diag = (diag - K * K * pending_inv_a_) * pending_inv_lambda_;
+  } else if (pending_U_.defined()) {
+    // (p_rr - sum_k U_rk^2) / lambda, the terms subtracted one at a time in k order (a reduction over k
+    // would round by the tensor's layout, which differs with the blocks a rank holds)
+    for (std::int64_t k = 0; k < pending_U_.size(0); ++k) {
+      const auto u = pending_U_[k].narrow(0, offsets_[j], sizes_[j]);
+      diag = diag - u * u;
+    }
+    diag = diag * pending_inv_lambda_;
   }
   return diag;
 }
@@ -234,14 +371,21 @@ double PackedCovariance::diagonal_sum() const {
 std::vector<double> PackedCovariance::largest_diagonals() const {
   std::vector<double> out(sizes_.size());
   if (!device_.is_cpu()) {
+    if (pending_U_.defined()) {
+      // A pending joint update: by tensor operations, one wait for the device.
+      std::vector<torch::Tensor> maxima;
+      for (std::size_t j = 0; j < sizes_.size(); ++j) maxima.push_back(diagonal(j).max());
+      const auto all = torch::stack(maxima).to(torch::kCPU);
+      return {all.data_ptr<double>(), all.data_ptr<double>() + all.numel()};
+    }
 #ifdef DEEPKF_WITH_CUDA
     out = largest_diagonals_cuda();
 #endif
     return out;
   }
   // On the CPU a plain loop: the same values as diagonal(j), without a tensor per block and update.
-  const torch::Tensor pending = has_pending() ? pending_K_.to(torch::kFloat64).contiguous() : torch::Tensor();
-  const double* K = pending.defined() ? pending.data_ptr<double>() : nullptr;
+  const double* K = pending_K_.defined() ? pending_K_.data_ptr<double>() : nullptr;
+  const packed::RankUpdate joint = pending_joint();
   with_dtype(dtype_, [&](auto zero) {
     using T = decltype(zero);
     for (std::size_t j = 0; j < sizes_.size(); ++j) {
@@ -253,6 +397,12 @@ std::vector<double> PackedCovariance::largest_diagonals() const {
         if (K != nullptr) {
           const double k = K[offsets_[j] + r];
           p = (p - k * k * pending_inv_a_) * pending_inv_lambda_;
+        } else if (joint.q > 0) {
+          for (int q = 0; q < joint.q; ++q) {
+            const double u = joint.U[q * joint.ld + offsets_[j] + r];
+            p -= u * u;
+          }
+          p *= pending_inv_lambda_;
         }
         m = std::max(m, p);
       }

@@ -14,11 +14,15 @@
 // are summed in chunk order, so the result does not depend on the thread count. CUDA: the same sweep as
 // kernels over all blocks at once (PackedSweepCuda.cuh), compiled when LibTorch has CUDA and chosen by the
 // blocks' device.
+//
+// A joint step (m measurements at once, optim/PackedJointSweep.hpp) takes sweep_joint and leaves a rank-m
+// update P_j <- (P_j - U_j U_j^T) / lambda pending in the same way.
 #include <torch/types.h>
 
 #include <cstdint>
 #include <vector>
 
+#include "optim/PackedJointSweep.hpp"
 #include "optim/PackedSweep.hpp"
 #include "optim/PackedTiles.hpp"
 
@@ -43,6 +47,15 @@ class PackedCovariance {
   torch::Tensor quadratic_forms(const torch::Tensor& H);
   // Leaves P_j <- (P_j - K_j K_j^T / a) / lambda pending for every block; K as sweep() returned it.
   void defer_update(torch::Tensor K, double a, double lambda);
+  // The joint sweep (docs/rlekf.md, "Joint measurement update"): Y_j = P_j H_j for m vectors at once, in the
+  // sweep that applies the pending update (a pending update of another rank than m is flushed first). H:
+  // [m, sum n_j] float64 on the blocks' device, contiguous, row k the k-th vector (block after block).
+  // Returns Y [m, sum n_j] float64 on that device; gram [num_blocks, m, m] float64 on the CPU is set to
+  // H_j^T Y_j for every block (summed in index order). m from 1 to packed::kMaxJoint.
+  torch::Tensor sweep_joint(const torch::Tensor& H, torch::Tensor& gram);
+  // Leaves P_j <- (P_j - U_j U_j^T) / lambda pending for every block: U [q, sum n_j] float64 on the blocks'
+  // device, contiguous, row k the k-th column of U (block after block), 1 <= q <= packed::kMaxJoint.
+  void defer_joint_update(torch::Tensor U, double lambda);
   // Applies the pending update now.
   void flush();
   // P_j <- factor P_j for every block (the pending update applied first).
@@ -57,7 +70,7 @@ class PackedCovariance {
   // Blocks decide alone, so the result does not depend on which rank holds which block. Returns the number
   // of diagonal values scaled.
   std::int64_t cap_diagonal(double cap, double release);
-  bool has_pending() const { return pending_K_.defined(); }
+  bool has_pending() const { return pending_K_.defined() || pending_U_.defined(); }
 
   std::int64_t num_blocks() const { return static_cast<std::int64_t>(sizes_.size()); }
   std::int64_t size(std::int64_t j) const { return sizes_[static_cast<std::size_t>(j)]; }
@@ -82,6 +95,9 @@ class PackedCovariance {
   torch::Tensor diagonal(std::size_t j) const;
   void sweep_cpu(const torch::Tensor& h, torch::Tensor& K);
   void flush_cpu();
+  void sweep_joint_cpu(const torch::Tensor& H, torch::Tensor& Y);
+  // The pending joint update over all blocks, or none (the CPU and CUDA kernels take the same form).
+  packed::RankUpdate pending_joint() const;
 #ifdef DEEPKF_WITH_CUDA
   // The device's side (PackedCovarianceCuda.cpp): the tile plan and the blocks' addresses on the device
   // (returns the workspace's length), and the sweep, flush, largest diagonals and scaling of block j by
@@ -89,6 +105,10 @@ class PackedCovariance {
   std::int64_t plan_device_tiles();
   void sweep_cuda(const torch::Tensor& h, torch::Tensor& K, std::vector<double>& terms);
   void flush_cuda();
+  // The joint sweep's Y and, per block, H_j^T Y_j (gram: [num_blocks, m, m] float64 on the device), and the
+  // flush of a pending joint update, as kernels (PackedSweepCuda.cuh).
+  void sweep_joint_cuda(const torch::Tensor& H, torch::Tensor& Y, torch::Tensor& gram);
+  void flush_joint_cuda();
   std::vector<double> largest_diagonals_cuda() const;
   void scale_cuda(std::size_t j, const torch::Tensor& s);
   // The pending update over all blocks (K indexed like h), or none.
@@ -120,9 +140,13 @@ class PackedCovariance {
   // blocks are never reallocated, assign() copies into them).
   torch::Tensor tile_blocks_, tiles_, block_ptrs_;
   packed::DeviceTiles device_tiles_;
-  torch::Tensor pending_K_;  // undefined: no pending update
+  // At most one pending update: rank one (pending_K_, 1 / a, 1 / lambda) from a scalar step, or of rank q
+  // (pending_U_ [q, sum n_j], 1 / lambda) from a joint step; undefined tensors: none.
+  torch::Tensor pending_K_;
   double pending_inv_a_ = 0.0;
   double pending_inv_lambda_ = 1.0;
+  torch::Tensor pending_U_;
+  torch::Tensor joint_workspace_;  // the joint sweep's partial sums, m times workspace_ (grown as needed)
 };
 
 }  // namespace deepkf

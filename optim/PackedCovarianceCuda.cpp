@@ -55,6 +55,28 @@ void PackedCovariance::flush_cuda() {
   });
 }
 
+void PackedCovariance::sweep_joint_cuda(const torch::Tensor& H, torch::Tensor& Y, torch::Tensor& gram) {
+  // The tiles' partial sums once per vector: m times the scalar sweep's workspace.
+  const auto m = H.size(0);
+  const auto length = m * workspace_.size(0);
+  if (!joint_workspace_.defined() || joint_workspace_.size(0) < length)
+    joint_workspace_ = torch::empty({length}, workspace_.options());
+  with_dtype(dtype_, [&](auto zero) {
+    using T = decltype(zero);
+    packed::cuda::joint_sweep<T>(device_tiles_, pending_joint(), H.data_ptr<double>(), static_cast<int>(m),
+                                 Y.data_ptr<double>(), gram.data_ptr<double>(),
+                                 joint_workspace_.data_ptr<double>(),
+                                 at::cuda::getCurrentCUDAStream().stream());
+  });
+}
+
+void PackedCovariance::flush_joint_cuda() {
+  with_dtype(dtype_, [&](auto zero) {
+    using T = decltype(zero);
+    packed::cuda::joint_update<T>(device_tiles_, pending_joint(), at::cuda::getCurrentCUDAStream().stream());
+  });
+}
+
 std::vector<double> PackedCovariance::largest_diagonals_cuda() const {
   // One launch for all blocks and one wait for the device.
   auto largest = torch::empty({num_blocks()}, torch::TensorOptions().dtype(torch::kFloat64).device(device_));

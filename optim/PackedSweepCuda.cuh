@@ -9,9 +9,12 @@
 // partial products: for its rows, sum_c p_rc h_c over the tile's columns, and, off the diagonal tiles, for
 // its columns, sum_r p_rc h_r over the tile's rows. The partials go to the block's part of the workspace, and
 // a second kernel sums them for every index in a fixed order: no atomics, so a sweep gives the same bits
-// every time, and a flush (the update alone) equals the update inside a sweep bit for bit.
+// every time, and a flush (the update alone) equals the update inside a sweep bit for bit. The joint sweep
+// (m vectors, a pending update of rank m: optim/PackedJointSweep.hpp) takes the same tiles with the m
+// columns at once, each element updated once and then used for all m products.
 #include <cstdint>
 
+#include "optim/PackedJointSweep.hpp"
 #include "optim/PackedSweep.hpp"
 #include "optim/PackedTiles.hpp"
 
@@ -34,6 +37,24 @@ void update(const DeviceTiles& tiles, const RankOneUpdate& update, CUstream_st* 
 // lambda, the arithmetic of PackedCovariance::diagonal. out: num_blocks float64 values on the device.
 template <typename T>
 void largest_diagonals(const DeviceTiles& tiles, const RankOneUpdate& update, double* out, CUstream_st* stream);
+
+// The joint sweep (optim/PackedJointSweep.hpp) for every block j: applies `update` (of rank m, or none,
+// q = 0) to P_j in place, then Y_j = P_j H_j for the m vectors and gram[(j m + a) m + b] = H_ja^T Y_jb
+// (summed in a fixed order). H, Y: m columns of `total` float64 values on the device (column k at
+// + k * total); the update's U as RankUpdate says (column k at U + k * ld, indexed like H); gram:
+// num_blocks m^2 values; workspace: m times the TilePlan's workspace length (block j's partial sums of
+// column k at m * workspace_j + k * 2 tiles_j n_j). 1 <= m <= kMaxJoint (std::invalid_argument otherwise,
+// or for an update of another rank). The tiles as in sweep(), one launch for all m columns; no atomics.
+// Asynchronous on `stream`; std::runtime_error naming the CUDA error if a launch fails.
+template <typename T>
+void joint_sweep(const DeviceTiles& tiles, const RankUpdate& update, const double* H, int m, double* Y,
+                 double* gram, double* workspace, CUstream_st* stream);
+
+// The joint update alone (a flush), element for element the same arithmetic as inside joint_sweep(): a
+// flushed block equals one updated inside a sweep bit for bit, and since the sweep's products take the
+// stored (rounded) values, so does the next sweep's Y, float32 blocks included.
+template <typename T>
+void joint_update(const DeviceTiles& tiles, const RankUpdate& update, CUstream_st* stream);
 
 // P <- S P S for one block of n, S = diag(s), s: n float64 values on the device (PackedSweep.hpp, scale_rows).
 template <typename T>

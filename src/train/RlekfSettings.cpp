@@ -32,7 +32,7 @@ RlekfSettings RlekfSettings::read(const OptimizerInput& in) {
       },
       "must be a positive integer or \"auto\"");
   s.blocksize = blocksize.is_string() ? 0 : blocksize.get<std::int64_t>();
-  s.lambda0 = in.get<double>(filter_key("kalman_lambda"), s.lambda0, unit_interval, "must be in (0, 1]");
+  s.lambda0 = in.get<double>(filter_key("kalman_lambda"), 0.0, unit_interval, "must be in (0, 1]");
   s.nu = in.get<double>(filter_key("kalman_nue"), s.nu, unit_interval, "must be in (0, 1]");
   const auto p0 = in.get<nlohmann::json>(
       filter_key("p0"), nlohmann::json("auto"),
@@ -64,6 +64,25 @@ RlekfSettings RlekfSettings::read(const OptimizerInput& in) {
       "must be a non-negative integer or \"auto\"");
   s.energy_replay = replay.is_string() ? -1 : replay.get<int>();
   s.log_filter = in.get<bool>(filter_key("log_filter"), s.log_filter);
+  s.update = in.get<std::string>(
+      filter_key("kf_update"), s.update,
+      [](const std::string& v) { return v == "joint" || v == "sequential"; },
+      "must be \"joint\" or \"sequential\"");
+  const auto noise = [&](const std::string& key) {
+    const auto v = in.get<nlohmann::json>(
+        filter_key(key), nlohmann::json("auto"),
+        [](const nlohmann::json& x) {
+          return x == "auto" || x == "none" ||
+                 (x.is_number() && x.get<double>() > 0.0 && std::isfinite(x.get<double>()));
+        },
+        "must be a positive number, \"auto\" or \"none\"");
+    return v == "auto" ? 0.0 : v == "none" ? 1.0 : v.get<double>();
+  };
+  s.force_noise = noise("force_noise");
+  s.virial_noise = noise("virial_noise");
+  // kalman_lambda not given: forget slowly where the force noise lets forces learn from the first step,
+  // as DeePMD-kit does without it (RlekfSettings.hpp).
+  if (s.lambda0 == 0.0) s.lambda0 = s.force_noise == 1.0 ? kLambdaWithoutNoise : kLambdaWithNoise;
   const std::string rule = "must not be negative";
   s.start_pref_e = in.get<double>(pref_key("kf_start_pref_e"), s.start_pref_e, is_non_negative, rule);
   s.limit_pref_e = in.get<double>(pref_key("kf_limit_pref_e"), s.limit_pref_e, is_non_negative, rule);
@@ -92,7 +111,10 @@ nlohmann::json RlekfSettings::to_json() const {
           {"p_precision", p_precision},
           {"energy_last", energy_last},
           {"energy_replay", energy_replay >= 0 ? nlohmann::json(energy_replay) : nlohmann::json("auto")},
-          {"log_filter", log_filter}};
+          {"log_filter", log_filter},
+          {"kf_update", update},
+          {"force_noise", force_noise > 0.0 ? nlohmann::json(force_noise) : nlohmann::json("auto")},
+          {"virial_noise", virial_noise > 0.0 ? nlohmann::json(virial_noise) : nlohmann::json("auto")}};
 }
 
 int auto_energy_replay(double frame_atoms, double batch_frames) {

@@ -12,7 +12,8 @@ namespace deepkf {
 
 struct RlekfSettings {
   std::int64_t blocksize = 0;  // kf_blocksize; 0: "auto", chosen by the memory plan (MemoryPlan.hpp)
-  double lambda0 = 0.98;       // kalman_lambda
+  // kalman_lambda; when not given, kLambdaWithNoise, or kLambdaWithoutNoise with force_noise "none".
+  double lambda0 = 0.98;
   double nu = 0.9987;          // kalman_nue
   double p0 = 0.0;             // initial covariance P_i = p0 I; 0: "auto", chosen at the start (AutoP0.hpp)
   // The diagonal of P stays at or below p_cap * p0 (docs/rlekf.md, "Bounded covariance"); 0 ("none"):
@@ -33,6 +34,15 @@ struct RlekfSettings {
   // (docs/rlekf.md, "Measurements of one batch"). 0: none; -1: "auto" (auto_energy_replay).
   int energy_replay = -1;
   bool log_filter = false;  // display lines also show the filter's diagnostics (KalmanDiagnostics)
+  // kf_update: "joint" takes a step's measurements (energy, force groups, virial) on one model graph in one
+  // Kalman update of m measurements (KalmanFilter::update_joint); "sequential" takes them one after another,
+  // each on the weights the previous one left (DeePMD-kit's LKF). docs/rlekf.md, "Joint measurement update".
+  std::string update = "joint";
+  // Relative measurement noise of force and virial measurements (AutoP0.hpp, auto_noise): a positive value
+  // as given, 0: "auto" (chosen with p0 from the first batches); "none" is 1, every measurement's noise
+  // L lambda as in DeePMD-kit.
+  double force_noise = 0.0;
+  double virial_noise = 0.0;
 
   // Every key read, with the sections it may be in: the "optimizer" section, or where DeePMD-kit's PyTorch
   // backend writes them (training.kf_blocksize, training.kalman_lambda, loss.kf_start_pref_e, ...).
@@ -48,6 +58,12 @@ struct RlekfSettings {
 // kMaxReplay), frame_atoms and batch_frames the training set's means (frame-weighted). Small cells, whose
 // energies a few frames pin down poorly, get 4; 192-atom water frames get none (there the replay doubled
 // the step time and changed no error, docs/first-epoch.md).
+// kalman_lambda when the input gives none. The forgetting factor raises P by up to exp((1 - lambda_0) /
+// (1 - nu)) over a run: at 0.98 (DeePMD-kit's) that growth is what lets the force measurements learn when
+// their noise is L lambda ("none"), and on top of the force noise it drives the force updates into
+// overfitting (docs/first-epoch.md, "Joint update and force noise"); 0.999 grows P by at most e^0.77.
+constexpr double kLambdaWithoutNoise = 0.98;
+constexpr double kLambdaWithNoise = 0.999;
 constexpr double kReplayAtoms = 128.0;
 constexpr int kMaxReplay = 4;
 int auto_energy_replay(double frame_atoms, double batch_frames);

@@ -7,6 +7,8 @@
 #include <cmath>
 
 #include "optim/KalmanMeasurement.hpp"
+#include "optim/PackedJointSweep.hpp"
+#include "src/core/Error.hpp"
 #include "src/train/GradientSum.hpp"
 
 namespace deepkf {
@@ -36,9 +38,15 @@ RlekfSettings resolved(RlekfSettings s, const MemoryPlan& plan, const StepResour
   s.blocksize = plan.blocksize;
   s.p_precision = plan.p_precision;
   s.energy_replay = replay_frames_of(s, resources);
-  if (s.p0 <= 0.0 && !resources.restored.is_null()) {
-    const auto p0 = resources.restored.value("p0", nlohmann::json(1.0));
-    s.p0 = p0.is_number() ? p0.get<double>() : 1.0;
+  if (!resources.restored.is_null()) {
+    // A checkpoint written before the measurement noise existed was trained with none (1).
+    const auto restored = [&](const char* key, double fallback) {
+      const auto v = resources.restored.value(key, nlohmann::json(fallback));
+      return v.is_number() ? v.get<double>() : fallback;
+    };
+    if (s.p0 <= 0.0) s.p0 = restored("p0", 1.0);
+    if (s.force_noise <= 0.0) s.force_noise = restored("force_noise", 1.0);
+    if (s.virial_noise <= 0.0) s.virial_noise = restored("virial_noise", 1.0);
   }
   return s;
 }
@@ -81,7 +89,17 @@ RlekfStep::RlekfStep(const RlekfSettings& settings, const TrainConfig& cfg, Deep
       filter_(params_, kalman_options(options_), comm_),
       selector_(cfg.seed, options_.nselect, options_.groupsize),
       auto_p0_(options_.p0 <= 0.0),
-      timing_(params_.front().device()) {}
+      timing_(params_.front().device()) {
+  // A joint update takes the energy, every force group and the virial at once.
+  const int measurements = 1 + selector_.num_groups() + 1;
+  if (options_.update == "joint" && measurements > packed::kMaxJoint) {
+    throw ConfigError(fmt::format(
+        "optimizer: kf_update \"joint\" takes at most {} measurements a step; nselect {} in groups of {} "
+        "gives {} force groups (with the energy and a virial, {}): raise groupsize or use kf_update "
+        "\"sequential\"",
+        packed::kMaxJoint, options_.nselect, options_.groupsize, selector_.num_groups(), measurements));
+  }
+}
 
 std::string RlekfStep::describe() const {
   return fmt::format("optimizer RLEKF: {} in {} blocks, {} replayed frames per energy update; {}",
@@ -123,8 +141,22 @@ Measurement RlekfStep::force_of(const StepInput& in, const torch::Tensor& atoms,
   const Batch& b = in.local;
   if (b.coord.size(0) == 0) return {};
   const auto out = model_->evaluate(b.coord, b.atype, b.nlist, b.shift, /*create_graph=*/true);
+  return force_of(b, out, atoms, pf);
+}
+
+Measurement RlekfStep::force_of(const Batch& b, const ModelOutput& out, const torch::Tensor& atoms,
+                                double pf) const {
   const auto idx = atoms.unsqueeze(-1).expand({-1, -1, 3});
   return force_measurement(out.force.gather(1, idx), b.force.gather(1, idx), natoms(b), pf);
+}
+
+Measurement RlekfStep::with_noise(Measurement m, double rho) {
+  // Noise rho L lambda is noise L lambda for the measurement y / sqrt(rho), with e / sqrt(rho).
+  if (rho == 1.0) return m;
+  const double s = 1.0 / std::sqrt(rho);
+  if (m.y.defined()) m.y = m.y * s;
+  m.abs_sum *= s;
+  return m;
 }
 
 std::vector<torch::Tensor> RlekfStep::gradients(const Measurement& m) const {
@@ -133,7 +165,15 @@ std::vector<torch::Tensor> RlekfStep::gradients(const Measurement& m) const {
   return sum_gradients(std::move(grads), params_, *comm_);
 }
 
+double RlekfStep::innovation(const Measurement& m, std::int64_t frames) const {
+  std::vector<double> sums = {m.abs_sum, static_cast<double>(m.count)};
+  if (comm_->size() > 1) comm_->allreduce_sum(sums.data(), sums.size());
+  // e = sqrt(B) * mean |d| over the global batch
+  return kalman_error(sums[0], static_cast<std::int64_t>(std::llround(sums[1])), frames);
+}
+
 ErrorMetrics RlekfStep::take(const StepInput& in) {
+  if (options_.update == "joint") return take_joint(in);
   const Batch& b = in.local;
   const SystemInfo& info = in.info;
   const Prefactors pref = prefactors(in.step);
@@ -141,10 +181,7 @@ ErrorMetrics RlekfStep::take(const StepInput& in) {
 
   auto update = [&](const Measurement& m, std::int64_t frames) {
     const auto grads = gradients(m);
-    std::vector<double> sums = {m.abs_sum, static_cast<double>(m.count)};
-    if (comm_->size() > 1) comm_->allreduce_sum(sums.data(), sums.size());
-    // e = sqrt(B) * mean |d| over the global batch
-    const double e = kalman_error(sums[0], static_cast<std::int64_t>(std::llround(sums[1])), frames);
+    const double e = innovation(m, frames);
     timing_.begin_filter();
     filter_.update(e, grads);
     timing_.end_filter();
@@ -158,7 +195,8 @@ ErrorMetrics RlekfStep::take(const StepInput& in) {
     // Every rank draws for the whole global batch and keeps its own frames' rows.
     const auto groups = selector_.select(in.first_frame, b.coord.size(0), in.global_frames, info.natoms,
                                          params_.front().device());
-    for (const auto& atoms : groups) update(force_of(in, atoms, pref.force), in.global_frames);
+    for (const auto& atoms : groups)
+      update(with_noise(force_of(in, atoms, pref.force), options_.force_noise), in.global_frames);
   }
   // Virial measurement when asked for and present.
   if (info.has_virial && pref.virial > 0.0) {
@@ -167,11 +205,95 @@ ErrorMetrics RlekfStep::take(const StepInput& in) {
       const auto out = model_->evaluate(b.coord, b.atype, b.nlist, b.shift, /*create_graph=*/true);
       m = virial_measurement(out.virial, b.virial, natoms(b), pref.virial);
     }
-    update(m, in.global_frames);
+    update(with_noise(m, options_.virial_noise), in.global_frames);
   }
   // The force and virial updates move the energy too (most of all its per-atom offset, which they do not
   // see): measure it again on the weights the step leaves.
   if (options_.energy_last) update(energy_of(in, pref.energy), energy_frames);
+  timing_.end_step();
+  return {};
+}
+
+ErrorMetrics RlekfStep::take_joint(const StepInput& in) {
+  const Batch& b = in.local;
+  const SystemInfo& info = in.info;
+  const Prefactors pref = prefactors(in.step);
+  timing_.begin_step();
+  // The measurements of the step, all on the current weights and one graph of the batch: the energy (its
+  // replayed frames on energy graphs of their own), the force groups and the virial from the same forward
+  // and first backward pass.
+  std::vector<Measurement> ms;
+  std::vector<std::int64_t> frames;
+  const bool forces = info.has_force && pref.force > 0.0;
+  const bool virial = info.has_virial && pref.virial > 0.0;
+  const bool has_frames = b.coord.size(0) > 0;
+  ModelOutput out;
+  Measurement energy;
+  if (has_frames && (forces || virial)) {
+    out = model_->evaluate(b.coord, b.atype, b.nlist, b.shift, /*create_graph=*/true);
+    energy = energy_measurement(out.energy, b.energy, natoms(b), pref.energy);
+  } else if (has_frames) {
+    // Energies only: their graph alone, without the forces'.
+    const auto e = model_->atomic_energy(b.coord, b.atype, b.nlist, b.shift).sum(1);
+    energy = energy_measurement(e, b.energy, natoms(b), pref.energy);
+  }
+  for (const Batch& r : in.replay) {
+    if (r.coord.size(0) == 0) continue;
+    const Measurement m = energy_measurement(model_->atomic_energy(r.coord, r.atype, r.nlist, r.shift).sum(1),
+                                             r.energy, natoms(r), pref.energy);
+    energy.y = energy.y.defined() ? energy.y + m.y : m.y;
+    energy.abs_sum += m.abs_sum;
+    energy.count += m.count;
+    energy.frames += m.frames;
+  }
+  ms.push_back(energy);
+  frames.push_back(in.global_frames + in.replay_frames);
+  if (forces) {
+    const auto groups = selector_.select(in.first_frame, b.coord.size(0), in.global_frames, info.natoms,
+                                         params_.front().device());
+    for (const auto& atoms : groups) {
+      ms.push_back(has_frames ? with_noise(force_of(b, out, atoms, pref.force), options_.force_noise)
+                              : Measurement{});
+      frames.push_back(in.global_frames);
+    }
+  }
+  if (virial) {
+    ms.push_back(has_frames ? with_noise(virial_measurement(out.virial, b.virial, natoms(b), pref.virial),
+                                         options_.virial_noise)
+                            : Measurement{});
+    frames.push_back(in.global_frames);
+  }
+  // The m gradients from the one graph (it is kept until the last), summed over ranks in one reduction; the
+  // innovations' pieces in another.
+  const auto m = ms.size();
+  std::vector<torch::Tensor> all;
+  for (std::size_t k = 0; k < m; ++k) {
+    std::vector<torch::Tensor> g(params_.size());
+    if (ms[k].y.defined()) {
+      g = torch::autograd::grad({ms[k].y}, params_, {}, /*retain_graph=*/k + 1 < m, /*create_graph=*/false,
+                                /*allow_unused=*/true);
+    }
+    all.insert(all.end(), g.begin(), g.end());
+  }
+  std::vector<torch::Tensor> shapes;
+  for (std::size_t k = 0; k < m; ++k) shapes.insert(shapes.end(), params_.begin(), params_.end());
+  all = sum_gradients(std::move(all), shapes, *comm_);
+  std::vector<double> sums;
+  for (const auto& x : ms) {
+    sums.push_back(x.abs_sum);
+    sums.push_back(static_cast<double>(x.count));
+  }
+  if (comm_->size() > 1) comm_->allreduce_sum(sums.data(), sums.size());
+  std::vector<double> e(m);
+  std::vector<std::vector<torch::Tensor>> grads(m);
+  for (std::size_t k = 0; k < m; ++k) {
+    e[k] = kalman_error(sums[2 * k], static_cast<std::int64_t>(std::llround(sums[2 * k + 1])), frames[k]);
+    const auto first = all.begin() + static_cast<std::ptrdiff_t>(k * params_.size());
+    grads[k].assign(first, first + static_cast<std::ptrdiff_t>(params_.size()));
+  }
+  timing_.begin_filter();
+  filter_.update_joint(e, grads);
+  timing_.end_filter();
   timing_.end_step();
   return {};
 }
@@ -194,9 +316,28 @@ std::string RlekfStep::prepare(const std::vector<StepInput>& first) {
     // The first group of each batch: the groups of a batch are alike, and one keeps the probe cheap.
     g.force.push_back(squared_norm(gradients(force_of(in, groups.front(), pref.force))));
   }
+  for (const auto& in : first) {
+    const Prefactors pref = prefactors(in.step);
+    if (!in.info.has_virial || pref.virial <= 0.0) continue;
+    Measurement m;
+    const Batch& b = in.local;
+    if (b.coord.size(0) > 0) {
+      const auto out = model_->evaluate(b.coord, b.atype, b.nlist, b.shift, /*create_graph=*/true);
+      m = virial_measurement(out.virial, b.virial, natoms(b), pref.virial);
+    }
+    g.virial.push_back(squared_norm(gradients(m)));
+  }
+  // Noise "auto" (0) from the typical |h|^2 of each kind (AutoP0.hpp).
+  const P0Choice typical = evaluate_p0(1.0, g, 1, 1.0);
+  if (options_.force_noise <= 0.0) options_.force_noise = auto_noise(typical.g_force, typical.g_energy);
+  if (options_.virial_noise <= 0.0) options_.virial_noise = auto_noise(typical.g_virial, typical.g_energy);
   const auto blocks = filter_.layout().num_blocks();
-  if (!auto_p0_) return evaluate_p0(options_.p0, g, blocks, options_.lambda0).describe(false);
-  const P0Choice choice = choose_p0(g, blocks, options_.lambda0);
+  if (!auto_p0_) {
+    return evaluate_p0(options_.p0, g, blocks, options_.lambda0, options_.force_noise, options_.virial_noise)
+        .describe(false);
+  }
+  const P0Choice choice =
+      choose_p0(g, blocks, options_.lambda0, options_.force_noise, options_.virial_noise);
   options_.p0 = choice.p0;
   filter_.set_p0(options_.p0);
   auto_p0_ = false;

@@ -1,7 +1,9 @@
 #pragma once
-// RLEKF's training step (docs/rlekf.md, "Measurements of one batch"): an energy measurement, then force
-// measurements on groups of seeded-random atoms, then the virial when asked for, each a Kalman update of the
-// weights as the previous one left them.
+// RLEKF's training step (docs/rlekf.md, "Measurements of one batch"): an energy measurement, force
+// measurements on groups of seeded-random atoms, and the virial when asked for. kf_update "joint" takes
+// them all on one model graph in one Kalman update of m measurements; "sequential" takes them one after
+// another, each a Kalman update of the weights as the previous one left them (and energy_last a second
+// energy update at the end).
 #include <memory>
 
 #include "optim/AtomSelector.hpp"
@@ -59,6 +61,14 @@ class RlekfStep final : public TrainingStep {
   // energy's includes the replayed frames.
   Measurement energy_of(const StepInput& in, double pe);
   Measurement force_of(const StepInput& in, const torch::Tensor& atoms, double pf);
+  // The same from the model's output `out` for this rank's frames b (one graph for every group).
+  Measurement force_of(const Batch& b, const ModelOutput& out, const torch::Tensor& atoms, double pf) const;
+  // The measurement with relative noise rho (RlekfSettings::force_noise): y and its error pieces / sqrt(rho).
+  static Measurement with_noise(Measurement m, double rho);
+  // e of a measurement over the global batch of `frames` frames. Collective.
+  double innovation(const Measurement& m, std::int64_t frames) const;
+  // kf_update "joint": every measurement of the step in one Kalman update (KalmanFilter::update_joint).
+  ErrorMetrics take_joint(const StepInput& in);
   // dy/dw summed over ranks. Collective.
   std::vector<torch::Tensor> gradients(const Measurement& m) const;
 

@@ -50,6 +50,31 @@ struct DenseFilter {
     step2_sum += (e / a) * (e / a) * K.dot(K).item<double>();
   }
 
+  // The joint update of docs/rlekf.md written out densely: Y = P H, A = L lambda I + H^T Y,
+  // w += Y A^-1 e, P = (P - mask * Y A^-1 Y^T) / (lambda_0 ... lambda_{m-1}).
+  void update_joint(const std::vector<double>& e, const std::vector<std::vector<torch::Tensor>>& grads) {
+    const auto m = static_cast<std::int64_t>(e.size());
+    std::vector<torch::Tensor> columns;
+    for (const auto& g : grads) columns.push_back(flatten_by_definition(g));
+    const auto H = torch::stack(columns, 1);  // [N, m]
+    const auto Y = P.mm(H);
+    const auto A = nblocks * lambda * torch::eye(m, torch::kFloat64) + H.t().mm(Y);
+    const auto Ainv = torch::inverse(A);
+    const auto ev = torch::tensor(e, torch::kFloat64);
+    w = w + Y.mv(Ainv.mv(ev));
+    double lambda_eff = 1.0;
+    for (std::int64_t k = 0; k < m; ++k) {
+      lambda_eff *= lambda;
+      lambda = options.nu * lambda + 1.0 - options.nu;
+    }
+    P = (P - mask * Y.mm(Ainv).mm(Y.t())) / lambda_eff;
+    if (options.p_cap > 0.0) cap(options.p_cap * options.p0, 0.5);
+    ++updates;
+    nis_sum += ev.dot(Ainv.mv(ev)).item<double>();
+    const auto dw = Y.mv(Ainv.mv(ev));
+    step2_sum += dw.dot(dw).item<double>();
+  }
+
   // The bound on P's diagonal, block by block as docs/rlekf.md states it: a block with a diagonal value above
   // cap gets P_i <- S P_i S, s_r = sqrt(cap release / p_rr) where p_rr > cap release, 1 elsewhere.
   void cap(double cap, double release) {

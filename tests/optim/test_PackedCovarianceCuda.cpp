@@ -19,6 +19,17 @@ namespace {
 
 const std::vector<std::int64_t> kSizes = {1, 3, 127, 128, 129, 700, 1500, 37};
 
+// The factor of a joint Kalman step's update, as KalmanFilter::update_joint forms it, on Y's device:
+// U^T = C^-1 Y^T with C C^T = A = 2 I + sum_j H_j^T Y_j (gram as sweep_joint returns it, on the CPU), so
+// that P_j - U_j U_j^T stays positive definite.
+torch::Tensor joint_factor(const torch::Tensor& gram, const torch::Tensor& Y) {
+  const auto m = gram.size(1);
+  auto A = 2.0 * torch::eye(m, torch::kFloat64) + gram.sum(0);
+  A = 0.5 * (A + A.t());
+  const auto Cinv = torch::inverse(torch::linalg_cholesky(A));
+  return Cinv.to(Y.device()).mm(Y).contiguous();
+}
+
 }  // namespace
 
 TEST_CASE("the CUDA sweep equals the CPU sweep to round-off and repeats its own bits",
@@ -75,6 +86,77 @@ TEST_CASE("the CUDA sweep equals the CPU sweep to round-off and repeats its own 
   const auto h = torch::randn({N}, torch::TensorOptions().dtype(torch::kFloat64).device(torch::kCUDA));
   std::vector<double> ta, tb;
   CHECK(torch::equal(a.sweep(h, ta), b.sweep(h, tb)));
+}
+
+TEST_CASE("the CUDA joint sweep equals the CPU joint sweep to round-off and repeats its own bits",
+          "[optim][packed][cuda]") {
+  REQUIRE(torch::cuda::is_available());
+  const auto N = std::accumulate(kSizes.begin(), kSizes.end(), std::int64_t{0});
+  for (const auto dtype : {torch::kFloat64, torch::kFloat32}) {
+    for (const std::int64_t m : {1, 3, 6}) {
+      INFO("dtype " << c10::toString(dtype) << ", m " << m);
+      PackedCovariance cpu(kSizes, 0.7, dtype, torch::kCPU);
+      PackedCovariance gpu(kSizes, 0.7, dtype, torch::kCUDA);
+      PackedCovariance gpu_flushed(kSizes, 0.7, dtype, torch::kCUDA);
+      for (int step = 0; step < 5; ++step) {
+        auto gen = at::make_generator<at::CPUGeneratorImpl>(700 + 10 * m + step);
+        const auto H = 0.2 * at::randn({m, N}, gen, torch::kFloat64);
+        if (step % 2 == 0) gpu_flushed.flush();
+        torch::Tensor gram_c, gram_g, gram_f;
+        const auto Yc = cpu.sweep_joint(H, gram_c);
+        const auto Yg = gpu.sweep_joint(H.to(torch::kCUDA), gram_g);
+        const auto Yf = gpu_flushed.sweep_joint(H.to(torch::kCUDA), gram_f);
+        // As for the scalar sweep: float32 blocks round each update once, and the CPU and CUDA kernels may
+        // round differently.
+        const double tol = dtype == torch::kFloat64 ? 1e-12 : 1e-6;
+        CHECK(relative_difference(Yg, Yc) < tol);
+        CHECK(relative_difference(gram_g, gram_c) < tol);
+        CHECK(torch::equal(Yg, Yf));  // flushing does not change the bits on the device
+        CHECK(torch::equal(gram_g, gram_f));
+        cpu.defer_joint_update(joint_factor(gram_c, Yc), 0.98);
+        const auto Ug = joint_factor(gram_c, Yg);  // one factor for both device copies: the same bits
+        gpu.defer_joint_update(Ug, 0.98);
+        gpu_flushed.defer_joint_update(Ug, 0.98);
+      }
+      for (std::int64_t j = 0; j < cpu.num_blocks(); ++j) {
+        INFO("block " << j);
+        CHECK(relative_difference(gpu.dense(j), cpu.dense(j)) < (dtype == torch::kFloat64 ? 1e-12 : 1e-5));
+        CHECK(torch::equal(gpu.packed(j), gpu_flushed.packed(j)));
+      }
+    }
+  }
+}
+
+TEST_CASE("a joint update flushed on the GPU equals the update inside a joint sweep bit for bit",
+          "[optim][packed][cuda]") {
+  REQUIRE(torch::cuda::is_available());
+  const auto N = std::accumulate(kSizes.begin(), kSizes.end(), std::int64_t{0});
+  // m = 2, 6 and 16 take the three shapes of the tile kernel (4, 2 and 1 columns a thread).
+  for (const std::int64_t m : {2, 6, 16}) {
+    INFO("m " << m);
+    PackedCovariance swept(kSizes, 0.7, torch::kFloat64, torch::kCUDA);
+    PackedCovariance flushed(kSizes, 0.7, torch::kFloat64, torch::kCUDA);
+    auto gen = at::make_generator<at::CPUGeneratorImpl>(900 + m);
+    const auto H0 = (0.2 * at::randn({m, N}, gen, torch::kFloat64)).to(torch::kCUDA);
+    torch::Tensor gram;
+    const auto Y0 = swept.sweep_joint(H0, gram);
+    CHECK(torch::equal(flushed.sweep_joint(H0, gram), Y0));
+    const auto U = joint_factor(gram, Y0);
+    swept.defer_joint_update(U, 0.98);
+    flushed.defer_joint_update(U, 0.98);
+    flushed.flush();  // the update alone
+    CHECK(!flushed.has_pending());
+    const auto H1 = (0.2 * at::randn({m, N}, gen, torch::kFloat64)).to(torch::kCUDA);
+    torch::Tensor gram_s, gram_f;
+    const auto Ys = swept.sweep_joint(H1, gram_s);  // the update inside the sweep
+    const auto Yf = flushed.sweep_joint(H1, gram_f);
+    CHECK(torch::equal(Ys, Yf));
+    CHECK(torch::equal(gram_s, gram_f));
+    for (std::int64_t j = 0; j < swept.num_blocks(); ++j) {
+      INFO("block " << j);
+      CHECK(torch::equal(swept.packed(j), flushed.packed(j)));
+    }
+  }
 }
 
 TEST_CASE("the Kalman filter with its covariance on the GPU follows the CPU filter",

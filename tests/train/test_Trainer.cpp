@@ -271,6 +271,7 @@ TEST_CASE("with energy_last a step ends on a second energy update, which fits th
   for (const bool last : {true, false}) {
     json doc = small_input({one}, {one}, "LKF", 1);
     doc["optimizer"]["energy_last"] = last;
+    doc["optimizer"]["kf_update"] = "sequential";
     doc["optimizer"]["log_filter"] = true;
     // The bias fit after training would make the one frame's error zero (to rounding) in both runs, and
     // replayed frames (here copies of the one frame) would join the energy updates.

@@ -132,25 +132,31 @@ TEST_CASE("replayed frames join the energy measurement as the batch's own frames
 }
 
 TEST_CASE("RLEKF tells where a step's time went: the filter's updates and the rest", "[train][step]") {
-  // Defaults: an energy update, 24 atoms in groups of 6 (4 force updates), the energy again: 6 updates.
-  const auto cfg = config_with({{"type", "RLEKF"}, {"kf_blocksize", 64}, {"log_filter", true}});
-  const auto systems = deepkf::read_systems(std::string(DEEPKF_SOURCE_DIR) + "/data/si_cp2k.h5");
-  REQUIRE_FALSE(systems.empty());
-  const auto mc = deepkf::ModelConfig::from_json(cfg.model);
-  const auto local = deepkf::make_batch(systems.front(), {0}, mc, torch::kCPU, mc.precision);
-  auto step = deepkf::make_training_step(cfg, model_of(cfg), deepkf::make_serial_communicator());
-  CHECK(step->time_summary().empty());
-  deepkf::SystemInfo info;
-  static_cast<deepkf::SystemAtoms&>(info) = systems.front();
-  info.has_force = true;
-  for (std::int64_t s = 0; s < 2; ++s) step->take(deepkf::StepInput{local, info, 1, 0, s});
-  const std::string line = step->status_line(2);
-  INFO(line);
-  CHECK_THAT(line, Contains("filter: 12 updates") && Contains("  time: ") && Contains("(") &&
-                       Contains("%, 6 updates), model "));
-  const std::string summary = step->time_summary();
-  INFO(summary);
-  CHECK_THAT(summary, Contains(" s per step: Kalman filter ") && Contains("%, 6 updates), model "));
-  // The display line covers the steps since the last display: none now.
-  CHECK_THAT(step->status_line(2), !Contains("time:"));
+  // Sequential: an energy update, 24 atoms in groups of 6 (4 force updates), the energy again: 6 updates.
+  // Joint (the default): all of them in one update.
+  for (const auto& [update, per_step] : {std::pair{"sequential", 6}, std::pair{"joint", 1}}) {
+    INFO("kf_update " << update);
+    const auto cfg =
+        config_with({{"type", "RLEKF"}, {"kf_blocksize", 64}, {"log_filter", true}, {"kf_update", update}});
+    const auto systems = deepkf::read_systems(std::string(DEEPKF_SOURCE_DIR) + "/data/si_cp2k.h5");
+    REQUIRE_FALSE(systems.empty());
+    const auto mc = deepkf::ModelConfig::from_json(cfg.model);
+    const auto local = deepkf::make_batch(systems.front(), {0}, mc, torch::kCPU, mc.precision);
+    auto step = deepkf::make_training_step(cfg, model_of(cfg), deepkf::make_serial_communicator());
+    CHECK(step->time_summary().empty());
+    deepkf::SystemInfo info;
+    static_cast<deepkf::SystemAtoms&>(info) = systems.front();
+    info.has_force = true;
+    for (std::int64_t s = 0; s < 2; ++s) step->take(deepkf::StepInput{local, info, 1, 0, s});
+    const std::string line = step->status_line(2);
+    INFO(line);
+    CHECK_THAT(line, Contains("filter: " + std::to_string(2 * per_step) + " updates") && Contains("  time: ") &&
+                         Contains("(") && Contains("%, " + std::to_string(per_step) + " updates), model "));
+    const std::string summary = step->time_summary();
+    INFO(summary);
+    CHECK_THAT(summary, Contains(" s per step: Kalman filter ") &&
+                            Contains("%, " + std::to_string(per_step) + " updates), model "));
+    // The display line covers the steps since the last display: none now.
+    CHECK_THAT(step->status_line(2), !Contains("time:"));
+  }
 }
