@@ -151,8 +151,9 @@ Measurement RlekfStep::force_of(const Batch& b, const ModelOutput& out, const to
 }
 
 Measurement RlekfStep::with_noise(Measurement m, double rho) {
-  // Noise rho L lambda is noise L lambda for the measurement y / sqrt(rho), with e / sqrt(rho).
-  if (rho == 1.0) return m;
+  // Noise rho L lambda is noise L lambda for the measurement y / sqrt(rho), with e / sqrt(rho). "auto" (0)
+  // before prepare() chose it (a step taken without the probe) is no noise of its own: 1.
+  if (rho == 1.0 || rho <= 0.0) return m;
   const double s = 1.0 / std::sqrt(rho);
   if (m.y.defined()) m.y = m.y * s;
   m.abs_sum *= s;

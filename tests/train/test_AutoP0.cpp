@@ -104,3 +104,48 @@ TEST_CASE("automatic p0 with one kind of measurement gives its first update even
 TEST_CASE("automatic p0 without any gradient is an error", "[autop0]") {
   CHECK_THROWS_AS(choose_p0(GradientScales{{0.0}, {}}, 1, 0.98), deepkf::OptimError);
 }
+
+TEST_CASE("with the automatic noise the first force update of a linear measurement removes half its error",
+          "[autop0][noise]") {
+  // An energy-like and a force-like measurement, |h|^2 6 orders apart. The automatic noise rho_f =
+  // sqrt(g_f / g_e) with the automatic p0 gives the force even odds: the filter, taking y / sqrt(rho_f) and
+  // e / sqrt(rho_f) (what RlekfStep does), removes exactly half of its error; without it almost none.
+  torch::manual_seed(5);
+  std::vector<torch::Tensor> params = {torch::randn({6, 5}, torch::kFloat64), torch::randn({9}, torch::kFloat64)};
+  const std::vector<torch::Tensor> h_e = {torch::randn({6, 5}, torch::kFloat64), torch::randn({9}, torch::kFloat64)};
+  const std::vector<torch::Tensor> h_f = {1e-3 * torch::randn({6, 5}, torch::kFloat64),
+                                          1e-3 * torch::randn({9}, torch::kFloat64)};
+  const auto squared = [](const std::vector<torch::Tensor>& h) {
+    double s = 0.0;
+    for (const auto& t : h) s += t.pow(2).sum().item<double>();
+    return s;
+  };
+  const GradientScales g{{squared(h_e)}, {squared(h_f)}};
+  const double rho = deepkf::auto_noise(squared(h_f), squared(h_e));
+  CHECK(rho == Approx(std::sqrt(squared(h_f) / squared(h_e))).epsilon(1e-14));
+  CHECK(deepkf::auto_noise(0.0, 1.0) == 1.0);  // no forces: no noise of their own
+  for (const bool noise : {true, false}) {
+    INFO((noise ? "automatic noise" : "no noise"));
+    KalmanOptions o;
+    o.blocksize = 16;
+    o.lambda0 = 0.999;
+    auto w = params;
+    for (auto& t : w) t = t.clone();
+    KalmanFilter filter(w, o);
+    const double r = noise ? rho : 1.0;
+    const auto choice = choose_p0(g, filter.layout().num_blocks(), 0.999, r);
+    filter.set_p0(choice.p0);
+    std::vector<torch::Tensor> scaled;
+    for (const auto& t : h_f) scaled.push_back(t / std::sqrt(r));
+    // y / sqrt(rho) = scaled^T w with target y_ref / sqrt(rho): the innovation ratio is that of y itself.
+    const double ratio = innovation_ratio(filter, w, scaled, 0.7 / std::sqrt(r));
+    CHECK(ratio == Approx(1.0 - choice.f_force).epsilon(1e-9));
+    if (noise) {
+      CHECK(choice.f_force == Approx(0.5).epsilon(1e-12));
+      CHECK_THAT(choice.describe(true), Catch::Contains("50% of a force error") && Catch::Contains("force noise"));
+    } else {
+      CHECK(choice.f_force < 2e-3);
+    }
+    CHECK(choice.f_energy > 0.99);  // the energy keeps its odds sqrt(g_e / g_f)
+  }
+}

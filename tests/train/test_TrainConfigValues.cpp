@@ -235,3 +235,34 @@ TEST_CASE("energy_replay \"auto\" fills an energy measurement to 128 atoms with 
   CHECK(auto_energy_replay(8.5, 1) == 4);
   CHECK(auto_energy_replay(0, 1) == 4);  // no frames: the most
 }
+
+TEST_CASE("kf_update, force_noise and virial_noise are read and checked; kalman_lambda follows the noise",
+          "[train][config]") {
+  using deepkf::OptimizerInput;
+  using deepkf::RlekfSettings;
+  const auto read = [](const nlohmann::json& optimizer) {
+    const nlohmann::json doc = {{"optimizer", optimizer}};
+    return RlekfSettings::read(OptimizerInput(doc, "in.json"));
+  };
+  const auto defaults = read({{"type", "RLEKF"}});
+  CHECK(defaults.update == "joint");
+  CHECK(defaults.force_noise == 0.0);  // "auto"
+  CHECK(defaults.virial_noise == 0.0);
+  CHECK(defaults.lambda0 == deepkf::kLambdaWithNoise);
+  CHECK(defaults.to_json()["force_noise"] == "auto");
+  CHECK(defaults.to_json()["kf_update"] == "joint");
+  // DeePMD-kit's filter: no noise of its own, its forgetting factor.
+  const auto lkf = read({{"type", "LKF"}, {"kf_update", "sequential"}, {"force_noise", "none"}});
+  CHECK(lkf.update == "sequential");
+  CHECK(lkf.force_noise == 1.0);
+  CHECK(lkf.lambda0 == deepkf::kLambdaWithoutNoise);
+  CHECK(lkf.to_json()["force_noise"] == 1.0);
+  // An explicit kalman_lambda is used as given, whatever the noise.
+  CHECK(read({{"type", "RLEKF"}, {"kalman_lambda", 0.97}}).lambda0 == 0.97);
+  CHECK(read({{"type", "RLEKF"}, {"force_noise", 2e-3}, {"virial_noise", 0.5}}).virial_noise == 0.5);
+  CHECK_THROWS_WITH(read({{"type", "RLEKF"}, {"kf_update", "vector"}}),
+                    Catch::Contains("kf_update") && Catch::Contains("vector") && Catch::Contains("joint"));
+  CHECK_THROWS_WITH(read({{"type", "RLEKF"}, {"force_noise", -1}}),
+                    Catch::Contains("force_noise") && Catch::Contains("positive"));
+  CHECK_THROWS_AS(read({{"type", "RLEKF"}, {"virial_noise", "some"}}), deepkf::ConfigError);
+}
