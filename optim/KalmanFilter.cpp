@@ -8,6 +8,7 @@
 #include <functional>
 
 #include "optim/PackedSweep.hpp"
+#include "optim/SmallCholesky.hpp"
 #include "src/core/Error.hpp"
 
 namespace deepkf {
@@ -182,42 +183,6 @@ void KalmanFilter::update(double e, const std::vector<torch::Tensor>& grads) {
   ++steps_;
 }
 
-namespace {
-
-// A = C C^T for a symmetric positive definite m x m matrix (row-major, lower triangle read); C lower
-// triangular, row-major. Returns false when a pivot is not positive.
-bool cholesky(const std::vector<double>& A, std::int64_t m, std::vector<double>& C) {
-  C.assign(A.size(), 0.0);
-  for (std::int64_t i = 0; i < m; ++i) {
-    for (std::int64_t j = 0; j <= i; ++j) {
-      double s = A[static_cast<std::size_t>(i * m + j)];
-      for (std::int64_t k = 0; k < j; ++k) s -= C[static_cast<std::size_t>(i * m + k)] * C[static_cast<std::size_t>(j * m + k)];
-      if (i == j) {
-        if (!(s > 0.0) || !std::isfinite(s)) return false;
-        C[static_cast<std::size_t>(i * m + i)] = std::sqrt(s);
-      } else {
-        C[static_cast<std::size_t>(i * m + j)] = s / C[static_cast<std::size_t>(j * m + j)];
-      }
-    }
-  }
-  return true;
-}
-
-// C^-1 for a lower triangular C (row-major): the columns of the identity by forward substitution.
-std::vector<double> lower_inverse(const std::vector<double>& C, std::int64_t m) {
-  std::vector<double> inv(C.size(), 0.0);
-  for (std::int64_t col = 0; col < m; ++col) {
-    for (std::int64_t i = col; i < m; ++i) {
-      double s = i == col ? 1.0 : 0.0;
-      for (std::int64_t k = col; k < i; ++k) s -= C[static_cast<std::size_t>(i * m + k)] * inv[static_cast<std::size_t>(k * m + col)];
-      inv[static_cast<std::size_t>(i * m + col)] = s / C[static_cast<std::size_t>(i * m + i)];
-    }
-  }
-  return inv;
-}
-
-}  // namespace
-
 void KalmanFilter::update_joint(const std::vector<double>& e,
                                 const std::vector<std::vector<torch::Tensor>>& grads) {
   const auto m = static_cast<std::int64_t>(e.size());
@@ -270,23 +235,17 @@ void KalmanFilter::update_joint(const std::vector<double>& e,
       A[static_cast<std::size_t>(a * m + b)] = A[static_cast<std::size_t>(b * m + a)] = s;
     }
   }
-  std::vector<double> C;
-  if (!cholesky(A, m, C)) {
+  const SmallCholesky chol(A, m);
+  if (!chol.ok()) {
     std::string diag;
     for (std::int64_t a = 0; a < m; ++a) diag += (a ? ", " : "") + num(A[static_cast<std::size_t>(a * m + a)]);
     throw OptimError("kalman joint update " + std::to_string(steps_) +
                      ": A = sum_i (lambda I + H_i^T P_i H_i) is not positive definite (diagonal " + diag +
                      "); the covariance has lost positive definiteness or a gradient is not finite");
   }
-  // c = A^-1 e = C^-T C^-1 e; U^T = C^-1 Y^T.
-  const auto Cinv = lower_inverse(C, m);
-  std::vector<double> z(static_cast<std::size_t>(m), 0.0), c(static_cast<std::size_t>(m), 0.0);
-  for (std::int64_t i = 0; i < m; ++i) {
-    for (std::int64_t k = 0; k <= i; ++k) z[static_cast<std::size_t>(i)] += Cinv[static_cast<std::size_t>(i * m + k)] * e[static_cast<std::size_t>(k)];
-  }
-  for (std::int64_t i = 0; i < m; ++i) {
-    for (std::int64_t k = i; k < m; ++k) c[static_cast<std::size_t>(i)] += Cinv[static_cast<std::size_t>(k * m + i)] * z[static_cast<std::size_t>(k)];
-  }
+  // c = A^-1 e; U^T = C^-1 Y^T.
+  const auto c = chol.solve(e);
+  const auto Cinv = chol.lower_inverse();
   const auto options64 = torch::TensorOptions().dtype(torch::kFloat64);
   const auto c_t = torch::tensor(c, options64).to(device_);
   const auto Cinv_t = torch::from_blob(const_cast<double*>(Cinv.data()), {m, m}, options64).to(device_);

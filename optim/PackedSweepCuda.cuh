@@ -12,6 +12,10 @@
 // every time, and a flush (the update alone) equals the update inside a sweep bit for bit. The joint sweep
 // (m vectors, a pending update of rank m: optim/PackedJointSweep.hpp) takes the same tiles with the m
 // columns at once, each element updated once and then used for all m products.
+//
+// The public header of both: the scalar sweep's kernels are in optim/PackedSweepCuda.cu, the joint sweep's
+// in optim/PackedJointSweepCuda.cu, and what they share (thread shape, row offsets, the gathering of
+// partial sums, the fixed-order reductions) in optim/PackedCudaKernels.cuh.
 #include <cstdint>
 
 #include "optim/PackedJointSweep.hpp"
