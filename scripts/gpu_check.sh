@@ -14,7 +14,7 @@
 # `run` goes through its phases in order, each cut off so that all end within DEEPKF_GPU_SECONDS (520) of
 # the start: configure; build (the program, test_optim, test_model, bench_kalman); cuda (the tests tagged
 # [cuda]: CUDA against CPU; then test_optim and test_model whole, a crash rerun under cuda-gdb); bench
-# (bench_kalman); train (the water reference model, RLEKF and Adam, DEEPKF_GPU_TRAIN_SECONDS each); lammps
+# (bench_kalman); train (the water reference model, RLEKF, LKF and Adam, DEEPKF_GPU_TRAIN_SECONDS each); lammps
 # (pair_style deepkf built against the staged LAMMPS, bench_lammps); suite (everything else built, ctest
 # for the time left).
 # DEEPKF_GPU_PHASES="bench train" runs only those (the build folder, /tmp/deepkf-gpu-build, is kept while
@@ -245,7 +245,7 @@ run() {
   fi
 
   if [[ "$phases" == *" train "* ]]; then
-    echo "== training the water reference model: RLEKF and Adam, ${DEEPKF_GPU_TRAIN_SECONDS:-50} s each"
+    echo "== training the water reference model: RLEKF, LKF and Adam, ${DEEPKF_GPU_TRAIN_SECONDS:-50} s each"
     train_water "$build/src/cli/deepkf" "$out" "$device" "$dry"
   fi
 
@@ -273,7 +273,8 @@ run() {
 
 # train_water DEEPKF OUT DEVICE DRY: DeePMD-kit's water model (configs/water_se_e2_a.json: embedding
 # [25, 50, 100], fitting [240, 240, 240]) trained on the shared water data for a fixed wall time with RLEKF,
-# then with Adam (DeePMD-kit's own learning rate and loss from its example input); the learning curves
+# then as DeePMD-kit's LKF (kf_update "sequential", no force noise, kalman_lambda 0.98), then with Adam
+# (DeePMD-kit's own learning rate and loss from its example input); the learning curves
 # (lcurve.out: validation RMSE and wall time every few steps) and logs go to OUT.
 train_water() {
   local deepkf="$1" out="$2" device="$3" dry="$4"
@@ -298,6 +299,10 @@ if dry == "1":
     doc["optimizer"]["kf_blocksize"] = 1024  # the reference blocksize's 19 GiB covariance fits no CPU here
 doc["optimizer"]["log_filter"] = True  # each display line: the filter's state and the step time split
 json.dump(doc, open(f"{work}/rlekf.json", "w"), indent=1)
+# DeePMD-kit's filter (LKF): one Kalman update per measurement, no measurement noise, its forgetting factor.
+lkf = json.loads(json.dumps(doc))
+lkf["optimizer"].update({"kf_update": "sequential", "force_noise": "none", "kalman_lambda": 0.98})
+json.dump(lkf, open(f"{work}/lkf.json", "w"), indent=1)
 # DeePMD-kit's water example: Adam, its exponential learning rate and loss prefactors.
 ref = json.load(open(f"{water}/input_se_e2_a.reference.json"))
 doc["optimizer"] = {"type": "Adam"}
@@ -306,7 +311,7 @@ doc["loss"] = ref["loss"]
 t["disp_freq"] = 50
 json.dump(doc, open(f"{work}/adam.json", "w"), indent=1)
 PY
-  for opt in rlekf adam; do
+  for opt in rlekf lkf adam; do
     # Killed at the time limit: lcurve.out is written line by line, and no checkpoint is wanted.
     timeout -s KILL "$seconds" "$deepkf" train "$work/$opt.json" -o "$work/$opt" >"$work/$opt.stdout" 2>&1 || true
     cp "$work/$opt/lcurve.out" "$out/lcurve_$opt.out" 2>/dev/null || true

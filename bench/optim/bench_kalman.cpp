@@ -13,6 +13,9 @@
 // DEEPKF_BENCH_DEVICE=cuda runs the filter, the pass and the dense step on the GPU (a CUDA build).
 // DEEPKF_BENCH_P_CAP=c times the steps with the covariance's diagonal capped at c p0 (p0 1; the check of
 // every step, and a scaling pass in the steps where the cap is reached).
+// DEEPKF_BENCH_JOINT=m also times the joint update of m measurements (KalmanFilter::update_joint, the rank-m
+// update pending between steps), alternating with the scalar step: columns "joint ms" and "joint/step" (the
+// joint update replaces m scalar steps, so below m it is a saving).
 #include <torch/cuda.h>
 #include <torch/torch.h>
 
@@ -21,6 +24,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -127,8 +131,12 @@ int main(int argc, char** argv) {
                 dense * 8 / (1 << 20));
   }
 
-  std::printf("\n%8s %4s %8s %10s %10s %10s %10s %10s %10s %10s\n", "b", "nb", "dtype", "P MiB", "step ms",
+  const char* joint_env = std::getenv("DEEPKF_BENCH_JOINT");
+  const int joint_m = joint_env && *joint_env ? std::atoi(joint_env) : 0;
+  std::printf("\n%8s %4s %8s %10s %10s %10s %10s %10s %10s %10s", "b", "nb", "dtype", "P MiB", "step ms",
               "pass ms", "step/pass", "dense ms", "dense/step", "GB/s step");
+  if (joint_m > 0) std::printf(" %10s %10s (m = %d)", "joint ms", "joint/step", joint_m);
+  std::printf("\n");
   for (const auto b : sizes) {
     for (const auto dtype : {torch::kFloat64, torch::kFloat32}) {
       const auto elem = static_cast<double>(c10::elementSize(dtype));
@@ -140,7 +148,7 @@ int main(int argc, char** argv) {
       const auto opts = torch::TensorOptions().dtype(dtype).device(device);
       const auto h =
           1e-3 * torch::randn({nb * b}, torch::TensorOptions().dtype(torch::kFloat64).device(device));
-      std::vector<double> step, pass, dense;
+      std::vector<double> step, pass, dense, joint;
       {
         // The steps alternate with the passes, so that both see the same machine.
         std::vector<torch::Tensor> params = {torch::zeros({nb * b}, h.options())};
@@ -152,9 +160,20 @@ int main(int argc, char** argv) {
         deepkf::KalmanFilter kf(params, o);
         auto Q = torch::ones({static_cast<std::int64_t>(bytes / elem)}, opts);
         kf.update(0.01, {h});  // the first step has no pending update; every later one does
+        // The joint filter's m gradients: h and m - 1 others of the same size.
+        std::vector<torch::Tensor> joint_params = {torch::zeros({nb * b}, h.options())};
+        std::unique_ptr<deepkf::KalmanFilter> joint_kf;
+        std::vector<std::vector<torch::Tensor>> joint_grads;
+        if (joint_m > 0) {
+          joint_kf = std::make_unique<deepkf::KalmanFilter>(joint_params, o);
+          for (int k = 0; k < joint_m; ++k) joint_grads.push_back({k == 0 ? h : 1e-3 * torch::randn_like(h)});
+          joint_kf->update_joint(std::vector<double>(joint_m, 0.01), joint_grads);
+        }
         for (int r = 0; r < reps; ++r) {
           step.push_back(time_ms([&] { kf.update(0.01, {h}); }));
           pass.push_back(time_ms([&] { Q.mul_(1.0); }));
+          if (joint_kf)
+            joint.push_back(time_ms([&] { joint_kf->update_joint(std::vector<double>(joint_m, 0.01), joint_grads); }));
         }
       }
       {
@@ -164,10 +183,12 @@ int main(int argc, char** argv) {
           dense.push_back(time_ms([&] { dense_step(P, hd, 0.98); }));
       }
       const double s = median(step), p = median(pass), d = median(dense);
-      std::printf("%8lld %4lld %8s %10.1f %10.2f %10.2f %10.2f %10.2f %10.2f %10.2f\n",
+      std::printf("%8lld %4lld %8s %10.1f %10.2f %10.2f %10.2f %10.2f %10.2f %10.2f",
                   static_cast<long long>(b), static_cast<long long>(nb),
                   dtype == torch::kFloat64 ? "float64" : "float32", bytes / (1 << 20), s, p, s / p, d, d / s,
                   2 * bytes / (s * 1e6));
+      if (!joint.empty()) std::printf(" %10.2f %10.2f", median(joint), median(joint) / s);
+      std::printf("\n");
       std::fflush(stdout);
     }
   }

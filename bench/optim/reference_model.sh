@@ -17,8 +17,8 @@ variants=()
 if [ "${1:-}" = -- ]; then shift; variants=("$@"); fi
 [ ${#variants[@]} -gt 0 ] || variants=('joint={}' 'lkf={"kf_update": "sequential", "force_noise": "none"}')
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-mkdir -p "$out/data" "$out/work"
-for d in data_0 data_1 data_2 data_3; do ln -sfn "$datasets/water/$d" "$out/data/$d"; done
+mkdir -p "$out/work/data"
+for d in data_0 data_1 data_2 data_3; do ln -sfn "$datasets/water/$d" "$out/work/data/$d"; done
 
 run() {  # name, optimizer JSON, steps
   local name=$1 optimizer=$2 n=$3 dir="$out/work/$1"
@@ -40,6 +40,7 @@ PY
   f=$(grep 'validation on all' "$dir/train.log" | sed -E 's/.*rmse_f ([^ ]*) eV\/A.*/\1/')
   split=$(grep -oE 'Kalman filter [0-9.e+-]+ s \([0-9]+%, [0-9.]+ updates\), model [0-9.e+-]+ s' "$dir/train.log" | tail -1 || true)
   printf "| %s | %d | %s | %s | %s |\n" "$name" "$n" "$per_step" "$f" "${split:--}"
+  rm -f "$dir/model.ckpt"  # the final checkpoint: 19 GiB of covariance per RLEKF run
 }
 
 echo "| run | steps | s per step | val rmse_f on data_3 (eV/A) | RLEKF step split (whole run) |"

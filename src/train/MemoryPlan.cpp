@@ -39,7 +39,7 @@ std::int64_t covariance_bytes(const MemoryNeed& need, const Choice& c, int nrank
   for (std::size_t i = 0; i < owners.size(); ++i) {
     const auto n = layout.blocks()[i].size();
     auto bytes = packed::triangle_size(n) * precision_bytes(c.precision);
-    if (gpu) bytes += 2 * packed::tiles_of(n) * n * 8;
+    if (gpu) bytes += 2 * packed::tiles_of(n) * n * 8 * need.measurements;
     per_rank[static_cast<std::size_t>(owners[i])] += bytes;
   }
   return *std::max_element(per_rank.begin(), per_rank.end());
@@ -48,7 +48,8 @@ std::int64_t covariance_bytes(const MemoryNeed& need, const Choice& c, int nrank
 // Weights and their gradient in the model's precision, h, K and the pending K in float64, one batch.
 std::int64_t other_bytes(const MemoryNeed& need) {
   const std::int64_t n = parameters(need);
-  return 2 * n * need.value_bytes + 4 * n * 8 + need.batch_bytes;
+  const std::int64_t joint = need.measurements > 1 ? need.measurements * n * (need.value_bytes + kJointValuesPerWeight * 8) : 0;
+  return 2 * n * need.value_bytes + 4 * n * 8 + joint + need.batch_bytes;
 }
 
 std::vector<Choice> ladder() {

@@ -73,6 +73,10 @@ MemoryPlan RlekfStep::plan(const RlekfSettings& settings, const DeepPot& model, 
       std::max(resources.batch_bytes, (resources.batch_frames + replay_frames_of(settings, resources)) *
                                           resources.frame_energy_bytes);
   need.nranks = nranks;
+  if (settings.update == "joint") {
+    need.measurements = 1 + (settings.nselect + settings.groupsize - 1) / settings.groupsize +
+                        (settings.start_pref_v > 0.0 || settings.limit_pref_v > 0.0 ? 1 : 0);
+  }
   need.available = resources.available;
   need.where = resources.where;
   return plan_memory(need, blocksize, precision);
