@@ -45,10 +45,26 @@ std::int64_t covariance_bytes(const MemoryNeed& need, const Choice& c, int nrank
   return *std::max_element(per_rank.begin(), per_rank.end());
 }
 
-// Weights and their gradient in the model's precision, h, K and the pending K in float64, one batch.
-std::int64_t other_bytes(const MemoryNeed& need) {
+// A joint update's float64 values per measurement beyond its gradient: its columns of H, Y, the pending U
+// and the zero U of a sweep with none pending (kJointValuesPerWeight per weight), and on the CPU the
+// sweep's partial sums, sum over the row chunks of each block of n - r0 (PackedSweep.hpp, row_chunks).
+std::int64_t joint_values(const MemoryNeed& need, std::int64_t blocksize) {
+  std::int64_t values = kJointValuesPerWeight * parameters(need);
+  if (need.where != "host") return values;
+  const BlockLayout layout(need.shapes, blocksize);
+  for (const auto& block : layout.blocks()) {
+    const auto rows = packed::row_chunks(block.size());
+    for (std::size_t k = 0; k + 1 < rows.size(); ++k) values += block.size() - rows[k];
+  }
+  return values;
+}
+
+// Weights and their gradient in the model's precision, h, K and the pending K in float64, one batch; a
+// joint update's m gradients and float64 vectors.
+std::int64_t other_bytes(const MemoryNeed& need, std::int64_t blocksize) {
   const std::int64_t n = parameters(need);
-  const std::int64_t joint = need.measurements > 1 ? need.measurements * n * (need.value_bytes + kJointValuesPerWeight * 8) : 0;
+  const std::int64_t joint =
+      need.measurements > 1 ? need.measurements * (n * need.value_bytes + 8 * joint_values(need, blocksize)) : 0;
   return 2 * n * need.value_bytes + 4 * n * 8 + joint + need.batch_bytes;
 }
 
@@ -85,9 +101,9 @@ MemoryPlan plan_memory(const MemoryNeed& need, std::int64_t blocksize, const std
     candidates.push_back(c);
   }
   if (candidates.empty()) candidates.push_back({blocksize, precision == "auto" ? "float64" : precision});
-  const std::int64_t other = other_bytes(need);
   for (const auto& c : candidates) {
     const std::int64_t cov = covariance_bytes(need, c, need.nranks);
+    const std::int64_t other = other_bytes(need, c.blocksize);
     if (fits_in_memory(cov + other, need.available))
       return {c.blocksize, c.precision, cov, other, need.available, need.where};
   }
@@ -95,9 +111,10 @@ MemoryPlan plan_memory(const MemoryNeed& need, std::int64_t blocksize, const std
   // Nothing asked for fits: the need, and what would.
   const Choice& asked = candidates.front();
   const std::int64_t cov = covariance_bytes(need, asked, need.nranks);
+  const std::int64_t other = other_bytes(need, asked.blocksize);
   std::vector<std::string> options;
   for (const auto& c : ladder()) {
-    const std::int64_t total = covariance_bytes(need, c, need.nranks) + other;
+    const std::int64_t total = covariance_bytes(need, c, need.nranks) + other_bytes(need, c.blocksize);
     if (fits_in_memory(total, need.available)) {
       options.push_back(fmt::format("{} ({})", label(c), format_bytes(total)));
       break;

@@ -3,8 +3,8 @@
 // covariance settings that fit (docs/input.md, "Memory plan"):
 //   covariance  sum over the rank's blocks of n_i (n_i + 1) / 2 values (optim/BlockLayout.hpp ownership)
 //   vectors     the weights, their gradient and the filter's float64 vectors h, K and the pending K: 6 N
-//               values; a joint update of m measurements m more gradients and float64 columns of H, Y, U
-//               and the sweep's partial sums (kJointValuesPerWeight each), and on a GPU m times its tiles'
+//               values; a joint update of m measurements m more gradients, float64 columns of H, Y, U
+//               (kJointValuesPerWeight each) and the CPU sweep's partial sums, on a GPU m times the tiles'
 //               partial sums batch       one batch's activations with the graph kept for the force measurement (estimate below)
 // Where kf_blocksize or p_precision is "auto", the first of 5120, 4096, 3072, 2048 in float64, then the
 // same in float32, then 1024, 512, 256 in float64 and float32, whose total fits in 90 % of what the rank
@@ -56,10 +56,9 @@ MemoryPlan plan_memory(const MemoryNeed& need, std::int64_t blocksize, const std
 // run's peak by 145 MB, about 95 MB per frame of the energy graph, 2.6 copies; 3 are counted
 // (docs/benchmarks.md, "Memory plan").
 constexpr std::int64_t kForceGraphCopies = 9;
-// float64 values per weight and measurement of a joint update: its columns of H, Y and the pending U, the
-// zero U of a sweep with none pending, and the CPU sweep's partial sums (up to 16 row chunks per block, each
-// summing over the columns right of its first row: about 8 values per row of a large block).
-constexpr std::int64_t kJointValuesPerWeight = 4 + 8;
+// float64 values per weight and measurement of a joint update: its columns of H, Y and the pending U, and
+// the zero U of a sweep with none pending (the CPU sweep's partial sums are counted block by block).
+constexpr std::int64_t kJointValuesPerWeight = 4;
 constexpr std::int64_t kEnergyGraphCopies = 3;
 
 // Estimate of the activations of a measurement's graph over `frames` frames on a rank: `copies` of the

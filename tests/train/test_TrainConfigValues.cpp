@@ -236,7 +236,7 @@ TEST_CASE("energy_replay \"auto\" fills an energy measurement to 128 atoms with 
   CHECK(auto_energy_replay(0, 1) == 4);  // no frames: the most
 }
 
-TEST_CASE("kf_update, force_noise and virial_noise are read and checked; kalman_lambda follows the noise",
+TEST_CASE("kf_update, force_noise and virial_noise are read and checked, and kalman_lambda follows the noise",
           "[train][config]") {
   using deepkf::OptimizerInput;
   using deepkf::RlekfSettings;
