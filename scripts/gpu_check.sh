@@ -273,7 +273,7 @@ run() {
 
 # train_water DEEPKF OUT DEVICE DRY: DeePMD-kit's water model (configs/water_se_e2_a.json: embedding
 # [25, 50, 100], fitting [240, 240, 240]) trained on the shared water data for a fixed wall time with RLEKF,
-# then as DeePMD-kit's LKF (kf_update "sequential", no force noise, kalman_lambda 0.98), then with Adam
+# with the joint update and the automatic force noise, then at the defaults (DeePMD-kit's LKF), then with Adam
 # (DeePMD-kit's own learning rate and loss from its example input); the learning curves
 # (lcurve.out: validation RMSE and wall time every few steps) and logs go to OUT.
 train_water() {
@@ -298,11 +298,11 @@ doc["device"] = device
 if dry == "1":
     doc["optimizer"]["kf_blocksize"] = 1024  # the reference blocksize's 19 GiB covariance fits no CPU here
 doc["optimizer"]["log_filter"] = True  # each display line: the filter's state and the step time split
-json.dump(doc, open(f"{work}/rlekf.json", "w"), indent=1)
-# DeePMD-kit's filter (LKF): one Kalman update per measurement, no measurement noise, its forgetting factor.
-lkf = json.loads(json.dumps(doc))
-lkf["optimizer"].update({"kf_update": "sequential", "force_noise": "none", "kalman_lambda": 0.98})
-json.dump(lkf, open(f"{work}/lkf.json", "w"), indent=1)
+# The joint update with the automatic force noise (docs/rlekf.md), then the defaults (DeePMD-kit's LKF).
+joint = json.loads(json.dumps(doc))
+joint["optimizer"].update({"kf_update": "joint", "force_noise": "auto"})
+json.dump(joint, open(f"{work}/rlekf.json", "w"), indent=1)
+json.dump(doc, open(f"{work}/lkf.json", "w"), indent=1)
 # DeePMD-kit's water example: Adam, its exponential learning rate and loss prefactors.
 ref = json.load(open(f"{water}/input_se_e2_a.reference.json"))
 doc["optimizer"] = {"type": "Adam"}

@@ -6,8 +6,9 @@
 #   bash bench/optim/reference_model.sh DEEPKF DATASETS_DIR OUT_DIR [STEPS] [ADAM_STEPS] [-- VARIANT...]
 #
 # VARIANT: a name=JSON pair of optimizer keys for one RLEKF run, e.g. 'sequential={"kf_update": "sequential",
-# "force_noise": "none"}'; default: the defaults ('joint={}') and DeePMD-kit's LKF ('lkf=' as above). The
-# input is the example's own, with numb_steps, disp_freq 5, the optimizer keys, validation on every frame of
+# "force_noise": "none"}'; default: the joint update with the automatic force noise and the defaults
+# (DeePMD-kit's LKF), as they ran on 2026-11-26 (docs/benchmarks.md, "Joint update"). The
+# input is the example's own, with numb_steps, displays at the first and last step, the optimizer keys, validation on every frame of
 # data_3 at the end, the end-of-run bias fit and uncertainty calibration off (they cost minutes and are not
 # training). STEPS defaults to 20, ADAM_STEPS to 60. Prints one table row per run.
 set -euo pipefail
@@ -15,7 +16,8 @@ deepkf=$(realpath "$1"); datasets=$(realpath "$2"); out=$3; steps=${4:-20}; adam
 shift $(( $# < 5 ? $# : 5 ))
 variants=()
 if [ "${1:-}" = -- ]; then shift; variants=("$@"); fi
-[ ${#variants[@]} -gt 0 ] || variants=('joint={}' 'lkf={"kf_update": "sequential", "force_noise": "none"}')
+[ ${#variants[@]} -gt 0 ] ||
+  variants=('joint={"kf_update": "joint", "force_noise": "auto"}' 'lkf={"kf_update": "sequential", "force_noise": "none"}')
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 mkdir -p "$out/work/data"
 for d in data_0 data_1 data_2 data_3; do ln -sfn "$datasets/water/$d" "$out/work/data/$d"; done

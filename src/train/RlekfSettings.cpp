@@ -14,6 +14,13 @@ const std::vector<std::string> kPrefPlaces = {"optimizer", "training", "loss"};
 OptionKey filter_key(const std::string& key) { return {key, kFilterPlaces}; }
 OptionKey pref_key(const std::string& key) { return {key, kPrefPlaces}; }
 
+// A relative noise as the input writes it: "auto" (0), "none" (1) or the value.
+nlohmann::json noise_json(double rho) {
+  if (rho <= 0.0) return "auto";
+  if (rho == 1.0) return "none";
+  return rho;
+}
+
 }  // namespace
 
 const std::vector<OptionKey>& RlekfSettings::keys() {
@@ -70,7 +77,7 @@ RlekfSettings RlekfSettings::read(const OptimizerInput& in) {
       "must be \"joint\" or \"sequential\"");
   const auto noise = [&](const std::string& key) {
     const auto v = in.get<nlohmann::json>(
-        filter_key(key), nlohmann::json("auto"),
+        filter_key(key), nlohmann::json("none"),
         [](const nlohmann::json& x) {
           return x == "auto" || x == "none" ||
                  (x.is_number() && x.get<double>() > 0.0 && std::isfinite(x.get<double>()));
@@ -113,8 +120,8 @@ nlohmann::json RlekfSettings::to_json() const {
           {"energy_replay", energy_replay >= 0 ? nlohmann::json(energy_replay) : nlohmann::json("auto")},
           {"log_filter", log_filter},
           {"kf_update", update},
-          {"force_noise", force_noise > 0.0 ? nlohmann::json(force_noise) : nlohmann::json("auto")},
-          {"virial_noise", virial_noise > 0.0 ? nlohmann::json(virial_noise) : nlohmann::json("auto")}};
+          {"force_noise", noise_json(force_noise)},
+          {"virial_noise", noise_json(virial_noise)}};
 }
 
 int auto_energy_replay(double frame_atoms, double batch_frames) {

@@ -12,7 +12,7 @@ namespace deepkf {
 
 struct RlekfSettings {
   std::int64_t blocksize = 0;  // kf_blocksize; 0: "auto", chosen by the memory plan (MemoryPlan.hpp)
-  // kalman_lambda; when not given, kLambdaWithNoise, or kLambdaWithoutNoise with force_noise "none".
+  // kalman_lambda; when not given, kLambdaWithoutNoise, or kLambdaWithNoise with a force noise.
   double lambda0 = 0.98;
   double nu = 0.9987;          // kalman_nue
   double p0 = 0.0;             // initial covariance P_i = p0 I; 0: "auto", chosen at the start (AutoP0.hpp)
@@ -37,12 +37,13 @@ struct RlekfSettings {
   // kf_update: "joint" takes a step's measurements (energy, force groups, virial) on one model graph in one
   // Kalman update of m measurements (KalmanFilter::update_joint); "sequential" takes them one after another,
   // each on the weights the previous one left (DeePMD-kit's LKF). docs/rlekf.md, "Joint measurement update".
-  std::string update = "joint";
+  // The default stays "sequential" until the joint update wins over whole runs (docs/first-epoch.md).
+  std::string update = "sequential";
   // Relative measurement noise of force and virial measurements (AutoP0.hpp, auto_noise): a positive value
-  // as given, 0: "auto" (chosen with p0 from the first batches); "none" is 1, every measurement's noise
-  // L lambda as in DeePMD-kit.
-  double force_noise = 0.0;
-  double virial_noise = 0.0;
+  // as given, 0: "auto" (chosen with p0 from the first batches); "none" (the default) is 1, every
+  // measurement's noise L lambda as in DeePMD-kit.
+  double force_noise = 1.0;
+  double virial_noise = 1.0;
 
   // Every key read, with the sections it may be in: the "optimizer" section, or where DeePMD-kit's PyTorch
   // backend writes them (training.kf_blocksize, training.kalman_lambda, loss.kf_start_pref_e, ...).

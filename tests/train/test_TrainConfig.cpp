@@ -49,9 +49,9 @@ TEST_CASE("defaults and the optimizer section", "[train][config]") {
   CHECK(c.optimizer_settings.at("p0") == "auto");             // chosen from the first batches (AutoP0.hpp)
   CHECK(c.optimizer_settings.at("p_cap") == 1e4);             // the covariance's diagonal stays below 1e4 p0
   CHECK(c.optimizer_settings.at("energy_replay") == "auto");  // chosen from the frames' size
-  CHECK(c.optimizer_settings.at("kalman_lambda") == 0.999);  // with the automatic force noise
-  CHECK(c.optimizer_settings.at("kf_update") == "joint");
-  CHECK(c.optimizer_settings.at("force_noise") == "auto");
+  CHECK(c.optimizer_settings.at("kalman_lambda") == 0.98);
+  CHECK(c.optimizer_settings.at("kf_update") == "sequential");
+  CHECK(c.optimizer_settings.at("force_noise") == "none");
   CHECK(c.optimizer_settings.at("kalman_nue") == 0.9987);
   CHECK(c.optimizer_settings.at("nselect") == 24);
   CHECK(c.optimizer_settings.at("groupsize") == 6);

@@ -244,19 +244,21 @@ TEST_CASE("kf_update, force_noise and virial_noise are read and checked, and kal
     const nlohmann::json doc = {{"optimizer", optimizer}};
     return RlekfSettings::read(OptimizerInput(doc, "in.json"));
   };
+  // The defaults: DeePMD-kit's filter, no noise of its own, its forgetting factor.
   const auto defaults = read({{"type", "RLEKF"}});
-  CHECK(defaults.update == "joint");
-  CHECK(defaults.force_noise == 0.0);  // "auto"
-  CHECK(defaults.virial_noise == 0.0);
-  CHECK(defaults.lambda0 == deepkf::kLambdaWithNoise);
-  CHECK(defaults.to_json()["force_noise"] == "auto");
-  CHECK(defaults.to_json()["kf_update"] == "joint");
-  // DeePMD-kit's filter: no noise of its own, its forgetting factor.
-  const auto lkf = read({{"type", "LKF"}, {"kf_update", "sequential"}, {"force_noise", "none"}});
-  CHECK(lkf.update == "sequential");
-  CHECK(lkf.force_noise == 1.0);
-  CHECK(lkf.lambda0 == deepkf::kLambdaWithoutNoise);
-  CHECK(lkf.to_json()["force_noise"] == 1.0);
+  CHECK(defaults.update == "sequential");
+  CHECK(defaults.force_noise == 1.0);  // "none"
+  CHECK(defaults.virial_noise == 1.0);
+  CHECK(defaults.lambda0 == deepkf::kLambdaWithoutNoise);
+  CHECK(defaults.to_json()["force_noise"] == "none");
+  CHECK(defaults.to_json()["kf_update"] == "sequential");
+  // The joint update with the automatic noise: the slow forgetting that goes with it.
+  const auto joint = read({{"type", "LKF"}, {"kf_update", "joint"}, {"force_noise", "auto"}});
+  CHECK(joint.update == "joint");
+  CHECK(joint.force_noise == 0.0);
+  CHECK(joint.lambda0 == deepkf::kLambdaWithNoise);
+  CHECK(joint.to_json()["force_noise"] == "auto");
+  CHECK(read({{"type", "RLEKF"}, {"force_noise", 3e-4}}).to_json()["force_noise"] == 3e-4);
   // An explicit kalman_lambda is used as given, whatever the noise.
   CHECK(read({{"type", "RLEKF"}, {"kalman_lambda", 0.97}}).lambda0 == 0.97);
   CHECK(read({{"type", "RLEKF"}, {"force_noise", 2e-3}, {"virial_noise", 0.5}}).virial_noise == 0.5);

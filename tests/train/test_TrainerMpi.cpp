@@ -204,30 +204,46 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("the automatic p0 is the same on 2 ranks as on 1, and so are the weights", "[train][mpi][p0]") {
+TEST_CASE("the automatic p0 and force noise are the same on 2 ranks as on 1, and so are the weights",
+          "[train][mpi][p0]") {
   auto comm = world();
   REQUIRE(comm->size() == 2);
-  json doc = input_doc(train_systems(), 3);
-  doc["optimizer"].erase("p0");
-  const auto p0_of = [](const std::string& dir) {
-    std::ifstream in(dir + "/input.resolved.json");
-    return json::parse(in)["optimizer"]["p0"];
-  };
-  const std::string serial_dir = deepkf::test::make_temp_dir("p0-serial-rank" + std::to_string(comm->rank()));
-  Trainer serial(config_of(doc), options_in(serial_dir, true), deepkf::make_serial_communicator());
-  serial.run();
-  const std::string dir = shared_temp_dir(*comm, "p0-mpi");
-  Trainer parallel(config_of(doc), options_in(dir, true), comm);
-  parallel.run();
-  const json p0_serial = p0_of(serial_dir);
-  REQUIRE(p0_serial.is_number());
-  CHECK(p0_serial.get<double>() > 0.0);
-  if (comm->is_root()) {
-    INFO("p0 chosen on 1 rank " << p0_serial << ", on 2 ranks " << p0_of(dir));
-    CHECK(p0_of(dir).get<double>() == Approx(p0_serial.get<double>()).epsilon(1e-12));
+  // The sequential update (the default), and the joint update with the automatic force noise: its m
+  // gradients summed over the ranks in one reduction, A summed in block order.
+  for (const bool joint : {false, true}) {
+    INFO((joint ? "kf_update joint, force_noise auto" : "kf_update sequential"));
+    json doc = input_doc(train_systems(), 3);
+    doc["optimizer"].erase("p0");
+    if (joint) {
+      doc["optimizer"]["kf_update"] = "joint";
+      doc["optimizer"]["force_noise"] = "auto";
+    }
+    const auto resolved = [](const std::string& dir) {
+      std::ifstream in(dir + "/input.resolved.json");
+      return json::parse(in)["optimizer"];
+    };
+    const std::string tag = std::string(joint ? "joint-" : "") + "rank" + std::to_string(comm->rank());
+    const std::string serial_dir = deepkf::test::make_temp_dir("p0-serial-" + tag);
+    Trainer serial(config_of(doc), options_in(serial_dir, true), deepkf::make_serial_communicator());
+    serial.run();
+    const std::string dir = shared_temp_dir(*comm, joint ? "p0-mpi-joint" : "p0-mpi");
+    Trainer parallel(config_of(doc), options_in(dir, true), comm);
+    parallel.run();
+    const json p0_serial = resolved(serial_dir)["p0"];
+    REQUIRE(p0_serial.is_number());
+    CHECK(p0_serial.get<double>() > 0.0);
+    if (comm->is_root()) {
+      INFO("p0 chosen on 1 rank " << p0_serial << ", on 2 ranks " << resolved(dir)["p0"]);
+      CHECK(resolved(dir)["p0"].get<double>() == Approx(p0_serial.get<double>()).epsilon(1e-12));
+      if (joint) {
+        const json noise = resolved(serial_dir)["force_noise"];
+        REQUIRE(noise.is_number());
+        CHECK(resolved(dir)["force_noise"].get<double>() == Approx(noise.get<double>()).epsilon(1e-12));
+      }
+    }
+    INFO("relative weight difference between 2 ranks and 1 rank with the automatic p0");
+    CHECK(relative_difference(parallel.flat_parameters(), serial.flat_parameters()) < 1e-10);
   }
-  INFO("relative weight difference between 2 ranks and 1 rank with the automatic p0");
-  CHECK(relative_difference(parallel.flat_parameters(), serial.flat_parameters()) < 1e-10);
 }
 
 TEST_CASE("Adam on 2 ranks equals 1 rank when the batches split unevenly", "[train][mpi][adam]") {

@@ -37,7 +37,7 @@ TEST_CASE("the training step is chosen by the input's optimizer name", "[train][
     auto step = deepkf::make_training_step(cfg, model_of(cfg), deepkf::make_serial_communicator());
     CHECK(step->name() == "RLEKF");
     CHECK(step->status_name() == "lambda");
-    CHECK(step->status_value(0) == 0.999);  // kalman_lambda with the automatic force noise
+    CHECK(step->status_value(0) == 0.98);
     CHECK_FALSE(step->batch_errors());
     CHECK(step->covariance_bytes() > 0);
     CHECK(step->block_sizes().size() > 1);
@@ -47,10 +47,10 @@ TEST_CASE("the training step is chosen by the input's optimizer name", "[train][
   {
     const auto cfg = config_with({{"type", "RLEKF"}, {"kf_blocksize", 64}, {"log_filter", true}});
     auto step = deepkf::make_training_step(cfg, model_of(cfg), deepkf::make_serial_communicator());
-    CHECK_THAT(step->status_line(0), Contains("lambda 0.999  filter: 0 updates") && Contains("tr(P)/N 1"));
+    CHECK_THAT(step->status_line(0), Contains("lambda 0.98  filter: 0 updates") && Contains("tr(P)/N 1"));
     const auto plain = config_with({{"type", "RLEKF"}, {"kf_blocksize", 64}});
     CHECK(deepkf::make_training_step(plain, model_of(plain), deepkf::make_serial_communicator())
-              ->status_line(0) == "lambda 0.999");
+              ->status_line(0) == "lambda 0.98");
   }
   const auto cfg = config_with({{"type", "Adam"}, {"learning_rate", {{"start_lr", 2e-3}}}});
   auto adam = deepkf::make_training_step(cfg, model_of(cfg), deepkf::make_serial_communicator());
@@ -132,8 +132,8 @@ TEST_CASE("replayed frames join the energy measurement as the batch's own frames
 }
 
 TEST_CASE("RLEKF tells where a step's time went: the filter's updates and the rest", "[train][step]") {
-  // Sequential: an energy update, 24 atoms in groups of 6 (4 force updates), the energy again: 6 updates.
-  // Joint (the default): all of them in one update.
+  // Sequential (the default): an energy update, 24 atoms in groups of 6 (4 force updates), the energy
+  // again: 6 updates. Joint: all of them in one update.
   for (const auto& [update, per_step] : {std::pair{"sequential", 6}, std::pair{"joint", 1}}) {
     INFO("kf_update " << update);
     const auto cfg =
