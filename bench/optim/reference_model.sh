@@ -7,10 +7,10 @@
 #
 # VARIANT: a name=JSON pair of optimizer keys for one RLEKF run, e.g. 'sequential={"kf_update": "sequential",
 # "force_noise": "none"}'; default: the joint update with the automatic force noise and the defaults
-# (DeePMD-kit's LKF), as they ran on 2026-11-26 (docs/benchmarks.md, "Joint update"). The
-# input is the example's own, with numb_steps, displays at the first and last step, the optimizer keys, validation on every frame of
-# data_3 at the end, the end-of-run bias fit and uncertainty calibration off (they cost minutes and are not
-# training). STEPS defaults to 20, ADAM_STEPS to 60. Prints one table row per run.
+# (DeePMD-kit's LKF), as they ran on 2026-11-26 (docs/benchmarks.md, "Joint update"). The input is the
+# example's own, with numb_steps, displays at the first and last step, the optimizer keys, validation on
+# every frame of data_3 at the end, the end-of-run bias fit and uncertainty calibration off (they cost
+# minutes and are not training). STEPS defaults to 20, ADAM_STEPS to 60. Prints one table row per run.
 set -euo pipefail
 deepkf=$(realpath "$1"); datasets=$(realpath "$2"); out=$3; steps=${4:-20}; adam_steps=${5:-60}
 shift $(( $# < 5 ? $# : 5 ))
