@@ -217,7 +217,8 @@ void KalmanFilter::update_joint(const std::vector<double>& e,
   torch::Tensor gram;
   const auto Yt = cov_.sweep_joint(own_H, gram);  // [m, own_count]
   std::vector<double> terms(static_cast<std::size_t>(layout_.num_blocks() * m * m), 0.0);
-  std::copy(gram.data_ptr<double>(), gram.data_ptr<double>() + gram.numel(), terms.begin() + first_block_ * m * m);
+  std::copy(gram.data_ptr<double>(), gram.data_ptr<double>() + gram.numel(),
+            terms.begin() + first_block_ * m * m);
   comm_->allreduce_sum(terms.data(), terms.size());
   // A = sum_i (lambda I + H_i^T Y_i) in block order, symmetrised (H_i^T Y_i is symmetric up to rounding).
   std::vector<double> A(static_cast<std::size_t>(m * m), 0.0);
@@ -231,14 +232,16 @@ void KalmanFilter::update_joint(const std::vector<double>& e,
   }
   for (std::int64_t a = 0; a < m; ++a) {
     for (std::int64_t b = 0; b < a; ++b) {
-      const double s = 0.5 * (A[static_cast<std::size_t>(a * m + b)] + A[static_cast<std::size_t>(b * m + a)]);
+      const double s =
+          0.5 * (A[static_cast<std::size_t>(a * m + b)] + A[static_cast<std::size_t>(b * m + a)]);
       A[static_cast<std::size_t>(a * m + b)] = A[static_cast<std::size_t>(b * m + a)] = s;
     }
   }
   const SmallCholesky chol(A, m);
   if (!chol.ok()) {
     std::string diag;
-    for (std::int64_t a = 0; a < m; ++a) diag += (a ? ", " : "") + num(A[static_cast<std::size_t>(a * m + a)]);
+    for (std::int64_t a = 0; a < m; ++a)
+      diag += (a ? ", " : "") + num(A[static_cast<std::size_t>(a * m + a)]);
     throw OptimError("kalman joint update " + std::to_string(steps_) +
                      ": A = sum_i (lambda I + H_i^T P_i H_i) is not positive definite (diagonal " + diag +
                      "); the covariance has lost positive definiteness or a gradient is not finite");

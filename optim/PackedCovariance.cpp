@@ -256,8 +256,8 @@ void PackedCovariance::sweep_joint_cpu(const torch::Tensor& H, torch::Tensor& Y)
       std::fill(y, y + m * len, 0.0);
       packed::RankUpdate update = pending;
       update.U += offsets_[j];
-      packed::joint_sweep_rows(blocks_[j].data_ptr<T>(), n, task.r0, task.r1, update, {hp + offsets_[j], total},
-                               static_cast<int>(m), {y, len});
+      packed::joint_sweep_rows(blocks_[j].data_ptr<T>(), n, task.r0, task.r1, update,
+                               {hp + offsets_[j], total}, static_cast<int>(m), {y, len});
     });
   });
   // Y_j = the sum of block j's partial vectors, in chunk order.
@@ -265,7 +265,8 @@ void PackedCovariance::sweep_joint_cpu(const torch::Tensor& H, torch::Tensor& Y)
   for_each_task(num_blocks(), [&](std::int64_t j) {
     const auto js = static_cast<std::size_t>(j);
     const auto n = sizes_[js];
-    for (std::int64_t k = 0; k < m; ++k) std::fill(out + k * total + offsets_[js], out + k * total + offsets_[js] + n, 0.0);
+    for (std::int64_t k = 0; k < m; ++k)
+      std::fill(out + k * total + offsets_[js], out + k * total + offsets_[js] + n, 0.0);
     for (auto t = first_task_[js]; t < first_task_[js + 1]; ++t) {
       const Task& task = tasks_[static_cast<std::size_t>(t)];
       const auto len = n - task.r0;

@@ -54,8 +54,8 @@ struct RowFactors {
 // Element (r, c) updated, p <- (p - sum_k U_rk U_ck) / lambda, stored rounded to T; returns the float64 value
 // before that rounding (as PackedSweep.cpp's element()).
 template <typename T, int M>
-DEEPKF_INLINE double element(T* row, std::int64_t c, const RowFactors<M>& f, const double* U, std::int64_t ldu,
-                             double il) {
+DEEPKF_INLINE double element(T* row, std::int64_t c, const RowFactors<M>& f, const double* U,
+                             std::int64_t ldu, double il) {
   double p = static_cast<double>(row[c]);
 #pragma GCC unroll 16
   for (int k = 0; k < M; ++k) p -= f.u[k] * U[k * ldu + c];
@@ -110,7 +110,7 @@ DEEPKF_INLINE void joint_rows(T* P, std::int64_t n, std::int64_t r, const RankUp
     v8d q[R];
 #pragma GCC unroll 16
     for (int i = 0; i < R; ++i) q[i] = load8(rows[i] + c);
-    // p_rc <- (p_rc - sum_k U_rk U_ck) / lambda
+      // p_rc <- (p_rc - sum_k U_rk U_ck) / lambda
 #pragma GCC unroll 16
     for (int k = 0; k < M; ++k) {
       const v8d uk = load8(U + k * ldu + c);
@@ -169,8 +169,8 @@ DEEPKF_INLINE void joint_any(T* P, std::int64_t n, std::int64_t r0, std::int64_t
 
 // One function per dtype and m, each built for the instruction sets its clones name.
 template <int M>
-DEEPKF_CLONES_F32 void joint_f64(double* P, std::int64_t n, std::int64_t r0, std::int64_t r1, const RankUpdate& u,
-                             Columns<const double> H, Columns<double> Y) {
+DEEPKF_CLONES_F32 void joint_f64(double* P, std::int64_t n, std::int64_t r0, std::int64_t r1,
+                                 const RankUpdate& u, Columns<const double> H, Columns<double> Y) {
   joint_any<double, M>(P, n, r0, r1, u, H, Y);
 }
 
@@ -228,7 +228,8 @@ void joint_sweep_rows(float* P, std::int64_t n, std::int64_t r0, std::int64_t r1
   dispatch(P, n, r0, r1, update, H, m, Y);
 }
 
-void joint_update_rows(double* P, std::int64_t n, std::int64_t r0, std::int64_t r1, const RankUpdate& update) {
+void joint_update_rows(double* P, std::int64_t n, std::int64_t r0, std::int64_t r1,
+                       const RankUpdate& update) {
   update_by_sweep(P, n, r0, r1, update);
 }
 

@@ -173,7 +173,8 @@ int main(int argc, char** argv) {
           step.push_back(time_ms([&] { kf.update(0.01, {h}); }));
           pass.push_back(time_ms([&] { Q.mul_(1.0); }));
           if (joint_kf)
-            joint.push_back(time_ms([&] { joint_kf->update_joint(std::vector<double>(joint_m, 0.01), joint_grads); }));
+            joint.push_back(
+                time_ms([&] { joint_kf->update_joint(std::vector<double>(joint_m, 0.01), joint_grads); }));
         }
       }
       {

@@ -31,7 +31,7 @@ double auto_noise(double g_kind, double g_energy);
 
 struct P0Choice {
   double p0 = 1.0;
-  double rho_force = 1.0, rho_virial = 1.0;               // relative noise of force and virial measurements
+  double rho_force = 1.0, rho_virial = 1.0;              // relative noise of force and virial measurements
   double g_energy = 0.0, g_force = 0.0, g_virial = 0.0;  // the typical |h|^2 of each kind (median; 0: none)
   double f_energy = 0.0, f_force = 0.0, f_virial = 0.0;  // fraction of an error a first update removes
   // "p0 264 (automatic): the first updates remove 100% of an energy error and 0% of a force error

@@ -64,7 +64,8 @@ std::int64_t joint_values(const MemoryNeed& need, std::int64_t blocksize) {
 std::int64_t other_bytes(const MemoryNeed& need, std::int64_t blocksize) {
   const std::int64_t n = parameters(need);
   const std::int64_t joint =
-      need.measurements > 1 ? need.measurements * (n * need.value_bytes + 8 * joint_values(need, blocksize)) : 0;
+      need.measurements > 1 ? need.measurements * (n * need.value_bytes + 8 * joint_values(need, blocksize))
+                            : 0;
   return 2 * n * need.value_bytes + 4 * n * 8 + joint + need.batch_bytes;
 }
 

@@ -5,7 +5,8 @@
 //   vectors     the weights, their gradient and the filter's float64 vectors h, K and the pending K: 6 N
 //               values; a joint update of m measurements m more gradients, float64 columns of H, Y, U
 //               (kJointValuesPerWeight each) and the CPU sweep's partial sums, on a GPU m times the tiles'
-//               partial sums batch       one batch's activations with the graph kept for the force measurement (estimate below)
+//               partial sums batch       one batch's activations with the graph kept for the force
+//               measurement (estimate below)
 // Where kf_blocksize or p_precision is "auto", the first of 5120, 4096, 3072, 2048 in float64, then the
 // same in float32, then 1024, 512, 256 in float64 and float32, whose total fits in 90 % of what the rank
 // can use. An explicit choice is kept; when it does not fit, or nothing does, ResourceError states the need

@@ -14,8 +14,8 @@ struct RlekfSettings {
   std::int64_t blocksize = 0;  // kf_blocksize; 0: "auto", chosen by the memory plan (MemoryPlan.hpp)
   // kalman_lambda; when not given, kLambdaWithoutNoise, or kLambdaWithNoise with a force noise.
   double lambda0 = 0.98;
-  double nu = 0.9987;          // kalman_nue
-  double p0 = 0.0;             // initial covariance P_i = p0 I; 0: "auto", chosen at the start (AutoP0.hpp)
+  double nu = 0.9987;  // kalman_nue
+  double p0 = 0.0;     // initial covariance P_i = p0 I; 0: "auto", chosen at the start (AutoP0.hpp)
   // The diagonal of P stays at or below p_cap * p0 (docs/rlekf.md, "Bounded covariance"); 0 ("none"):
   // unbounded, as in DeePMD-kit.
   double p_cap = 1e4;

@@ -341,8 +341,7 @@ std::string RlekfStep::prepare(const std::vector<StepInput>& first) {
     return evaluate_p0(options_.p0, g, blocks, options_.lambda0, options_.force_noise, options_.virial_noise)
         .describe(false);
   }
-  const P0Choice choice =
-      choose_p0(g, blocks, options_.lambda0, options_.force_noise, options_.virial_noise);
+  const P0Choice choice = choose_p0(g, blocks, options_.lambda0, options_.force_noise, options_.virial_noise);
   options_.p0 = choice.p0;
   filter_.set_p0(options_.p0);
   auto_p0_ = false;

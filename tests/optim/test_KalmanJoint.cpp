@@ -63,17 +63,20 @@ TEST_CASE("a joint update of one measurement is the scalar update bit for bit", 
       b.update_joint({make_innovation(k)}, {grads});
     }
     for (std::size_t t = 0; t < a_params.size(); ++t) CHECK(torch::equal(a_params[t], b_params[t]));
-    for (std::int64_t i = 0; i < a.layout().num_blocks(); ++i) CHECK(torch::equal(a.covariance(i), b.covariance(i)));
+    for (std::int64_t i = 0; i < a.layout().num_blocks(); ++i)
+      CHECK(torch::equal(a.covariance(i), b.covariance(i)));
     CHECK(a.lambda() == b.lambda());
   }
 }
 
-TEST_CASE("joint updates equal dense algebra, chained and mixed with scalar updates", "[optim][kalman][joint]") {
+TEST_CASE("joint updates equal dense algebra, chained and mixed with scalar updates",
+          "[optim][kalman][joint]") {
   // 10, 2, 5, 10, 4, 2, 10, 10 with blocksize 10: blocks of one tensor, gathered tensors, split tensors.
   for (const std::int64_t blocksize : {10, 53}) {
     for (const auto p_dtype : {torch::kFloat64, torch::kFloat32}) {
       for (const double p_cap : {0.0, 3.0}) {
-        INFO("kf_blocksize " << blocksize << ", covariance " << c10::toString(p_dtype) << ", p_cap " << p_cap);
+        INFO("kf_blocksize " << blocksize << ", covariance " << c10::toString(p_dtype) << ", p_cap "
+                             << p_cap);
         const bool f64 = p_dtype == torch::kFloat64;
         KalmanOptions options;
         options.blocksize = blocksize;
@@ -140,7 +143,8 @@ TEST_CASE("on a linear model with lambda = 1 a joint update equals the scalar up
   for (std::int64_t s = 0; s < 6; ++s) {
     const auto step = make_joint(seq_params, s, 5);
     std::vector<double> e;
-    for (std::size_t k = 0; k < step.e.size(); ++k) e.push_back(innovation(step.e[k], step.grads[k], joint_params));
+    for (std::size_t k = 0; k < step.e.size(); ++k)
+      e.push_back(innovation(step.e[k], step.grads[k], joint_params));
     joint.update_joint(e, step.grads);
     for (std::size_t k = 0; k < step.e.size(); ++k)
       seq.update(innovation(step.e[k], step.grads[k], seq_params), step.grads[k]);
@@ -152,7 +156,8 @@ TEST_CASE("on a linear model with lambda = 1 a joint update equals the scalar up
   }
 }
 
-TEST_CASE("a state saved with a joint update pending restores bit for bit", "[optim][kalman][joint][restart]") {
+TEST_CASE("a state saved with a joint update pending restores bit for bit",
+          "[optim][kalman][joint][restart]") {
   for (const auto p_dtype : {torch::kFloat64, torch::kFloat32}) {
     INFO("covariance " << c10::toString(p_dtype));
     KalmanOptions options;
@@ -180,7 +185,8 @@ TEST_CASE("a state saved with a joint update pending restores bit for bit", "[op
       b.update_joint(step.e, step.grads);
     }
     for (std::size_t t = 0; t < a_params.size(); ++t) CHECK(torch::equal(a_params[t], b_params[t]));
-    for (std::int64_t i = 0; i < a.layout().num_blocks(); ++i) CHECK(torch::equal(a.covariance(i), b.covariance(i)));
+    for (std::int64_t i = 0; i < a.layout().num_blocks(); ++i)
+      CHECK(torch::equal(a.covariance(i), b.covariance(i)));
   }
 }
 
@@ -192,7 +198,8 @@ TEST_CASE("joint updates refuse bad counts and non-finite innovations", "[optim]
   const auto step = make_joint(params, 0, 3);
   CHECK_THROWS_AS(kf.update_joint({}, {}), deepkf::OptimError);
   CHECK_THROWS_AS(kf.update_joint({0.1, 0.2}, step.grads), deepkf::OptimError);
-  CHECK_THROWS_WITH(kf.update_joint({0.1, NAN, 0.2}, step.grads), Catch::Contains("innovation e of measurement 1 is nan"));
+  CHECK_THROWS_WITH(kf.update_joint({0.1, NAN, 0.2}, step.grads),
+                    Catch::Contains("innovation e of measurement 1 is nan"));
   const auto many = make_joint(params, 1, deepkf::packed::kMaxJoint + 1);
   CHECK_THROWS_AS(kf.update_joint(many.e, many.grads), deepkf::OptimError);
   CHECK(kf.steps() == 0);

@@ -111,8 +111,10 @@ TEST_CASE("with the automatic noise the first force update of a linear measureme
   // sqrt(g_f / g_e) with the automatic p0 gives the force even odds: the filter, taking y / sqrt(rho_f) and
   // e / sqrt(rho_f) (what RlekfStep does), removes exactly half of its error; without it almost none.
   torch::manual_seed(5);
-  std::vector<torch::Tensor> params = {torch::randn({6, 5}, torch::kFloat64), torch::randn({9}, torch::kFloat64)};
-  const std::vector<torch::Tensor> h_e = {torch::randn({6, 5}, torch::kFloat64), torch::randn({9}, torch::kFloat64)};
+  std::vector<torch::Tensor> params = {torch::randn({6, 5}, torch::kFloat64),
+                                       torch::randn({9}, torch::kFloat64)};
+  const std::vector<torch::Tensor> h_e = {torch::randn({6, 5}, torch::kFloat64),
+                                          torch::randn({9}, torch::kFloat64)};
   const std::vector<torch::Tensor> h_f = {1e-3 * torch::randn({6, 5}, torch::kFloat64),
                                           1e-3 * torch::randn({9}, torch::kFloat64)};
   const auto squared = [](const std::vector<torch::Tensor>& h) {
@@ -142,7 +144,8 @@ TEST_CASE("with the automatic noise the first force update of a linear measureme
     CHECK(ratio == Approx(1.0 - choice.f_force).epsilon(1e-9));
     if (noise) {
       CHECK(choice.f_force == Approx(0.5).epsilon(1e-12));
-      CHECK_THAT(choice.describe(true), Catch::Contains("50% of a force error") && Catch::Contains("force noise"));
+      CHECK_THAT(choice.describe(true),
+                 Catch::Contains("50% of a force error") && Catch::Contains("force noise"));
     } else {
       CHECK(choice.f_force < 2e-3);
     }

@@ -150,8 +150,9 @@ TEST_CASE("RLEKF tells where a step's time went: the filter's updates and the re
     for (std::int64_t s = 0; s < 2; ++s) step->take(deepkf::StepInput{local, info, 1, 0, s});
     const std::string line = step->status_line(2);
     INFO(line);
-    CHECK_THAT(line, Contains("filter: " + std::to_string(2 * per_step) + " updates") && Contains("  time: ") &&
-                         Contains("(") && Contains("%, " + std::to_string(per_step) + " updates), model "));
+    CHECK_THAT(line, Contains("filter: " + std::to_string(2 * per_step) + " updates") &&
+                         Contains("  time: ") && Contains("(") &&
+                         Contains("%, " + std::to_string(per_step) + " updates), model "));
     const std::string summary = step->time_summary();
     INFO(summary);
     CHECK_THAT(summary, Contains(" s per step: Kalman filter ") &&
