@@ -14,9 +14,9 @@
 # `run` goes through its phases in order, each cut off so that all end within DEEPKF_GPU_SECONDS (520) of
 # the start: configure; build (the program, test_optim, test_model, bench_kalman); cuda (the tests tagged
 # [cuda]: CUDA against CPU; then test_optim and test_model whole, a crash rerun under cuda-gdb); bench
-# (bench_kalman); train (the water reference model, RLEKF, LKF and Adam, DEEPKF_GPU_TRAIN_SECONDS each); lammps
-# (pair_style deepkf built against the staged LAMMPS, bench_lammps); suite (everything else built, ctest
-# for the time left).
+# (bench_kalman, and its joint update of 5 measurements); train (the water reference model, RLEKF joint,
+# LKF and Adam, DEEPKF_GPU_TRAIN_SECONDS each); lammps (pair_style deepkf built against the staged LAMMPS,
+# bench_lammps); suite (everything else built, ctest for the time left).
 # DEEPKF_GPU_PHASES="bench train" runs only those (the build folder, /tmp/deepkf-gpu-build, is kept while
 # the machine is).
 #
@@ -242,6 +242,9 @@ run() {
     echo "== Kalman step for kf_blocksize 1024 to 10240, float64 and float32, against a copy pass and the dense step"
     DEEPKF_BENCH_DEVICE=$device timeout "$(left 90)" "$build/bench/optim/bench_kalman" \
       "${DEEPKF_GPU_MIN_MIB:-4096}" 16 2>&1 | tee "$out/bench_kalman.txt" || true
+    echo "== joint Kalman update of 5 measurements (one sweep) against the scalar step, b = 2048, 5120, 10240"
+    DEEPKF_BENCH_DEVICE=$device DEEPKF_BENCH_JOINT=5 timeout "$(left 45)" "$build/bench/optim/bench_kalman" \
+      "${DEEPKF_GPU_MIN_MIB:-4096}" 16 2048 5120 10240 2>&1 | tee "$out/bench_kalman_joint.txt" || true
   fi
 
   if [[ "$phases" == *" train "* ]]; then
