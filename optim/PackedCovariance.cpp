@@ -1,35 +1,18 @@
 #include "optim/PackedCovariance.hpp"
 
-#include <ATen/Parallel.h>
 #include <torch/torch.h>
 
 #include <algorithm>
-#include <atomic>
 #include <limits>
 
 #include "optim/PackedPanelForms.hpp"
 #include "optim/PackedQuadraticForm.hpp"
 #include "optim/PackedSweep.hpp"
 #include "optim/PackedTiles.hpp"
+#include "optim/TaskPool.hpp"
 #include "src/core/Error.hpp"
 
 namespace deepkf {
-
-namespace {
-
-// job(t) for t in [0, count) on LibTorch's intra-op threads, each thread taking the next t from a shared
-// counter (chunks differ in cost between blocks, so a static split would leave threads idle).
-template <typename F>
-void for_each_task(std::int64_t count, const F& job) {
-  if (count <= 0) return;
-  const std::int64_t threads = std::min<std::int64_t>(at::get_num_threads(), count);
-  std::atomic<std::int64_t> next{0};
-  at::parallel_for(0, threads, 1, [&](std::int64_t, std::int64_t) {
-    for (std::int64_t t = next.fetch_add(1); t < count; t = next.fetch_add(1)) job(t);
-  });
-}
-
-}  // namespace
 
 PackedCovariance::PackedCovariance(std::vector<std::int64_t> sizes, double p0, torch::ScalarType dtype,
                                    torch::Device device)
@@ -177,116 +160,6 @@ void PackedCovariance::sweep_cpu(const torch::Tensor& h, torch::Tensor& K) {
       for (auto c = task.r0; c < n; ++c) k[c] += y[c - task.r0];
     }
   });
-}
-
-torch::Tensor PackedCovariance::sweep_joint(const torch::Tensor& H, torch::Tensor& gram) {
-  if (H.scalar_type() != torch::kFloat64 || H.device() != device_ || H.dim() != 2 ||
-      H.size(1) != offsets_.back() || H.size(0) < 1 || H.size(0) > packed::kMaxJoint || !H.is_contiguous())
-    throw OptimError("packed covariance: the joint sweep needs a contiguous float64 [m, " +
-                     std::to_string(offsets_.back()) + "] matrix on " + device_.str() + ", m from 1 to " +
-                     std::to_string(packed::kMaxJoint));
-  const auto m = H.size(0);
-  auto Y = torch::empty_like(H);
-  if (sizes_.empty()) {
-    gram = torch::zeros({0, m, m}, torch::kFloat64);
-    return Y;
-  }
-  // The kernels apply a pending update of rank m only.
-  if (pending_K_.defined() || (pending_U_.defined() && pending_U_.size(0) != m)) flush();
-  if (!device_.is_cpu()) {
-#ifdef DEEPKF_WITH_CUDA
-    auto device_gram = torch::empty({num_blocks(), m, m}, H.options());
-    sweep_joint_cuda(H, Y, device_gram);
-    gram = device_gram.to(torch::kCPU);
-#endif
-    pending_U_ = torch::Tensor();
-    return Y;
-  }
-  sweep_joint_cpu(H, Y);
-  pending_U_ = torch::Tensor();  // applied by the sweep
-  // gram[j][a][b] = H_ja^T Y_jb, each a sum in index order; threads take blocks.
-  gram = torch::zeros({num_blocks(), m, m}, torch::kFloat64);
-  const double* hp = H.data_ptr<double>();
-  const double* yp = Y.data_ptr<double>();
-  double* gp = gram.data_ptr<double>();
-  const auto total = offsets_.back();
-  for_each_task(num_blocks(), [&](std::int64_t j) {
-    const auto begin = offsets_[static_cast<std::size_t>(j)], end = offsets_[static_cast<std::size_t>(j) + 1];
-    for (std::int64_t a = 0; a < m; ++a) {
-      for (std::int64_t b = 0; b < m; ++b) {
-        double s = 0.0;
-        for (auto c = begin; c < end; ++c) s += hp[a * total + c] * yp[b * total + c];
-        gp[(j * m + a) * m + b] = s;
-      }
-    }
-  });
-  return Y;
-}
-
-packed::RankUpdate PackedCovariance::pending_joint() const {
-  if (!pending_U_.defined()) return {};
-  return {pending_U_.data_ptr<double>(), offsets_.back(), static_cast<int>(pending_U_.size(0)),
-          pending_inv_lambda_};
-}
-
-void PackedCovariance::sweep_joint_cpu(const torch::Tensor& H, torch::Tensor& Y) {
-  const auto m = H.size(0);
-  const auto total = offsets_.back();
-  const auto partial = workspace_.size(0);  // one task's vector of n_j - r0 values, per vector
-  if (!joint_workspace_.defined() || joint_workspace_.size(0) < m * partial)
-    joint_workspace_ = torch::empty({m * partial}, torch::kFloat64);
-  double* ws = joint_workspace_.data_ptr<double>();
-  const double* hp = H.data_ptr<double>();
-  // With no update pending the kernel takes U = 0, lambda = 1 (PackedJointSweep.hpp: the same instructions).
-  torch::Tensor zeros;
-  packed::RankUpdate pending = pending_joint();
-  if (pending.q == 0) {
-    zeros = torch::zeros({m, total}, torch::kFloat64);
-    pending = {zeros.data_ptr<double>(), total, static_cast<int>(m), 1.0};
-  }
-  with_dtype(dtype_, [&](auto zero) {
-    using T = decltype(zero);
-    for_each_task(static_cast<std::int64_t>(tasks_.size()), [&](std::int64_t t) {
-      const Task& task = tasks_[static_cast<std::size_t>(t)];
-      const auto j = static_cast<std::size_t>(task.block);
-      const auto n = sizes_[j];
-      const auto len = n - task.r0;
-      // This task's m partial vectors lie one after another at m * task.partial.
-      double* y = ws + m * task.partial;
-      std::fill(y, y + m * len, 0.0);
-      packed::RankUpdate update = pending;
-      update.U += offsets_[j];
-      packed::joint_sweep_rows(blocks_[j].data_ptr<T>(), n, task.r0, task.r1, update,
-                               {hp + offsets_[j], total}, static_cast<int>(m), {y, len});
-    });
-  });
-  // Y_j = the sum of block j's partial vectors, in chunk order.
-  double* out = Y.data_ptr<double>();
-  for_each_task(num_blocks(), [&](std::int64_t j) {
-    const auto js = static_cast<std::size_t>(j);
-    const auto n = sizes_[js];
-    for (std::int64_t k = 0; k < m; ++k)
-      std::fill(out + k * total + offsets_[js], out + k * total + offsets_[js] + n, 0.0);
-    for (auto t = first_task_[js]; t < first_task_[js + 1]; ++t) {
-      const Task& task = tasks_[static_cast<std::size_t>(t)];
-      const auto len = n - task.r0;
-      for (std::int64_t k = 0; k < m; ++k) {
-        const double* y = ws + m * task.partial + k * len;
-        double* o = out + k * total + offsets_[js];
-        for (auto c = task.r0; c < n; ++c) o[c] += y[c - task.r0];
-      }
-    }
-  });
-}
-
-void PackedCovariance::defer_joint_update(torch::Tensor U, double lambda) {
-  if (U.scalar_type() != torch::kFloat64 || U.device() != device_ || U.dim() != 2 ||
-      U.size(1) != offsets_.back() || U.size(0) < 1 || U.size(0) > packed::kMaxJoint || !U.is_contiguous())
-    throw OptimError("packed covariance: a joint update needs a contiguous float64 [q, " +
-                     std::to_string(offsets_.back()) + "] matrix on " + device_.str());
-  if (has_pending()) flush();
-  pending_U_ = std::move(U);
-  pending_inv_lambda_ = 1.0 / lambda;
 }
 
 void PackedCovariance::defer_update(torch::Tensor K, double a, double lambda) {
