@@ -125,19 +125,20 @@ torch::Tensor RlekfStep::natoms(const Batch& b) const {
       torch::TensorOptions().dtype(model_->config().precision).device(params_.front().device()));
 }
 
-Measurement RlekfStep::energy_of(const StepInput& in, double pe) {
+Measurement RlekfStep::energy_of(const StepInput& in, double pe, const torch::Tensor& local_energy) {
   Measurement sum;
-  const auto add = [&](const Batch& b) {
+  const auto add = [&](const Batch& b, const torch::Tensor& given) {
     if (b.coord.size(0) == 0) return;
-    const auto energy = model_->atomic_energy(b.coord, b.atype, b.nlist, b.shift).sum(1);
+    const auto energy =
+        given.defined() ? given : model_->atomic_energy(b.coord, b.atype, b.nlist, b.shift).sum(1);
     const Measurement m = energy_measurement(energy, b.energy, natoms(b), pe);
     sum.y = sum.y.defined() ? sum.y + m.y : m.y;
     sum.abs_sum += m.abs_sum;
     sum.count += m.count;
     sum.frames += m.frames;
   };
-  add(in.local);
-  for (const Batch& b : in.replay) add(b);
+  add(in.local, local_energy);
+  for (const Batch& b : in.replay) add(b, torch::Tensor());
   return sum;
 }
 
@@ -152,6 +153,13 @@ Measurement RlekfStep::force_of(const Batch& b, const ModelOutput& out, const to
                                 double pf) const {
   const auto idx = atoms.unsqueeze(-1).expand({-1, -1, 3});
   return force_measurement(out.force.gather(1, idx), b.force.gather(1, idx), natoms(b), pf);
+}
+
+Measurement RlekfStep::virial_of(const StepInput& in, double pv) {
+  const Batch& b = in.local;
+  if (b.coord.size(0) == 0) return {};
+  const auto out = model_->evaluate(b.coord, b.atype, b.nlist, b.shift, /*create_graph=*/true);
+  return virial_measurement(out.virial, b.virial, natoms(b), pv);
 }
 
 Measurement RlekfStep::with_noise(Measurement m, double rho) {
@@ -205,12 +213,7 @@ ErrorMetrics RlekfStep::take(const StepInput& in) {
   }
   // Virial measurement when asked for and present.
   if (info.has_virial && pref.virial > 0.0) {
-    Measurement m;
-    if (b.coord.size(0) > 0) {
-      const auto out = model_->evaluate(b.coord, b.atype, b.nlist, b.shift, /*create_graph=*/true);
-      m = virial_measurement(out.virial, b.virial, natoms(b), pref.virial);
-    }
-    update(with_noise(m, options_.virial_noise), in.global_frames);
+    update(with_noise(virial_of(in, pref.virial), options_.virial_noise), in.global_frames);
   }
   // The force and virial updates move the energy too (most of all its per-atom offset, which they do not
   // see): measure it again on the weights the step leaves.
@@ -232,26 +235,11 @@ ErrorMetrics RlekfStep::take_joint(const StepInput& in) {
   const bool forces = info.has_force && pref.force > 0.0;
   const bool virial = info.has_virial && pref.virial > 0.0;
   const bool has_frames = b.coord.size(0) > 0;
+  // With energies only, energy_of takes their graph alone, without the forces'.
   ModelOutput out;
-  Measurement energy;
-  if (has_frames && (forces || virial)) {
+  if (has_frames && (forces || virial))
     out = model_->evaluate(b.coord, b.atype, b.nlist, b.shift, /*create_graph=*/true);
-    energy = energy_measurement(out.energy, b.energy, natoms(b), pref.energy);
-  } else if (has_frames) {
-    // Energies only: their graph alone, without the forces'.
-    const auto e = model_->atomic_energy(b.coord, b.atype, b.nlist, b.shift).sum(1);
-    energy = energy_measurement(e, b.energy, natoms(b), pref.energy);
-  }
-  for (const Batch& r : in.replay) {
-    if (r.coord.size(0) == 0) continue;
-    const Measurement m = energy_measurement(model_->atomic_energy(r.coord, r.atype, r.nlist, r.shift).sum(1),
-                                             r.energy, natoms(r), pref.energy);
-    energy.y = energy.y.defined() ? energy.y + m.y : m.y;
-    energy.abs_sum += m.abs_sum;
-    energy.count += m.count;
-    energy.frames += m.frames;
-  }
-  ms.push_back(energy);
+  ms.push_back(energy_of(in, pref.energy, out.energy));
   frames.push_back(in.global_frames + in.replay_frames);
   if (forces) {
     const auto groups = selector_.select(in.first_frame, b.coord.size(0), in.global_frames, info.natoms,
@@ -324,13 +312,7 @@ std::string RlekfStep::prepare(const std::vector<StepInput>& first) {
   for (const auto& in : first) {
     const Prefactors pref = prefactors(in.step);
     if (!in.info.has_virial || pref.virial <= 0.0) continue;
-    Measurement m;
-    const Batch& b = in.local;
-    if (b.coord.size(0) > 0) {
-      const auto out = model_->evaluate(b.coord, b.atype, b.nlist, b.shift, /*create_graph=*/true);
-      m = virial_measurement(out.virial, b.virial, natoms(b), pref.virial);
-    }
-    g.virial.push_back(squared_norm(gradients(m)));
+    g.virial.push_back(squared_norm(gradients(virial_of(in, pref.virial))));
   }
   // Noise "auto" (0) from the typical |h|^2 of each kind (AutoP0.hpp).
   const P0Choice typical = evaluate_p0(1.0, g, 1, 1.0);

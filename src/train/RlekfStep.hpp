@@ -59,10 +59,14 @@ class RlekfStep final : public TrainingStep {
   torch::Tensor natoms(const Batch& b) const;  // [B] atoms per frame of this rank's frames
   // The measurements on the current weights (undefined y when this rank has no frames of the batch). The
   // energy's includes the replayed frames.
-  Measurement energy_of(const StepInput& in, double pe);
+  // local_energy: this rank's frames' energies [B] with their graph when already evaluated (the joint
+  // step's forward pass), else undefined and evaluated here.
+  Measurement energy_of(const StepInput& in, double pe, const torch::Tensor& local_energy = {});
   Measurement force_of(const StepInput& in, const torch::Tensor& atoms, double pf);
   // The same from the model's output `out` for this rank's frames b (one graph for every group).
   Measurement force_of(const Batch& b, const ModelOutput& out, const torch::Tensor& atoms, double pf) const;
+  // The virial measurement on the current weights (undefined y when this rank has no frames).
+  Measurement virial_of(const StepInput& in, double pv);
   // The measurement with relative noise rho (RlekfSettings::force_noise): y and its error pieces / sqrt(rho).
   static Measurement with_noise(Measurement m, double rho);
   // e of a measurement over the global batch of `frames` frames. Collective.

@@ -2,6 +2,7 @@
 // Helpers shared by the optimizer tests: parameter sets and an independent flattening.
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -23,6 +24,12 @@ inline std::vector<torch::Tensor> make_params(const std::vector<std::vector<std:
 // Shapes giving blocks of sizes 10, 2, 5, 10, 4, 2, 10, 10 with blocksize 10 (see the layout test in
 // test_BlockLayout.cpp).
 inline const std::vector<std::vector<std::int64_t>> kMixedShapes = {{3, 4}, {5}, {7, 2}, {2}, {20}};
+
+// The largest absolute difference of a and b, relative to b's largest magnitude (at least 1).
+inline double max_rel_diff(const torch::Tensor& a, const torch::Tensor& b) {
+  const auto scale = std::max(1.0, b.abs().max().item<double>());
+  return (a.to(torch::kFloat64) - b.to(torch::kFloat64)).abs().max().item<double>() / scale;
+}
 
 inline std::vector<torch::Tensor> clone_all(const std::vector<torch::Tensor>& xs) {
   std::vector<torch::Tensor> out;

@@ -17,15 +17,6 @@ using deepkf::KalmanFilter;
 using deepkf::KalmanOptions;
 using namespace deepkf::test;
 
-namespace {
-
-double max_rel_diff(const torch::Tensor& a, const torch::Tensor& b) {
-  const auto scale = std::max(1.0, b.abs().max().item<double>());
-  return (a.to(torch::kFloat64) - b.to(torch::kFloat64)).abs().max().item<double>() / scale;
-}
-
-}  // namespace
-
 TEST_CASE("kalman update equals dense block-diagonal algebra over energy, force and virial measurements",
           "[optim][kalman]") {
   // Labels from a teacher potential; the student's weights are trained by RLEKF on 12 batches of 2 frames of

@@ -23,11 +23,6 @@ using namespace deepkf::test;
 
 namespace {
 
-double max_rel_diff(const torch::Tensor& a, const torch::Tensor& b) {
-  const auto scale = std::max(1.0, b.abs().max().item<double>());
-  return (a.to(torch::kFloat64) - b.to(torch::kFloat64)).abs().max().item<double>() / scale;
-}
-
 // The m gradients and innovations of joint step s: columns of very different scales, as an energy and
 // force measurements have.
 struct JointStep {
