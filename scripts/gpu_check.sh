@@ -9,14 +9,16 @@
 #                                            # python3; no network): unpacks .gpu/debs, configures, builds,
 #                                            # tests, benchmarks; logs and tables go to OUT_DIR
 #
-# OUT_DIR gets at most 8 files: gpu_check.log (everything printed), build.log, cuda.txt, bench_kalman.txt,
-# lcurve_rlekf.out, lcurve_adam.out, bench_lammps.txt, ctest.log.
+# OUT_DIR gets 7 files (a GPU machine returns at most 8): gpu_check.log (everything printed), build.log,
+# tests.txt (the [cuda] tests, test_model, ctest), bench_kalman.txt, train.tar.gz (each optimizer's
+# lcurve.out, train.log and output), bench_lammps.txt (GPU, then CPU rank counts), mpi_scaling.txt.
 # `run` goes through its phases in order, each cut off so that all end within DEEPKF_GPU_SECONDS (520) of
-# the start: configure; build (the program, test_optim, test_model, bench_kalman); cuda (the tests tagged
-# [cuda]: CUDA against CPU; then test_optim and test_model whole, a crash rerun under cuda-gdb); bench
-# (bench_kalman, and its joint update of 5 measurements); train (the water reference model, RLEKF joint,
-# LKF and Adam, DEEPKF_GPU_TRAIN_SECONDS each); lammps (pair_style deepkf built against the staged LAMMPS,
-# bench_lammps); suite (everything else built, ctest for the time left).
+# the start: configure; build (the program, test_optim, test_model, the benchmarks, pair_style deepkf);
+# cuda (the tests tagged [cuda]: CUDA against CPU; then test_model whole, a crash rerun under cuda-gdb);
+# bench (bench_kalman, and its joint update of 5 measurements); train (the water reference model, RLEKF
+# joint, LKF and Adam, DEEPKF_GPU_TRAIN_SECONDS (35) each); lammps (bench_lammps on the GPU); scaling (on the
+# CPU cores, the GPU hidden: data-parallel training at 1 to 16 ranks, bench/train/mpi_scaling.sh, and
+# LAMMPS at 1 to 16 ranks); suite (everything else built, ctest for the time left).
 # DEEPKF_GPU_PHASES="bench train" runs only those (the build folder, /tmp/deepkf-gpu-build, is kept while
 # the machine is).
 #
@@ -105,7 +107,7 @@ run() {
   local dry="${DEEPKF_GPU_DRY_RUN:-0}"
   local prefix="${DEEPKF_GPU_PREFIX:-/tmp/deepkf-gpu-deps}"
   local build="${DEEPKF_GPU_BUILD:-/tmp/deepkf-gpu-build}"
-  local phases=" ${DEEPKF_GPU_PHASES:-configure build cuda bench train lammps suite} "
+  local phases=" ${DEEPKF_GPU_PHASES:-configure build cuda bench train lammps scaling suite} "
   local jobs
   jobs="$(nproc)"
   # Every phase ends by this many seconds after the start, so that the results come back within the lease.
@@ -214,8 +216,11 @@ run() {
   fi
 
   if [[ "$phases" == *" build "* ]]; then
-    echo "== build: the program, the optimizer and model tests, the Kalman benchmark"
-    timeout "$(left)" cmake --build "$build" -j "$jobs" --target deepkf test_optim test_model bench_kalman -- "${keep_going[@]}" 2>&1 |
+    echo "== build: the program, the optimizer and model tests, the benchmarks, pair_style deepkf"
+    # One build of every target the phases before the suite run, so that all cores are busy at once.
+    local targets=(deepkf test_optim test_model bench_kalman bench_train_mpi)
+    [ ${#lammps_args[@]} -gt 0 ] && targets+=(deepkf_lammps bench_lammps)
+    timeout "$(left)" cmake --build "$build" -j "$jobs" --target "${targets[@]}" -- "${keep_going[@]}" 2>&1 |
       tee "$out/build.log" | grep -E "error|warning|FAILED|Linking" | head -60 || true
   fi
 
@@ -224,16 +229,17 @@ run() {
   if [[ "$phases" == *" cuda "* ]] && [ "$dry" != 1 ]; then
     echo "== CUDA against CPU: the Kalman sweep and filter, the model"
     for t in optim model; do
-      timeout "$(left)" "$build/tests/$t/test_$t" "[cuda]" 2>&1 | tee -a "$out/cuda.txt" | tail -15 || true
+      timeout "$(left)" "$build/tests/$t/test_$t" "[cuda]" 2>&1 | tee -a "$out/tests.txt" | tail -15 || true
     done
-    echo "== test_optim and test_model whole; a crash is run again under cuda-gdb for its backtrace"
-    for t in optim model; do
+    # test_optim whole runs in the suite (ctest); test_model here, since its model-file cases crashed once.
+    echo "== test_model whole; a crash is run again under cuda-gdb for its backtrace"
+    for t in model; do
       local rc=0
-      timeout "$(left)" "$build/tests/$t/test_$t" >>"$out/cuda.txt" 2>&1 || rc=$?
+      timeout "$(left)" "$build/tests/$t/test_$t" >>"$out/tests.txt" 2>&1 || rc=$?
       echo "test_$t: exit status $rc"
       if [ "$rc" -gt 128 ] && [ "$rc" -ne 137 ] && command -v cuda-gdb >/dev/null 2>&1; then
         timeout 120 cuda-gdb -batch -ex "set pagination off" -ex run -ex bt --args "$build/tests/$t/test_$t" \
-          2>&1 | tail -80 | tee -a "$out/cuda.txt" || true
+          2>&1 | tail -80 | tee -a "$out/tests.txt" || true
       fi
     done
   fi
@@ -244,11 +250,11 @@ run() {
       "${DEEPKF_GPU_MIN_MIB:-4096}" 16 2>&1 | tee "$out/bench_kalman.txt" || true
     echo "== joint Kalman update of 5 measurements (one sweep) against the scalar step, b = 2048, 5120, 10240"
     DEEPKF_BENCH_DEVICE=$device DEEPKF_BENCH_JOINT=5 timeout "$(left 45)" "$build/bench/optim/bench_kalman" \
-      "${DEEPKF_GPU_MIN_MIB:-4096}" 16 2048 5120 10240 2>&1 | tee "$out/bench_kalman_joint.txt" || true
+      "${DEEPKF_GPU_MIN_MIB:-4096}" 16 2048 5120 10240 2>&1 | tee -a "$out/bench_kalman.txt" || true
   fi
 
   if [[ "$phases" == *" train "* ]]; then
-    echo "== training the water reference model: RLEKF, LKF and Adam, ${DEEPKF_GPU_TRAIN_SECONDS:-50} s each"
+    echo "== training the water reference model: RLEKF, LKF and Adam, ${DEEPKF_GPU_TRAIN_SECONDS:-35} s each"
     train_water "$build/src/cli/deepkf" "$out" "$device" "$dry"
   fi
 
@@ -259,8 +265,26 @@ run() {
     else
       timeout "$(left)" cmake --build "$build" -j "$jobs" --target deepkf_lammps bench_lammps -- "${keep_going[@]}" \
         2>&1 | tee -a "$out/build.log" | grep -E "error|FAILED" | head -20 || true
-      timeout "$(left 150)" "$build/bench/lammps_plugin/bench_lammps" "${DEEPKF_GPU_MD_STEPS:-50}" 5 2>&1 |
-        tee "$out/bench_lammps.txt" | tail -30 || true
+      echo "device: $device" >>"$out/bench_lammps.txt"
+      timeout "$(left 120)" "$build/bench/lammps_plugin/bench_lammps" "${DEEPKF_GPU_MD_STEPS:-50}" 5 2>&1 |
+        tee -a "$out/bench_lammps.txt" | tail -30 || true
+    fi
+  fi
+
+  if [[ "$phases" == *" scaling "* ]]; then
+    # The CPU cores alone (CUDA_VISIBLE_DEVICES empty: the program and the plugin fall back to the CPU).
+    local ranks="${DEEPKF_GPU_RANKS:-2 4 8 16}"
+    echo "== strong scaling on the CPU: mpiexec -n 1 $ranks of data-parallel RLEKF training (bench_train_mpi)"
+    timeout "$(left)" cmake --build "$build" -j "$jobs" --target bench_train_mpi -- "${keep_going[@]}" 2>&1 |
+      tee -a "$out/build.log" | grep -E "error|FAILED" | head -20 || true
+    # shellcheck disable=SC2086 # the rank counts are words
+    CUDA_VISIBLE_DEVICES="" timeout "$(left 150)" bash "$root/bench/train/mpi_scaling.sh" "$build" 6 16 1024 \
+      $ranks 2>&1 | tee "$out/mpi_scaling.txt" | tail -9 || true
+    if [ ${#lammps_args[@]} -gt 0 ]; then
+      echo "== LAMMPS on the CPU: 12,288 water atoms, float64, 1 $ranks ranks (cores / ranks threads each)"
+      echo "device: cpu (CUDA_VISIBLE_DEVICES empty)" >>"$out/bench_lammps.txt"
+      CUDA_VISIBLE_DEVICES="" timeout "$(left 120)" "$build/bench/lammps_plugin/bench_lammps" 0 3 large \
+        "1,${ranks// /,}" float64 2>&1 | tee -a "$out/bench_lammps.txt" | tail -12 || true
     fi
   fi
 
@@ -269,7 +293,7 @@ run() {
     timeout "$(left)" cmake --build "$build" -j "$jobs" -- "${keep_going[@]}" 2>&1 | tee -a "$out/build.log" |
       grep -E "error|FAILED" | head -30 || true
     (cd "$build" && timeout "$(left)" ctest -j 8 --timeout 300 --output-on-failure 2>&1 |
-      tee "$out/ctest.log" | grep -E "tests passed|Failed|\*\*\*|Timeout" | head -60) || true
+      tee -a "$out/tests.txt" | grep -E "tests passed|Failed|\*\*\*|Timeout" | head -60) || true
   fi
   echo "== done at $(date -u +%FT%TZ); results in $out"
 }
@@ -286,7 +310,7 @@ train_water() {
     echo "no water data at $water: skipped"
     return 0
   fi
-  local seconds="${DEEPKF_GPU_TRAIN_SECONDS:-50}"
+  local seconds="${DEEPKF_GPU_TRAIN_SECONDS:-35}"
   local work
   work="$(mktemp -d)"
   python3 - "$root/configs/water_se_e2_a.json" "$water" "$device" "$dry" "$work" <<'PY'
@@ -317,12 +341,14 @@ PY
   for opt in rlekf lkf adam; do
     # Killed at the time limit: lcurve.out is written line by line, and no checkpoint is wanted.
     timeout -s KILL "$seconds" "$deepkf" train "$work/$opt.json" -o "$work/$opt" >"$work/$opt.stdout" 2>&1 || true
-    cp "$work/$opt/lcurve.out" "$out/lcurve_$opt.out" 2>/dev/null || true
     echo "-- $opt: train.log"
     head -40 "$work/$opt/train.log" 2>/dev/null || tail -20 "$work/$opt.stdout"
     echo "-- $opt: last lines of lcurve.out"
-    tail -4 "$out/lcurve_$opt.out" 2>/dev/null || echo "(none)"
+    tail -4 "$work/$opt/lcurve.out" 2>/dev/null || echo "(none)"
   done
+  # The learning curves, logs and inputs in one file (the GPU machine returns at most 8).
+  (cd "$work" && find . -maxdepth 2 \( -name '*.json' -o -name '*.stdout' -o -name lcurve.out -o -name train.log \) \
+    -print0 | tar -czf "$out/train.tar.gz" --null -T -) || true
   rm -rf "$work"
 }
 

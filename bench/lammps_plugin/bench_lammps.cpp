@@ -5,21 +5,29 @@
 // weights (the cost does not depend on them) and the statistics, energy bias and training range of 10
 // frames of water/data_0, so that the tables span the range a trained model's do.
 //
-// usage: bench_lammps [STEPS_SMALL] [STEPS_LARGE] [SIZES]   (defaults 50, 5 and "small,large"; SIZES picks
-// the 192-atom rows ("small"), the 12,288-atom rows ("large") or both; needs the shared water dataset, found
-// as the tests find it: tests/support/TestData.hpp)
+// usage: bench_lammps [STEPS_SMALL] [STEPS_LARGE] [SIZES] [RANKS] [DTYPES]   (defaults 50, 5, "small,large",
+// "1,2" and "float64,float32"; SIZES picks the 192-atom rows ("small"), the 12,288-atom rows ("large") or
+// both; RANKS the MPI rank counts; DTYPES the model precisions; needs the shared water dataset, found as the
+// tests find it: tests/support/TestData.hpp)
+//
+// Each rank gets cores / R torch threads (OMP_NUM_THREADS), unless OMP_NUM_THREADS is set already, so that
+// R ranks share the machine's cores instead of each taking all of them.
 //
 // For the uncompressed model the achieved GFLOP/s (5.708 MFLOP per atom-step, bench/support/ModelFlops.hpp,
 // times atom-steps/s) is printed as before; "speed-up" is compressed over uncompressed atom-steps/s of the
 // same system, ranks and precision, measured in this run.
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <numeric>
 #include <regex>
 #include <sstream>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "bench/support/WaterModel.hpp"
 #include "src/data/Dataset.hpp"
@@ -53,12 +61,26 @@ double throughput(const std::string& output) {
   return seconds > 0 ? atoms * nsteps / seconds : 0.0;
 }
 
+// The comma-separated items of `list`.
+std::vector<std::string> split(const std::string& list) {
+  std::vector<std::string> items;
+  std::stringstream ss(list);
+  for (std::string item; std::getline(ss, item, ',');)
+    if (!item.empty()) items.push_back(item);
+  return items;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const int steps_small = argc > 1 ? std::stoi(argv[1]) : 50;
   const int steps_large = argc > 2 ? std::stoi(argv[2]) : 5;
   const std::string sizes = argc > 3 ? argv[3] : "small,large";
+  std::vector<int> ranks;
+  for (const auto& r : split(argc > 4 ? argv[4] : "1,2")) ranks.push_back(std::stoi(r));
+  const auto dtypes = split(argc > 5 ? argv[5] : "float64,float32");
+  const bool threads_given = std::getenv("OMP_NUM_THREADS") != nullptr;
+  const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   std::vector<int> reps;
   if (sizes.find("small") != std::string::npos) reps.push_back(1);
   if (sizes.find("large") != std::string::npos) reps.push_back(4);
@@ -75,6 +97,12 @@ int main(int argc, char** argv) {
   const auto batch = deepkf::make_batch(water.systems.at(0), frames, mc, torch::kCPU, torch::kFloat64);
   const std::map<std::string, c10::ScalarType> precisions = {{"float64", torch::kFloat64},
                                                              {"float32", torch::kFloat32}};
+  for (const auto& dtype : dtypes) {
+    if (precisions.count(dtype) == 0) {
+      std::fprintf(stderr, "bench_lammps: DTYPES must name float64, float32 or both, not '%s'\n", dtype.c_str());
+      return 2;
+    }
+  }
   for (const auto& [name, precision] : precisions)
     write_models(batch, precision, dir + "/" + name + ".pt", dir + "/" + name + "-compressed.pt");
   deepkf::test::write_data_file(dir + "/data.lmp", deepkf::test::water_frame(0, false));
@@ -86,12 +114,13 @@ int main(int argc, char** argv) {
   std::printf("%-9s %3s %6s %8s %12s %6s %14s %9s %9s\n", "system", "np", "atoms", "dtype", "model", "steps",
               "atom-steps/s", "GFLOP/s", "speed-up");
   for (int rep : reps) {
-    for (int np : {1, 2}) {
-      for (const char* dtype : {"float64", "float32"}) {
+    for (int np : ranks) {
+      if (!threads_given) setenv("OMP_NUM_THREADS", std::to_string(std::max(1, cores / np)).c_str(), 1);
+      for (const auto& dtype : dtypes) {
         double plain_rate = 0;
         for (const bool compressed : {false, true}) {
           const int steps = rep == 1 ? steps_small : steps_large;
-          const std::string model = std::string(dtype) + (compressed ? "-compressed.pt" : ".pt");
+          const std::string model = dtype + (compressed ? "-compressed.pt" : ".pt");
           std::ostringstream in;
           in << "units metal\nboundary p p p\natom_style atomic\nread_data data.lmp\n";
           if (rep > 1) in << "replicate " << rep << " " << rep << " " << rep << "\n";
@@ -113,7 +142,7 @@ int main(int argc, char** argv) {
             std::snprintf(gflops, sizeof gflops, "%.2f", rate * fpas / 1e9);
           }
           std::printf("%-9s %3d %6d %8s %12s %6d %14.1f %9s %9s\n", rep == 1 ? "water" : "water4^3", np,
-                      192 * rep * rep * rep, dtype, compressed ? "compressed" : "uncompressed", steps, rate,
+                      192 * rep * rep * rep, dtype.c_str(), compressed ? "compressed" : "uncompressed", steps, rate,
                       gflops, speedup);
           std::fflush(stdout);
         }
