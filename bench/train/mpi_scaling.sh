@@ -26,8 +26,8 @@ export OPENBLAS_NUM_THREADS=1
 
 results=()
 for r in 1 "${ranks[@]}"; do
-  echo "=== $r rank(s): mpiexec -n $r $bench $steps $batch $blocksize"
-  out=$(mpiexec -n "$r" --oversubscribe "$bench" "$steps" "$batch" "$blocksize" 2>&1 | grep -v '^\[20')
+  echo "=== $r rank(s): mpiexec -n $r --bind-to none $bench $steps $batch $blocksize"
+  out=$(mpiexec -n "$r" --oversubscribe --bind-to none "$bench" "$steps" "$batch" "$blocksize" 2>&1 | grep -v '^\[20')
   echo "$out"
   results+=("$(grep '^RESULT' <<<"$out")")
 done

@@ -171,9 +171,10 @@ namespace {
 
 LammpsResult run_lmp(const std::string& dir, const std::string& arguments, int np) {
   std::string cmd = "cd '" + dir + "' && ";
+  // Unbound: Open MPI binds each of 1 or 2 ranks to one core, which would squeeze a rank's threads onto it.
   if (np > 1) {
     cmd += "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 " + std::string(DEEPKF_MPIEXEC) +
-           " -n " + std::to_string(np) + " --oversubscribe ";
+           " -n " + std::to_string(np) + " --oversubscribe --bind-to none ";
   }
   cmd += std::string(DEEPKF_LMP) + " " + arguments + " -log log.lammps > screen.txt 2>&1";
   LammpsResult r;
