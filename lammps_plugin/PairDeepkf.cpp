@@ -1,5 +1,6 @@
 #include "lammps_plugin/PairDeepkf.hpp"
 
+#include <ATen/Parallel.h>
 #include <mpi.h>
 #include <torch/cuda.h>
 #include <torch/types.h>
@@ -24,6 +25,7 @@
 #include "neigh_list.h"
 #include "neigh_request.h"
 #include "neighbor.h"
+#include "src/core/Cores.hpp"
 #include "src/core/Error.hpp"
 #include "src/geometry/NeighborList.hpp"
 #include "src/model/ModelDeviation.hpp"
@@ -152,15 +154,25 @@ void PairDeepkf::settings(int narg, char** arg) {
   if (model_paths_.size() > 1 && !out_freq_given) out_freq_ = 100;
 
   // The GPU of this node-local rank when LibTorch sees one; else the CPU.
+  MPI_Comm node;
+  MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, comm->me, MPI_INFO_NULL, &node);
+  int node_rank = 0, node_size = 1;
+  MPI_Comm_rank(node, &node_rank);
+  MPI_Comm_size(node, &node_size);
+  MPI_Comm_free(&node);
   impl_->device = torch::kCPU;
   if (torch::cuda::is_available()) {
-    MPI_Comm node;
-    MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, comm->me, MPI_INFO_NULL, &node);
-    int node_rank = 0;
-    MPI_Comm_rank(node, &node_rank);
-    MPI_Comm_free(&node);
     const auto count = static_cast<int>(torch::cuda::device_count());
     impl_->device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(node_rank % count));
+  }
+  // LibTorch's CPU threads: DeePMD-kit's DP_INTRA_OP_PARALLELISM_THREADS when set, OMP_NUM_THREADS (which
+  // LibTorch reads itself) when set, else this rank's share of the node's cores; without a share, each of
+  // 16 ranks on 16 cores would start 16 threads.
+  const char* intra = std::getenv("DP_INTRA_OP_PARALLELISM_THREADS");
+  if (intra != nullptr && std::atoi(intra) > 0) {
+    at::set_num_threads(std::atoi(intra));
+  } else if (std::getenv("OMP_NUM_THREADS") == nullptr) {
+    at::set_num_threads(deepkf::threads_per_rank(node_size));
   }
 
   impl_->models.clear();

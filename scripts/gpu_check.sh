@@ -20,7 +20,7 @@
 # CPU cores, the GPU hidden: data-parallel training at 1 to 16 ranks, bench/train/mpi_scaling.sh, and
 # LAMMPS at 1 to 16 ranks); suite (everything else built, ctest for the time left).
 # DEEPKF_GPU_PHASES="bench train" runs only those (the build folder, /tmp/deepkf-gpu-build, is kept while
-# the machine is).
+# the machine is); DEEPKF_GPU_TRAIN_RUNS="rlekf adam" trains only those of rlekf, lkf and adam.
 #
 # The GPU machine's own libraries are preferred; the unpacked .debs are found only where the machine has
 # none (they go to CMake's system prefix path, after the machine's own). With DEEPKF_GPU_DRY_RUN=1, `run`
@@ -338,7 +338,7 @@ doc["loss"] = ref["loss"]
 t["disp_freq"] = 50
 json.dump(doc, open(f"{work}/adam.json", "w"), indent=1)
 PY
-  for opt in rlekf lkf adam; do
+  for opt in ${DEEPKF_GPU_TRAIN_RUNS:-rlekf lkf adam}; do
     # Killed at the time limit: lcurve.out is written line by line, and no checkpoint is wanted.
     timeout -s KILL "$seconds" "$deepkf" train "$work/$opt.json" -o "$work/$opt" >"$work/$opt.stdout" 2>&1 || true
     echo "-- $opt: train.log"

@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <thread>
 
 #include "src/core/AtomicFile.hpp"
+#include "src/core/Cores.hpp"
 #include "src/core/Error.hpp"
 #include "src/core/JsonFile.hpp"
 #include "src/learn/ExternalProgram.hpp"
@@ -89,7 +89,7 @@ std::vector<TrainedMember> train_ensemble(const LearnConfig& cfg, const Training
       tc.ranks > 1 ? find_program(tc.mpirun, cfg.base_dir, "train.mpirun", cfg.file) : "";
   const json base = read_json_file(tc.input);
   const int at_once = std::min(tc.jobs, tc.models);
-  const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  const int cores = usable_cores();
   const int threads = std::max(1, cores / (at_once * tc.ranks));
 
   std::vector<TrainedMember> members(static_cast<std::size_t>(tc.models));

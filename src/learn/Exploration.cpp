@@ -6,9 +6,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <thread>
 
 #include "src/core/AtomicFile.hpp"
+#include "src/core/Cores.hpp"
 #include "src/core/Error.hpp"
 #include "src/core/Random.hpp"
 #include "src/data/Dataset.hpp"
@@ -110,7 +110,7 @@ std::vector<ExplorationRun> explore(const LearnConfig& cfg, int iteration, const
       for (double p : pressures) jobs.push_back({s, t, p});
   const std::int64_t steps = ec.steps[std::min(static_cast<std::size_t>(iteration), ec.steps.size() - 1)];
   const int at_once = std::min<int>(ec.jobs, static_cast<int>(jobs.size()));
-  const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  const int cores = usable_cores();
   const int threads = std::max(1, cores / (at_once * ec.ranks));
 
   std::vector<ExplorationRun> runs(jobs.size());

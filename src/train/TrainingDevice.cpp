@@ -3,9 +3,9 @@
 #include <torch/cuda.h>
 
 #include <algorithm>
-#include <thread>
 
 #include "optim/DeviceMemory.hpp"
+#include "src/core/Cores.hpp"
 #include "src/core/Error.hpp"
 #include "src/core/HostMemory.hpp"
 #include "src/train/MemoryPlan.hpp"
@@ -14,8 +14,7 @@ namespace deepkf {
 
 int training_threads(const TrainConfig& cfg, const Communicator& comm) {
   if (cfg.num_threads > 0) return cfg.num_threads;
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  return std::max(1, cores / std::max(1, comm.local_size()));
+  return threads_per_rank(comm.local_size());
 }
 
 torch::Device training_device(const TrainConfig& cfg, const Communicator& comm) {
