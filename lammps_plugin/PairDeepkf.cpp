@@ -2,6 +2,7 @@
 
 #include <ATen/Parallel.h>
 #include <mpi.h>
+#include <sys/stat.h>
 #include <torch/cuda.h>
 #include <torch/types.h>
 
@@ -147,6 +148,13 @@ void PairDeepkf::settings(int narg, char** arg) {
                             " is not supported (deepkf models have no frame or atomic parameters, spins or "
                             "TTM coupling); supported: out_freq, out_file, atomic, relative, relative_v");
     } else {
+      // Not a keyword: a model file, which must be there (a misspelt keyword is no model file).
+      struct stat st {};
+      if (::stat(a.c_str(), &st) != 0) {
+        error->all(FLERR, ps() + ": " + a +
+                              " is neither a model file (no such file) nor a keyword (out_freq, out_file, "
+                              "atomic, relative, relative_v)");
+      }
       model_paths_.push_back(a);
     }
   }

@@ -24,7 +24,7 @@ AdamTrainer::AdamTrainer(std::vector<torch::Tensor> params, const AdamOptions& o
   decay_rate_ = std::pow(options_.stop_lr / options_.start_lr, static_cast<double>(options_.decay_steps) /
                                                                    static_cast<double>(options_.total_steps));
   torch::optim::AdamOptions adam_options(options_.start_lr);
-  adam_options.betas({options_.beta1, options_.beta2}).eps(options_.eps);
+  adam_options.betas({options_.beta1, options_.beta2}).eps(options_.eps).weight_decay(options_.weight_decay);
   adam_ = std::make_unique<torch::optim::Adam>(params_, adam_options);
 }
 

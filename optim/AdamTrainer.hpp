@@ -21,9 +21,10 @@ struct AdamOptions {
   double stop_lr = 3.51e-8;            // lr at t = T
   std::int64_t decay_steps = 5000;     // s
   std::int64_t total_steps = 1000000;  // T (numb_steps)
-  double beta1 = 0.9;
-  double beta2 = 0.999;
+  double beta1 = 0.9;                  // decay of the first moment
+  double beta2 = 0.999;                // decay of the second moment
   double eps = 1e-8;
+  double weight_decay = 0.0;  // L2 penalty: lambda w added to the gradient before the moments
 };
 
 // Prefactors of the three loss terms at one step.

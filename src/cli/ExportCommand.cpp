@@ -24,6 +24,21 @@ void run_export(const std::string& checkpoint, const std::string& output) {
   std::printf("model written to %s (%lld parameters, step %lld)\n", output.c_str(),
               static_cast<long long>(ckpt.model->parameter_count()),
               static_cast<long long>(ckpt.meta.value("step", 0)));
+  // The model needs only the weights (checked as the archive was read); the covariance blocks after them
+  // are for a restart. Each is read and checked against its checksum, so that damage there is reported now
+  // rather than when a restart needs them.
+  for (std::int64_t i = 0; i < ckpt.covariance_blocks; ++i) {
+    try {
+      ckpt.covariance_block(i);
+    } catch (const Error& e) {
+      std::fprintf(stderr,
+                   "warning: the checkpoint's Kalman covariance is damaged (%s); the weights are intact and "
+                   "the model file is good, but --restart from %s would fail: continue training with "
+                   "--init-model %s instead\n",
+                   e.what(), checkpoint.c_str(), output.c_str());
+      return;
+    }
+  }
 }
 
 // dp freeze -c takes a folder; a checkpoint file is taken as well.

@@ -6,6 +6,8 @@
 #include <torch/torch.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -114,6 +116,13 @@ void run_test(const TestArgs& args) {
   }
   const LoadedModel loaded = load_model(args.model, torch::kCPU);
   Dataset data = Dataset::load(systems, loaded.config.type_map);
+  // A system without frames has no errors to report: left out with a warning, and an error if none is left.
+  const auto empty = std::stable_partition(data.systems.begin(), data.systems.end(),
+                                           [](const System& s) { return s.nframes > 0; });
+  for (auto it = empty; it != data.systems.end(); ++it)
+    fmt::print(stderr, "deepkf test: warning: system {} has no frames; left out\n", it->source);
+  data.systems.erase(empty, data.systems.end());
+  if (data.systems.empty()) throw DataError("deepkf test: the systems given have no frames: nothing to test");
   std::map<std::string, std::vector<std::int64_t>> orders;
   if (args.shuffle) {
     const std::uint64_t seed =

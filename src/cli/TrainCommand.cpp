@@ -16,6 +16,7 @@
 #include "src/cli/Commands.hpp"
 #include "src/cli/MpiSession.hpp"
 #include "src/core/AtomicFile.hpp"
+#include "src/core/Error.hpp"
 #include "src/train/StopSignal.hpp"
 #include "src/train/Trainer.hpp"
 
@@ -49,6 +50,12 @@ void run_train(TrainArgs args) {
   if (is_dp_parameter_file(args.output_dir)) {
     parameter_file = args.output_dir;
     args.output_dir = ".";
+    std::error_code ec;
+    if (std::filesystem::equivalent(parameter_file, args.input, ec)) {
+      throw ConfigError("-o " + parameter_file + " names the input file " + args.input +
+                        ": as in dp train, -o FILE.json receives the resolved parameters and would overwrite "
+                        "the input; give another name, or an output folder");
+    }
   }
   const int status = run_with_mpi([&](std::shared_ptr<Communicator> comm) {
     const TrainConfig config = TrainConfig::from_file(args.input);
@@ -101,6 +108,14 @@ void run_train(TrainArgs args) {
       std::printf("learning curve  %s\n", shown(dir / config.disp_file).c_str());
       std::printf("checkpoint      %s\n", shown(r.checkpoint).c_str());
       if (!r.model.empty()) std::printf("model           %s\n", shown(r.model).c_str());
+      if (!r.model_average.empty()) {
+        std::printf("model (EMA)     %s", shown(r.model_average).c_str());
+        if (r.validation_average.e_count > 0) {
+          std::printf("  validation RMSE: energy %.3e eV/atom, force %.3e eV/A",
+                      r.validation_average.rmse_e(), r.validation_average.rmse_f());
+        }
+        std::printf("\n");
+      }
       std::printf("log             %s\n", shown(dir / "train.log").c_str());
     }
     // A run stopped by SIGTERM/SIGINT is not finished: exit as the signal would (128 + its number), so that

@@ -39,6 +39,10 @@ int main(int argc, char** argv) {
   deepkf::cli::add_learn_command(app);
   try {
     app.parse(argc, argv);
+  } catch (const CLI::ValidationError& e) {
+    // A file or value given on the command line that is not there or not valid: one line, status 1.
+    std::fprintf(stderr, "deepkf: error: %s\n", e.what());
+    return 1;
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   } catch (const deepkf::Error& e) {

@@ -68,4 +68,21 @@ void write_text_atomically(const std::string& path, const std::string& content) 
   });
 }
 
+std::vector<std::string> remove_unfinished_files(const std::string& folder) {
+  std::vector<std::string> removed;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(folder, ec)) {
+    const std::string name = entry.path().filename().string();
+    const auto mark = name.rfind(".tmp-");
+    // ".NAME.tmp-DIGITS", as the constructor above names them.
+    if (name.size() < 2 || name[0] != '.' || mark == std::string::npos || mark == 0 ||
+        name.find_first_not_of("0123456789", mark + 5) != std::string::npos || mark + 5 == name.size() ||
+        !entry.is_regular_file(ec)) {
+      continue;
+    }
+    if (fs::remove(entry.path(), ec)) removed.push_back(name);
+  }
+  return removed;
+}
+
 }  // namespace deepkf

@@ -4,6 +4,7 @@
 // never a torn one.
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace deepkf {
 
@@ -35,5 +36,10 @@ void write_atomically(const std::string& path, const std::function<void(const st
 
 // write_atomically for a text or binary string.
 void write_text_atomically(const std::string& path, const std::string& content);
+
+// Removes the temporary files that AtomicFile leaves in `folder` when its process is killed before commit()
+// (".NAME.tmp-N"), and returns their names. Only for a folder no other process is writing into (one held by
+// a FolderLock).
+std::vector<std::string> remove_unfinished_files(const std::string& folder);
 
 }  // namespace deepkf

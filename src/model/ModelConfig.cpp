@@ -305,6 +305,9 @@ ModelConfig ModelConfig::parse(const nlohmann::json& model, const std::string& f
                           dump(*n));
       }
     }
+    // Checked, not used: the nets are initialised from one generator seeded by model.descriptor.seed.
+    if (const auto* s = find(*fit, "seed"); s != nullptr && !s->is_null() && !s->is_number_integer())
+      throw ConfigError("model key 'model.fitting_net.seed' must be an integer, got " + dump(*s));
     c.fitting_neuron = read_int_list(*fit, "neuron", c.fitting_neuron, fp, file);
     c.fitting_resnet_dt = read_bool(*fit, "resnet_dt", c.fitting_resnet_dt, fp);
     if (const auto* t = find(*fit, "trainable"); t != nullptr) {

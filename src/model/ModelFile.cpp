@@ -75,9 +75,12 @@ torch::serialize::InputArchive open_archive(const std::string& path, torch::Devi
   torch::serialize::InputArchive archive;
   try {
     archive.load_from(path, device);
-  } catch (const std::exception& e) {
+  } catch (const std::exception&) {
+    // LibTorch's own words name its internals (a record of the zip archive, a type of the code section it
+    // compiles), not what the user can do.
     throw ModelError("model file '" + path +
-                     "' is corrupt or truncated (not a readable archive): " + first_line(e.what()));
+                     "' is corrupt or truncated: LibTorch cannot read it as a model archive; write it again "
+                     "(deepkf export or freeze) or restore it from a copy");
   }
   return archive;
 }

@@ -9,6 +9,7 @@ const std::vector<std::string> kPrefPlaces = {"optimizer", "loss"};
 
 OptionKey schedule_key(const std::string& key) { return {key, kSchedulePlaces}; }
 OptionKey pref_key(const std::string& key) { return {key, kPrefPlaces}; }
+OptionKey optimizer_key(const std::string& key) { return {key, {"optimizer"}}; }
 
 }  // namespace
 
@@ -37,6 +38,10 @@ AdamSettings AdamSettings::read(const OptimizerInput& in) {
   s.limit_pref_f = in.get<double>(pref_key("limit_pref_f"), s.limit_pref_f, is_non_negative, rule);
   s.start_pref_v = in.get<double>(pref_key("start_pref_v"), s.start_pref_v, is_non_negative, rule);
   s.limit_pref_v = in.get<double>(pref_key("limit_pref_v"), s.limit_pref_v, is_non_negative, rule);
+  const auto below_one = [](const double& v) { return v >= 0.0 && v < 1.0; };
+  s.beta1 = in.get<double>(optimizer_key("adam_beta1"), s.beta1, below_one, "must be in [0, 1)");
+  s.beta2 = in.get<double>(optimizer_key("adam_beta2"), s.beta2, below_one, "must be in [0, 1)");
+  s.weight_decay = in.get<double>(optimizer_key("weight_decay"), s.weight_decay, is_non_negative, rule);
   return s;
 }
 
@@ -49,7 +54,10 @@ nlohmann::json AdamSettings::to_json() const {
           {"start_pref_f", start_pref_f},
           {"limit_pref_f", limit_pref_f},
           {"start_pref_v", start_pref_v},
-          {"limit_pref_v", limit_pref_v}};
+          {"limit_pref_v", limit_pref_v},
+          {"adam_beta1", beta1},
+          {"adam_beta2", beta2},
+          {"weight_decay", weight_decay}};
 }
 
 }  // namespace deepkf

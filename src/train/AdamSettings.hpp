@@ -17,6 +17,9 @@ struct AdamSettings {
   double start_pref_e = 0.02, limit_pref_e = 1.0;
   double start_pref_f = 1000.0, limit_pref_f = 1.0;
   double start_pref_v = 0.0, limit_pref_v = 0.0;
+  // DeePMD-kit's optimizer.adam_beta1, adam_beta2 (the moments' decay) and weight_decay (an L2 penalty added
+  // to the gradient).
+  double beta1 = 0.9, beta2 = 0.999, weight_decay = 0.0;
 
   // Every key read, with the sections it may be in: DeePMD-kit's learning_rate and loss sections, or the
   // "optimizer" section (the schedule then under optimizer.learning_rate).

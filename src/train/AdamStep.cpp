@@ -19,6 +19,9 @@ AdamOptions adam_options(const AdamSettings& s, std::int64_t numb_steps) {
   a.stop_lr = s.stop_lr;
   a.decay_steps = s.decay_steps;
   a.total_steps = numb_steps;
+  a.beta1 = s.beta1;
+  a.beta2 = s.beta2;
+  a.weight_decay = s.weight_decay;
   return a;
 }
 

@@ -282,10 +282,11 @@ LoadedCheckpoint read_checkpoint(const std::string& path, torch::Device device) 
 }
 
 void write_training_checkpoint(const std::string& path, const DeepPot& model, const nlohmann::json& meta,
-                               TrainingStep& step, Communicator& comm) {
+                               TrainingStep& step, Communicator& comm, const WeightAverage* average) {
   const bool root = comm.rank() == 0;
   torch::serialize::OutputArchive state;
   step.save(state);
+  if (average != nullptr) average->save(state);
   std::unique_ptr<CheckpointWriter> writer;
   together(comm, [&] {
     if (root)

@@ -33,6 +33,7 @@
 #include "src/core/Communicator.hpp"
 #include "src/model/DeepPot.hpp"
 #include "src/train/TrainingStep.hpp"
+#include "src/train/WeightAverage.hpp"
 
 namespace deepkf {
 
@@ -89,7 +90,9 @@ LoadedCheckpoint read_checkpoint(const std::string& path, torch::Device device);
 // Collective: writes a training checkpoint at `path` (atomically) from rank 0: the model, `meta`, the step's
 // small state, and its covariance blocks streamed to rank 0 from their owners, one block at a time. A
 // failure to write ends the run on every rank, after the stream, so that no rank is left waiting in it.
+// `average`: the average of the weights (enable_ema), kept beside the step's state.
 void write_training_checkpoint(const std::string& path, const DeepPot& model, const nlohmann::json& meta,
-                               TrainingStep& step, Communicator& comm);
+                               TrainingStep& step, Communicator& comm,
+                               const WeightAverage* average = nullptr);
 
 }  // namespace deepkf

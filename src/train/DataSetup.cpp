@@ -82,6 +82,12 @@ std::vector<std::pair<std::vector<FrameSubset>, std::string>> Setup::load_data()
           0);  // validation_data's batch size (a number or a rule: no list without systems)
     }
   }
+  for (const auto& s : data.train) {
+    if (s.nframes() < 1) {
+      throw ConfigError("training system " + s.info().source + " (in 'training.training_data.systems' of " +
+                        cfg.file + ") has no frames");
+    }
+  }
   for (std::size_t i = 0; i < data.train.size(); ++i) {
     const std::size_t path = path_of_train[i];
     data.repeat.push_back(cfg.training_data.repeat.empty() ? 1 : cfg.training_data.repeat[path]);

@@ -23,9 +23,10 @@ namespace fs = std::filesystem;
 
 // DeePMD-kit keys that are valid in its input files but have no effect in deepkf.
 const std::vector<std::string> kIgnoredTraining = {
-    "disp_training",       "time_training",    "profiling", "profiling_file",  "tensorboard",
-    "tensorboard_log_dir", "tensorboard_freq", "numb_test", "max_ckpt_keep",   "enable_profiler",
-    "gradient_max_norm",   "warmup_steps",     "stat_file", "mixed_precision", "disp_avg"};
+    "disp_training", "time_training",       "profiling",         "profiling_file",
+    "tensorboard",   "tensorboard_log_dir", "tensorboard_freq",  "numb_test",
+    "max_ckpt_keep", "enable_profiler",     "gradient_max_norm", "warmup_steps",
+    "stat_file",     "mixed_precision",     "disp_avg",          "ema_ckpt_keep"};
 // Top-level sections of DeePMD-kit's input with no effect in deepkf ("validating": its full-validation and
 // best-checkpoint settings; deepkf validates at every display step).
 const std::vector<std::string> kIgnoredTop = {"validating"};
@@ -247,7 +248,9 @@ TrainConfig TrainConfig::from_json(const json& doc, const std::string& file, con
                                             "num_threads",
                                             "calibration_frames",
                                             "opt_type",
-                                            "change_bias_after_training"};
+                                            "change_bias_after_training",
+                                            "enable_ema",
+                                            "ema_decay"};
   training_keys = joined(
       joined(joined(joined(training_keys, kNumbStepsNames), kNumEpochNames), optimizer_keys("training")),
       kIgnoredTraining);
@@ -336,6 +339,10 @@ TrainConfig TrainConfig::from_json(const json& doc, const std::string& file, con
   c.change_bias_after_training =
       get_or<bool>(t, "change_bias_after_training", c.change_bias_after_training, "training", file);
   require(c.num_threads >= 0, file, "training.num_threads", json(c.num_threads), "must not be negative");
+  c.enable_ema = get_or<bool>(t, "enable_ema", c.enable_ema, "training", file);
+  c.ema_decay = get_or<double>(t, "ema_decay", c.ema_decay, "training", file);
+  require(c.ema_decay >= 0.0 && c.ema_decay < 1.0, file, "training.ema_decay", json(c.ema_decay),
+          "must be at least 0 and less than 1");
   const json frames = t.value("calibration_frames", json("auto"));
   require(frames == "auto" || (frames.is_number_integer() && frames.get<std::int64_t>() >= 0), file,
           "training.calibration_frames", frames, "must be \"auto\" or a number of frames, 0 or more");
@@ -374,6 +381,8 @@ json TrainConfig::to_json() const {
             {"device", device},
             {"num_threads", num_threads},
             {"change_bias_after_training", change_bias_after_training},
+            {"enable_ema", enable_ema},
+            {"ema_decay", ema_decay},
             {"calibration_frames",
              calibration_frames == kCalibrationAuto ? json("auto") : json(calibration_frames)},
             {"validation_fraction", validation_fraction},

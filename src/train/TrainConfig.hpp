@@ -73,6 +73,10 @@ struct TrainConfig {
   // After the last step, shift the per-type energy bias by the least-squares fit of the training frames'
   // energy errors (src/train/EnergyBiasRefit.hpp). DeePMD-kit's key; deepkf's default is true.
   bool change_bias_after_training = true;
+  // DeePMD-kit's exponential moving average of the weights (src/train/WeightAverage.hpp): kept during
+  // training, in the checkpoint, and written as model_ema.pt beside model.pt.
+  bool enable_ema = false;
+  double ema_decay = 0.999;
 
   std::vector<std::string> ignored_keys;  // DeePMD-kit keys accepted but without effect here
   std::vector<std::string> unused_keys;   // keys of an optimizer other than the one chosen

@@ -87,6 +87,11 @@ std::int64_t Trainer::covariance_bytes() const { return impl_->optimizer->covari
 
 TrainResult Trainer::run() {
   Impl& m = *impl_;
+  // However the run ends, returning or throwing, the output folder is free for the next one.
+  struct ReleaseFolder {
+    Impl& m;
+    ~ReleaseFolder() { m.output_lock.reset(); }
+  } release{m};
   TrainResult result;
   StopSignal stop_guard;
   const auto start = std::chrono::steady_clock::now();
@@ -153,10 +158,20 @@ TrainResult Trainer::run() {
       result.model = m.out("model.pt");
       save_model(result.model, m.model, m.provenance(), m.calibration);
       m.log->info("model written to {}", result.model);
+      if (m.average) {
+        // The averaged weights with the model's statistics and energy bias; the calibration of the
+        // predicted uncertainty belongs to the weights the filter tracked, and stays out.
+        const std::string path = m.out("model_ema.pt");
+        m.average->with_average(m.model, [&] { save_model(path, m.model, m.provenance()); });
+        result.model_average = path;
+        m.log->info("model with the moving average of the weights (ema_decay {}) written to {}",
+                    m.average->decay(), path);
+      }
     });
     model_written = true;
   };
 
+  if (m.cfg.enable_ema && !m.average) m.average = std::make_unique<WeightAverage>(m.model, m.cfg.ema_decay);
   const std::int64_t end = m.opt.pause_at > 0 ? std::min(m.opt.pause_at, m.cfg.numb_steps) : m.cfg.numb_steps;
   while (m.step < end) {
     const BatchRef ref = m.sampler->next();
@@ -170,6 +185,7 @@ TrainResult Trainer::run() {
       throw diverged(m.step + 1,
                      fmt::format("the loss is not finite: the model predicts non-finite values for {}",
                                  batch_text(m.data.train, ref)));
+    if (m.average) m.average->update(m.model);
     ++m.step;
     const bool last = m.step == end;
     if (m.step % m.cfg.disp_freq == 0 || last || m.step == 1) {
@@ -222,6 +238,15 @@ TrainResult Trainer::run() {
     m.log->info("validation on all {} frames: rmse_e {:.3e} eV/atom, rmse_f {:.3e} eV/A{}", v.e_count,
                 v.rmse_e(), v.rmse_f(),
                 v.has_virial() ? fmt::format(", rmse_v {:.3e} eV/atom", v.rmse_v()) : std::string());
+    if (m.average) {
+      ErrorMetrics a;
+      m.average->with_average(m.model, [&] { a = m.validate(true); });
+      m.log->info(
+          "validation of the averaged weights (model_ema.pt): rmse_e {:.3e} eV/atom, rmse_f {:.3e} eV/A{}",
+          a.rmse_e(), a.rmse_f(),
+          a.has_virial() ? fmt::format(", rmse_v {:.3e} eV/atom", a.rmse_v()) : std::string());
+      result.validation_average = a;
+    }
   }
   result.steps = m.step;
   if (!result.interrupted) write_model_file();

@@ -41,6 +41,9 @@ struct TrainResult {
   ErrorMetrics training;      // last training-batch errors
   std::string checkpoint;     // last checkpoint written
   std::string model;          // model file written at the end ("" if none)
+  // enable_ema: the model file of the averaged weights, and their validation errors.
+  std::string model_average;
+  ErrorMetrics validation_average;
 };
 
 class Trainer {

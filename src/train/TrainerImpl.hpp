@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "src/core/FolderLock.hpp"
 #include "src/core/Together.hpp"
 #include "src/eval/ErrorMetrics.hpp"
 #include "src/model/Batch.hpp"
@@ -18,6 +19,7 @@
 #include "src/train/DataSetup.hpp"
 #include "src/train/Optimizers.hpp"
 #include "src/train/Trainer.hpp"
+#include "src/train/WeightAverage.hpp"
 
 namespace deepkf {
 
@@ -35,7 +37,9 @@ struct Trainer::Impl {
   std::int64_t step = 0;
   std::int64_t valid_cursor = 0;  // next validation (system, frame) position, cycles through all frames
   std::shared_ptr<spdlog::logger> log;
-  double wall_before = 0.0;    // training seconds of earlier runs (restarts)
+  std::unique_ptr<FolderLock> output_lock;  // rank 0: the output folder, until run() ends
+  std::unique_ptr<WeightAverage> average;   // enable_ema: the moving average of the weights
+  double wall_before = 0.0;                 // training seconds of earlier runs (restarts)
   nlohmann::json calibration;  // of the predicted uncertainty (docs/uncertainty.md), null until fitted
 
   Impl(const TrainConfig& c, const TrainerOptions& o, std::shared_ptr<Communicator> cm)

@@ -74,7 +74,9 @@ void Trainer::Impl::build_optimizer(const json& restored) {
 }
 
 void Trainer::Impl::setup() {
-  log = open_training_log(*comm, opt.output_dir, /*append=*/!opt.restart.empty());
+  TrainingOutput output = open_training_output(*comm, opt.output_dir, /*append=*/!opt.restart.empty());
+  log = output.log;
+  output_lock = std::move(output.lock);
   setup_threads_and_device();
   for (const auto& key : cfg.ignored_keys) log->info("input key {} has no effect in deepkf", key);
   if (!cfg.unused_keys.empty()) {
@@ -199,6 +201,11 @@ void Trainer::Impl::restore(const std::string& path, bool same_data) {
   }
   // Each rank reads its own covariance blocks from the file.
   together([&] { optimizer->load(ckpt.optimizer, ckpt.covariance_block); });
+  if (cfg.enable_ema) {
+    average = std::make_unique<WeightAverage>(model, cfg.ema_decay);
+    if (!average->load(ckpt.optimizer, path))
+      log->info("checkpoint {} holds no average of the weights: enable_ema starts it from its weights", path);
+  }
   step = ckpt.meta.at("step").get<std::int64_t>();
   wall_before = ckpt.meta.value("wall_seconds", 0.0);
   calibration = ckpt.meta.value("uncertainty_calibration", json());

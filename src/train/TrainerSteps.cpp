@@ -101,13 +101,12 @@ ErrorMetrics Trainer::Impl::validate(bool all_frames) {
   const std::int64_t total = frame_count(data.valid);
   // numb_btch batches per display, cycling through all validation frames in order.
   const std::int64_t wanted =
-      all_frames
-          ? total
-          : std::min<std::int64_t>(
-                total, static_cast<std::int64_t>(cfg.validation_data.numb_btch) *
-                           std::max(1, cfg.validation_data.batch_rule == DataSection::BatchRule::kFixed
-                                               ? cfg.validation_data.batch_size
-                                               : 1));
+      all_frames ? total
+                 : std::min<std::int64_t>(
+                       total, static_cast<std::int64_t>(cfg.validation_data.numb_btch) *
+                                  std::max(1, cfg.validation_data.batch_rule == DataSection::BatchRule::kFixed
+                                                  ? cfg.validation_data.batch_size
+                                                  : 1));
   std::int64_t done = 0;
   std::int64_t cursor = all_frames ? 0 : valid_cursor;
   while (done < wanted) {
@@ -160,7 +159,7 @@ void Trainer::Impl::write_checkpoint_now(const std::string& path) {
   meta["provenance"] = provenance();
   meta["ranks"] = comm->size();
   if (!calibration.is_null()) meta["uncertainty_calibration"] = calibration;
-  write_training_checkpoint(path, model, meta, *optimizer, *comm);
+  write_training_checkpoint(path, model, meta, *optimizer, *comm, average.get());
 }
 
 void Trainer::Impl::change_energy_bias() {

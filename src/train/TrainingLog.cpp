@@ -1,21 +1,24 @@
 #include "src/train/TrainingLog.hpp"
 
+#include <fmt/ranges.h>
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 
 #include <filesystem>
 #include <vector>
 
+#include "src/core/AtomicFile.hpp"
 #include "src/core/Error.hpp"
 #include "src/core/Together.hpp"
 
 namespace deepkf {
 
-std::shared_ptr<spdlog::logger> open_training_log(Communicator& comm, const std::string& output_dir,
-                                                  bool append) {
+TrainingOutput open_training_output(Communicator& comm, const std::string& output_dir, bool append) {
   namespace fs = std::filesystem;
   // Only the root writes files: the output directory and train.log are its own.
+  TrainingOutput out;
   std::vector<spdlog::sink_ptr> sinks;
+  std::vector<std::string> unfinished;
   together(comm, [&] {
     if (comm.rank() != 0) return;
     std::error_code ec;
@@ -24,6 +27,8 @@ std::shared_ptr<spdlog::logger> open_training_log(Communicator& comm, const std:
       throw Error("cannot create the output directory " + output_dir + ": " +
                   (ec ? ec.message() : std::string("a file of that name is in the way")));
     }
+    out.lock = std::make_unique<FolderLock>(output_dir, "-o");
+    unfinished = remove_unfinished_files(output_dir);
     sinks.push_back(std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
     sinks.push_back(
         std::make_shared<spdlog::sinks::basic_file_sink_mt>((fs::path(output_dir) / "train.log").string(),
@@ -34,7 +39,12 @@ std::shared_ptr<spdlog::logger> open_training_log(Communicator& comm, const std:
   log->set_level(spdlog::level::info);
   // Line by line, so that train.log holds everything up to a kill -9 or an out-of-memory kill.
   log->flush_on(spdlog::level::info);
-  return log;
+  if (!unfinished.empty()) {
+    log->info("removed {} unfinished file(s) of a run that was killed while writing: {}", unfinished.size(),
+              fmt::join(unfinished, ", "));
+  }
+  out.log = log;
+  return out;
 }
 
 }  // namespace deepkf

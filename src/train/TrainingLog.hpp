@@ -1,17 +1,25 @@
 #pragma once
-// The run's log: on rank 0, the terminal (stderr) and output_dir/train.log, written line by line so that it
-// is current after a kill -9; other ranks log nowhere. Creates the output directory. Collective.
+// The run's output folder and log. Rank 0 creates the folder, locks it (src/core/FolderLock.hpp: a second
+// run into the same folder stops before it writes anything), removes the unfinished files a killed run left
+// there, and logs to the terminal (stderr) and FOLDER/train.log, line by line so that the log is current
+// after a kill -9; other ranks log nowhere. Collective.
 #include <spdlog/logger.h>
 
 #include <memory>
 #include <string>
 
 #include "src/core/Communicator.hpp"
+#include "src/core/FolderLock.hpp"
 
 namespace deepkf {
 
-// `append`: continue an existing train.log (a restart). Error when the output directory cannot be made.
-std::shared_ptr<spdlog::logger> open_training_log(Communicator& comm, const std::string& output_dir,
-                                                  bool append);
+struct TrainingOutput {
+  std::shared_ptr<spdlog::logger> log;
+  std::unique_ptr<FolderLock> lock;  // rank 0's, held until the run ends
+};
+
+// `append`: continue an existing train.log (a restart). Error when the folder cannot be made, ConfigError
+// when another run holds it.
+TrainingOutput open_training_output(Communicator& comm, const std::string& output_dir, bool append);
 
 }  // namespace deepkf

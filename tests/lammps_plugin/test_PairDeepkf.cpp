@@ -340,7 +340,10 @@ TEST_CASE("input errors give clear LAMMPS errors", "[lammps]") {
       {"unknown element", std::string(kSetup) + "pair_style deepkf model.pt\npair_coeff * * O Si\n" + run,
        "ERROR: pair_coeff deepkf: element Si of atom type 2 is not in model file model.pt (its types: O H)"},
       {"missing model", std::string(kSetup) + pair_lines("nothere.pt") + run,
-       "ERROR: pair_style deepkf cannot load model file nothere.pt"},
+       "ERROR: pair_style deepkf: nothere.pt is neither a model file (no such file) nor a keyword"},
+      {"misspelt keyword", std::string(kSetup) + pair_lines("model.pt model.pt out_frq 10") + run,
+       "ERROR: pair_style deepkf: out_frq is neither a model file (no such file) nor a keyword (out_freq, "
+       "out_file, atomic, relative, relative_v)"},
       {"corrupt model", std::string(kSetup) + pair_lines("corrupt.pt") + run,
        "ERROR: pair_style deepkf cannot load model file corrupt.pt"},
       {"wrong units",

@@ -257,6 +257,51 @@ TEST_CASE("adam save and restore continues bit-identically", "[optim][adam][rest
   CHECK(adam_resumed.status() == adam_straight.status());
 }
 
+TEST_CASE("adam's betas and weight decay follow Adam's update written out by hand", "[optim][adam]") {
+  AdamOptions o;
+  o.start_lr = 0.05;
+  o.stop_lr = 0.05;
+  o.decay_steps = 100;
+  o.total_steps = 100;
+  o.beta1 = 0.5;
+  o.beta2 = 0.8;
+  o.weight_decay = 0.3;
+  // Loss 0.5 a w^2 per element, so the gradient is a w; three steps.
+  const auto a = torch::tensor({1.0, -2.0, 0.5}, torch::kFloat64);
+  auto w = torch::tensor({0.7, 0.2, -1.1}, torch::kFloat64).requires_grad_(true);
+  AdamTrainer adam({w}, o);
+  std::vector<double> ref = {0.7, 0.2, -1.1}, m(3, 0.0), v(3, 0.0);
+  for (int t = 1; t <= 3; ++t) {
+    adam.zero_grad();
+    (0.5 * a * w.square()).sum().backward();
+    adam.step(t - 1);
+    for (int i = 0; i < 3; ++i) {
+      // g = dL/dw + lambda w; m, v the moments; bias-corrected step lr m^ / (sqrt(v^) + eps).
+      const double g = a[i].item<double>() * ref[i] + o.weight_decay * ref[i];
+      m[i] = o.beta1 * m[i] + (1 - o.beta1) * g;
+      v[i] = o.beta2 * v[i] + (1 - o.beta2) * g * g;
+      const double mhat = m[i] / (1 - std::pow(o.beta1, t));
+      const double vhat = v[i] / (1 - std::pow(o.beta2, t));
+      ref[i] -= o.start_lr * mhat / (std::sqrt(vhat) + o.eps);
+    }
+    INFO("step " << t);
+    for (int i = 0; i < 3; ++i) CHECK(w[i].item<double>() == Approx(ref[i]).epsilon(1e-12));
+  }
+  // The defaults (0.9, 0.999, no decay) give other weights after the same three steps.
+  auto w0 = torch::tensor({0.7, 0.2, -1.1}, torch::kFloat64).requires_grad_(true);
+  AdamOptions d = o;
+  d.beta1 = 0.9;
+  d.beta2 = 0.999;
+  d.weight_decay = 0.0;
+  AdamTrainer adam0({w0}, d);
+  for (int t = 0; t < 3; ++t) {
+    adam0.zero_grad();
+    (0.5 * a * w0.square()).sum().backward();
+    adam0.step(t);
+  }
+  CHECK_FALSE(torch::allclose(w0, w));
+}
+
 TEST_CASE("both optimizers report name, status and state through the optimizer interface", "[optim]") {
   auto params = make_params({{5}, {2, 2}}, 1);
   KalmanOptions k;

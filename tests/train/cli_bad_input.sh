@@ -166,5 +166,74 @@ expect_error "model file with flipped bits" "is corrupt" "$deepkf" info "$work/f
 flip_bits "$work/run_done/model.ckpt" "$work/flipped.ckpt"
 expect_error "checkpoint with flipped bits" "is corrupt" "$deepkf" export "$work/flipped.ckpt" -o "$work/x.pt"
 
+# 12. Damage in the covariance blocks only: the export succeeds and says that a restart would fail.
+python3 -c 'import sys
+d = bytearray(open(sys.argv[1], "rb").read())
+d[-100] ^= 0x04
+open(sys.argv[2], "wb").write(bytes(d))' "$work/run_done/model.ckpt" "$work/cov.ckpt"
+expect "export with a damaged covariance" "warning: the checkpoint's Kalman covariance is damaged" \
+  "$deepkf" export "$work/cov.ckpt" -o "$work/cov.pt"
+"$deepkf" info "$work/cov.pt" >"$work/out" 2>&1 || fail "the model exported from cov.ckpt: $(tail -3 "$work/out")"
+
+# 13. Command-line files and output folders.
+expect_error "missing input file" "deepkf: error: INPUT: File does not exist: $work/none.json" \
+  "$deepkf" train "$work/none.json"
+make_input "pass"
+cp "$work/input.json" "$work/input.before"
+expect_error "-o naming the input file" "-o $work/input.json names the input file $work/input.json" \
+  "$deepkf" train "$work/input.json" -o "$work/input.json" --no-progress
+cmp -s "$work/input.json" "$work/input.before" || fail "-o naming the input file changed the input"
+# A second run into a folder that a run holds (flock(1) takes the same lock) stops before writing anything.
+mkdir -p "$work/run_busy"
+flock "$work/run_busy/.deepkf.lock" sleep 60 &
+holder=$!
+sleep 0.5
+expect_error "output folder in use" "output folder $work/run_busy is in use by" \
+  "$deepkf" train "$work/input.json" -o "$work/run_busy" --no-progress
+[ -e "$work/run_busy/train.log" ] && fail "the refused run wrote $work/run_busy/train.log"
+kill "$holder" 2>/dev/null
+wait "$holder" 2>/dev/null
+# The temporary file of a checkpoint write that was killed is removed by the next run into the folder.
+mkdir -p "$work/run_tmp"
+echo partial >"$work/run_tmp/.model.ckpt.tmp-123456"
+expect "unfinished files removed" "removed 1 unfinished file(s) of a run that was killed while writing: .model.ckpt.tmp-123456" \
+  "$deepkf" train "$work/input.json" -o "$work/run_tmp" --no-progress
+[ -e "$work/run_tmp/.model.ckpt.tmp-123456" ] && fail "the unfinished checkpoint file is still there"
+
+# 14. Values and systems that used to pass silently.
+for seed in '"x"' '[]'; do
+  make_input "d['model']['fitting_net']['seed'] = $seed"
+  expect_error "fitting_net.seed $seed" "model key 'model.fitting_net.seed' must be an integer, got $seed" \
+    "$deepkf" train "$work/input.json" -o "$work/run" --no-progress
+done
+python3 -c 'import sys
+open(sys.argv[1], "wb").write(b"2\nLattice=\"5 0 0 0 5 0 0 0 5\" Properties=species:S:1:pos:R:3 energy=-10.8\n"
+                              b"Si 0 0 0\nSi 1.2 1.2 1.5\x007\n")' "$work/nul.xyz"
+expect_error "NUL byte inside a number" "'1.5\x007' is not a number" "$deepkf" data summary "$work/nul.xyz"
+python3 - "$work/empty" <<'EOF2'
+import os, struct, sys
+root = sys.argv[1]
+os.makedirs(root + "/set.000", exist_ok=True)
+open(root + "/type.raw", "w").write("0\n0\n")
+open(root + "/type_map.raw", "w").write("Si\n")
+for name, width in (("coord", 6), ("box", 9), ("energy", 0), ("force", 6)):
+    dims = "0," if width == 0 else "0, %d" % width
+    header = "{'descr': '<f8', 'fortran_order': False, 'shape': (%s), }" % dims
+    header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
+    with open("%s/set.000/%s.npy" % (root, name), "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode())
+EOF2
+if "$deepkf" data summary "$work/empty" >"$work/out" 2>&1; then
+  expect_error "deepkf test on a system without frames" "the systems given have no frames: nothing to test" \
+    "$deepkf" test -m "$work/run_done/model.pt" -s "$work/empty"
+  expect "deepkf test with one system without frames" "warning: system $work/empty has no frames; left out" \
+    "$deepkf" test -m "$work/run_done/model.pt" -s "$work/empty" -s "$source_dir/data/si_cp2k.h5"
+  make_input "d['training']['training_data']['systems'] = ['$work/empty']"
+  expect_error "training system without frames" "training system $work/empty" \
+    "$deepkf" train "$work/input.json" -o "$work/run_empty" --no-progress
+else
+  ok "a system without frames is refused when read: $(grep "deepkf: error" "$work/out" | head -1)"
+fi
+
 [ $failures -eq 0 ] || exit 1
 echo "every bad input gave one error line and status 1"

@@ -82,6 +82,21 @@ TEST_CASE("defaults and the optimizer section", "[train][config]") {
   CHECK(c.optimizer == "Adam");
   CHECK(c.optimizer_settings.at("learning_rate").at("start_lr") == 0.01);
   CHECK(c.optimizer_settings.at("start_pref_f") == 100);
+  CHECK(c.optimizer_settings.at("adam_beta1") == 0.9);  // DeePMD-kit's defaults
+  CHECK(c.optimizer_settings.at("adam_beta2") == 0.999);
+  CHECK(c.optimizer_settings.at("weight_decay") == 0.0);
+  // DeePMD-kit's newer Adam keys: taken, and checked.
+  json betas = adam;
+  betas["optimizer"]["adam_beta1"] = 0.8;
+  betas["optimizer"]["adam_beta2"] = 0.99;
+  betas["optimizer"]["weight_decay"] = 1e-4;
+  const auto b = TrainConfig::from_json(betas, "in.json", "/tmp").optimizer_settings;
+  CHECK(b.at("adam_beta1") == 0.8);
+  CHECK(b.at("adam_beta2") == 0.99);
+  CHECK(b.at("weight_decay") == 1e-4);
+  betas["optimizer"]["adam_beta2"] = 1.0;
+  CHECK_THROWS_WITH(TrainConfig::from_json(betas, "in.json", "/tmp"),
+                    Catch::Contains("adam_beta2") && Catch::Contains("must be in [0, 1)"));
   // The resolved configuration reads back to the same settings.
   const TrainConfig again = TrainConfig::from_json(c.to_json(), "resolved.json", "/tmp");
   CHECK(again.optimizer == "Adam");
@@ -144,6 +159,26 @@ TEST_CASE("newer DeePMD-kit keys without effect here are accepted and listed", "
   const TrainConfig c = TrainConfig::from_json(doc, "in.json", "/tmp");
   CHECK(std::find(c.ignored_keys.begin(), c.ignored_keys.end(), "validating") != c.ignored_keys.end());
   CHECK(std::find(c.ignored_keys.begin(), c.ignored_keys.end(), "training.disp_avg") != c.ignored_keys.end());
+}
+
+TEST_CASE("DeePMD-kit's moving average of the weights: enable_ema, ema_decay, ema_ckpt_keep",
+          "[train][config]") {
+  json doc = minimal();
+  CHECK_FALSE(TrainConfig::from_json(doc, "in.json", "/tmp").enable_ema);
+  doc["training"]["enable_ema"] = true;
+  doc["training"]["ema_decay"] = 0.99;
+  doc["training"]["ema_ckpt_keep"] = 3;
+  const TrainConfig c = TrainConfig::from_json(doc, "in.json", "/tmp");
+  CHECK(c.enable_ema);
+  CHECK(c.ema_decay == 0.99);
+  CHECK(std::find(c.ignored_keys.begin(), c.ignored_keys.end(), "training.ema_ckpt_keep") !=
+        c.ignored_keys.end());
+  const TrainConfig again = TrainConfig::from_json(c.to_json(), "resolved.json", "/tmp");
+  CHECK(again.enable_ema);
+  CHECK(again.ema_decay == 0.99);
+  doc["training"]["ema_decay"] = 1.0;
+  CHECK_THROWS_WITH(TrainConfig::from_json(doc, "in.json", "/tmp"),
+                    Catch::Contains("training.ema_decay") && Catch::Contains("less than 1"));
 }
 
 TEST_CASE("misspelt and bad keys name the key, the file and a suggestion", "[train][config]") {

@@ -94,6 +94,24 @@ std::pair<double, double> closest_pair(const std::string& system, double rcut) {
 
 }  // namespace
 
+namespace {
+
+// The run of `config` into a new folder `name`, stopped after its first step as if SIGTERM had arrived:
+// its options (to restart from) and its result.
+std::pair<TrainerOptions, deepkf::TrainResult> stop_after_first_step(
+    const TrainConfig& config, const std::string& name, const std::shared_ptr<deepkf::Communicator>& comm) {
+  TrainerOptions first;
+  first.output_dir = deepkf::test::make_temp_dir(name);
+  first.progress = 0;
+  Trainer stopped(config, first, comm);
+  deepkf::StopSignal::raise_for_test(15);
+  const auto part = stopped.run();
+  deepkf::StopSignal::reset();
+  return {first, part};
+}
+
+}  // namespace
+
 TEST_CASE("a run stopped by a signal restarts from its checkpoint to bit-identical weights",
           "[train][restart]") {
   const std::string si = deepkf::test::require_shared_dataset("si_mlearn");
@@ -103,7 +121,8 @@ TEST_CASE("a run stopped by a signal restarts from its checkpoint to bit-identic
   for (const std::string optimizer : {"LKF", "Adam"}) {
     SECTION(optimizer) {
       // On the CPU: a GPU sums the model's gradients with atomic additions, whose order (and so the last
-      // bits) changes from run to run, so there a restarted run matches an uninterrupted one to rounding only.
+      // bits) changes from run to run, so there a restarted run matches an uninterrupted one to rounding
+      // only.
       json doc = small_input(train, valid, optimizer, 8);
       doc["device"] = "cpu";
       const TrainConfig config = config_of(doc);
@@ -119,13 +138,7 @@ TEST_CASE("a run stopped by a signal restarts from its checkpoint to bit-identic
       CHECK(fs::exists(full.model));
 
       // The same run, stopped after its first step as if SIGTERM had arrived, then restarted.
-      TrainerOptions first;
-      first.output_dir = deepkf::test::make_temp_dir("stopped");
-      first.progress = 0;
-      Trainer stopped(config, first, comm);
-      deepkf::StopSignal::raise_for_test(15);
-      const auto part = stopped.run();
-      deepkf::StopSignal::reset();
+      const auto [first, part] = stop_after_first_step(config, "stopped", comm);
       REQUIRE(part.interrupted);
       REQUIRE(part.steps == 1);
       REQUIRE(fs::exists(part.checkpoint));
@@ -141,6 +154,50 @@ TEST_CASE("a run stopped by a signal restarts from its checkpoint to bit-identic
       CHECK(max_abs_diff(resumed.flat_parameters(), uninterrupted.flat_parameters()) == 0.0);
     }
   }
+}
+
+TEST_CASE("enable_ema writes model_ema.pt, and a restart continues the average bit for bit", "[train][ema]") {
+  const std::string si = deepkf::test::require_shared_dataset("si_mlearn");
+  json doc = small_input({si + "/train/sys_Si12", si + "/train/sys_Si16"}, {si + "/test"}, "LKF", 6);
+  doc["device"] = "cpu";  // bit for bit: the CPU (see the test above)
+  doc["training"]["enable_ema"] = true;
+  doc["training"]["ema_decay"] = 0.8;
+  const TrainConfig config = config_of(doc);
+  auto comm = deepkf::make_serial_communicator();
+  const auto flat = [](const std::vector<torch::Tensor>& tensors) {
+    std::vector<double> out;
+    for (const auto& t : tensors) {
+      const auto c = t.detach().to(torch::kFloat64).contiguous();
+      out.insert(out.end(), c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
+    }
+    return out;
+  };
+
+  TrainerOptions straight;
+  straight.output_dir = deepkf::test::make_temp_dir("ema-straight");
+  straight.progress = 0;
+  Trainer uninterrupted(config, straight, comm);
+  const auto full = uninterrupted.run();
+  REQUIRE(full.model_average == straight.output_dir + "/model_ema.pt");
+  REQUIRE(fs::exists(full.model_average));
+  CHECK(full.validation_average.e_count > 0);
+  const auto live = deepkf::load_model(full.model, torch::kCPU);
+  const auto averaged = deepkf::load_model(full.model_average, torch::kCPU);
+  // Other weights, the same statistics and energy bias.
+  CHECK(max_abs_diff(flat(live.model->parameters()), flat(averaged.model->parameters())) > 0.0);
+  const auto lb = live.model->named_buffers(), ab = averaged.model->named_buffers();
+  for (const auto& b : lb) CHECK(torch::equal(b.value(), ab[b.key()]));
+
+  const auto [first, part] = stop_after_first_step(config, "ema-stopped", comm);
+  REQUIRE(part.interrupted);
+  TrainerOptions again = first;
+  again.restart = part.checkpoint;
+  Trainer resumed(config, again, comm);
+  const auto rest = resumed.run();
+  REQUIRE(fs::exists(rest.model_average));
+  const auto continued = deepkf::load_model(rest.model_average, torch::kCPU);
+  INFO("largest difference between the averaged weights of the restarted and the uninterrupted run");
+  CHECK(max_abs_diff(flat(continued.model->parameters()), flat(averaged.model->parameters())) == 0.0);
 }
 
 TEST_CASE("the automatic p0 is chosen once, recorded, and kept by a restart", "[train][restart][p0]") {
