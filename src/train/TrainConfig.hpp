@@ -65,9 +65,9 @@ struct TrainConfig {
   // (docs/uncertainty.md); 0: no calibration; kCalibrationAuto: calibration_frames_for(steps).
   static constexpr std::int64_t kCalibrationAuto = -1;
   std::int64_t calibration_frames = kCalibrationAuto;
-  // The frames calibrated on after `steps` training steps. "auto": one frame per 10 steps, 4 to 64, since
-  // a frame costs about 1.5 steps (docs/benchmarks.md, Uncertainty): a short run is not made many times
-  // longer by its calibration.
+  // The frames calibrated on after `steps` training steps. "auto": one frame per 10 steps, at most 64
+  // (none below 10 steps), since a frame costs about 1.5 steps (docs/benchmarks.md, Uncertainty): the
+  // calibration adds about 15% to a run, short or long.
   std::int64_t calibration_frames_for(std::int64_t steps) const;
 
   // After the last step, shift the per-type energy bias by the least-squares fit of the training frames'

@@ -14,6 +14,7 @@
 
 #include "src/core/AtomicFile.hpp"
 #include "src/core/Error.hpp"
+#include "src/core/HostMemory.hpp"
 #include "src/core/Together.hpp"
 #include "src/model/Batch.hpp"
 #include "src/model/DeepPot.hpp"
@@ -159,7 +160,16 @@ void Trainer::Impl::write_checkpoint_now(const std::string& path) {
   meta["provenance"] = provenance();
   meta["ranks"] = comm->size();
   if (!calibration.is_null()) meta["uncertainty_calibration"] = calibration;
+  const auto start = std::chrono::steady_clock::now();
   write_training_checkpoint(path, model, meta, *optimizer, *comm, average.get());
+  // Training waits while the checkpoint is written (for RLEKF, the whole covariance): the log says how long.
+  if (root()) {
+    std::error_code ec;
+    const auto bytes = std::filesystem::file_size(path, ec);
+    log->info("checkpoint {} written at step {} ({}, {:.1f} s)", path, step,
+              ec ? std::string("size unknown") : format_bytes(static_cast<std::int64_t>(bytes)),
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
 }
 
 void Trainer::Impl::change_energy_bias() {
@@ -193,7 +203,16 @@ void Trainer::Impl::calibrate_uncertainty() {
   calibration = json();  // a calibration restored with the checkpoint belongs to earlier weights
   KalmanFilter* filter = optimizer->kalman_filter();
   const std::int64_t frames = cfg.calibration_frames_for(step);
-  if (filter == nullptr || data.valid.empty() || frames == 0) return;
+  if (filter == nullptr || data.valid.empty()) return;
+  if (frames == 0) {
+    if (cfg.calibration_frames == TrainConfig::kCalibrationAuto) {
+      log->info(
+          "uncertainty calibration skipped: calibration_frames \"auto\" takes one frame per 10 steps, and "
+          "this run has {} (a frame costs about 1.5 steps); set calibration_frames to calibrate anyway",
+          step);
+    }
+    return;
+  }
   const auto start = std::chrono::steady_clock::now();
   const auto fitted = calibrate(model, *filter, data.valid, frames, cfg.seed,
                                 fmt::format("the validation data at step {}", step), *comm);

@@ -23,7 +23,7 @@ train() {
                  "seed": $1},
   "fitting_net": {"neuron": [8, 8], "seed": $1}},
  "optimizer": {"type": "RLEKF", "kf_blocksize": 64, "p0": 10.0},
- "training": {"training_data": {"systems": ["$data"]}, "validation_fraction": 0.2, "numb_steps": 4,
+ "training": {"training_data": {"systems": ["$data"]}, "validation_fraction": 0.2, "numb_steps": 4, "calibration_frames": 4,
               "seed": $1, "disp_freq": 1000, "save_freq": 1000, "num_threads": 1}}
 EOF
   "$deepkf" train "$work/input-$1.json" -o "$2" --no-progress >"$work/train-$1.out" 2>&1 ||

@@ -32,7 +32,7 @@ std::string train(const std::string& optimizer, const std::string& dir) {
       "descriptor": {"type": "se_e2_a", "rcut": 4.0, "rcut_smth": 1.0, "sel": [40], "neuron": [4, 8],
                      "axis_neuron": 2, "seed": 3},
       "fitting_net": {"neuron": [8, 8], "resnet_dt": true, "seed": 3}},
-    "training": {"training_data": {"batch_size": 1}, "validation_fraction": 0.2, "numb_steps": 20,
+    "training": {"training_data": {"batch_size": 1}, "validation_fraction": 0.2, "numb_steps": 20, "calibration_frames": 4,
                  "seed": 5, "disp_freq": 1000000, "save_freq": 1000000, "num_threads": 1}
   })");
   doc["training"]["training_data"]["systems"] = {kSiData};

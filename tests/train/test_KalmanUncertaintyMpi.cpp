@@ -32,7 +32,7 @@ TrainConfig silicon_config() {
                      "axis_neuron": 2, "seed": 3},
       "fitting_net": {"neuron": [8, 8], "resnet_dt": true, "seed": 3}},
     "optimizer": {"type": "RLEKF", "kf_blocksize": 64, "p0": 10.0},
-    "training": {"training_data": {"batch_size": 2}, "validation_fraction": 0.2, "numb_steps": 5,
+    "training": {"training_data": {"batch_size": 2}, "validation_fraction": 0.2, "numb_steps": 5, "calibration_frames": 4,
                  "seed": 5, "disp_freq": 1000000, "save_freq": 1000000, "num_threads": 1}
   })");
   doc["training"]["training_data"]["systems"] = {kSiData};

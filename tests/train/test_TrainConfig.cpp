@@ -161,6 +161,20 @@ TEST_CASE("newer DeePMD-kit keys without effect here are accepted and listed", "
   CHECK(std::find(c.ignored_keys.begin(), c.ignored_keys.end(), "training.disp_avg") != c.ignored_keys.end());
 }
 
+TEST_CASE("calibration_frames \"auto\" is one frame per 10 steps, at most 64", "[train][config]") {
+  const TrainConfig c = TrainConfig::from_json(minimal(), "in.json", "/tmp");
+  REQUIRE(c.calibration_frames == TrainConfig::kCalibrationAuto);
+  CHECK(c.calibration_frames_for(2) == 0);  // a 2-step trial run is not made 3 times longer
+  CHECK(c.calibration_frames_for(9) == 0);
+  CHECK(c.calibration_frames_for(10) == 1);
+  CHECK(c.calibration_frames_for(45) == 4);
+  CHECK(c.calibration_frames_for(640) == 64);
+  CHECK(c.calibration_frames_for(1000000) == 64);
+  json doc = minimal();
+  doc["training"]["calibration_frames"] = 4;
+  CHECK(TrainConfig::from_json(doc, "in.json", "/tmp").calibration_frames_for(2) == 4);
+}
+
 TEST_CASE("DeePMD-kit's moving average of the weights: enable_ema, ema_decay, ema_ckpt_keep",
           "[train][config]") {
   json doc = minimal();
