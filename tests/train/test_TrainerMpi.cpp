@@ -246,7 +246,8 @@ TEST_CASE("the automatic p0 and force noise are the same on 2 ranks as on 1, and
   }
 }
 
-TEST_CASE("Adam on 2 ranks equals 1 rank when the batches split unevenly", "[train][mpi][adam]") {
+TEST_CASE("Adam on 2 ranks equals 1 rank when the batches split unevenly, and so does the weights' average",
+          "[train][mpi][adam][ema]") {
   auto comm = world();
   REQUIRE(comm->size() == 2);
   INFO("rank " << comm->rank());
@@ -256,18 +257,34 @@ TEST_CASE("Adam on 2 ranks equals 1 rank when the batches split unevenly", "[tra
   doc["training"]["training_data"]["batch_size"] = 3;
   doc["optimizer"] = {{"type", "Adam"},
                       {"learning_rate", {{"start_lr", 1e-3}, {"stop_lr", 1e-4}, {"decay_steps", 2}}}};
+  doc["training"]["enable_ema"] = true;
+  doc["training"]["ema_decay"] = 0.5;
   const TrainConfig cfg = config_of(doc);
   const std::string dir = shared_temp_dir(*comm, "trainer-mpi-adam");
 
   Trainer serial(cfg, options_in(dir + "/serial-rank" + std::to_string(comm->rank()), true),
                  deepkf::make_serial_communicator());
-  serial.run();
+  const auto one = serial.run();
   Trainer parallel(cfg, options_in(dir + "/parallel", true), comm);
   const auto result = parallel.run();
   REQUIRE(result.steps == kSteps);
   CHECK(parallel.covariance_bytes() == 0);
   INFO("relative weight difference between 2 ranks and 1 rank after " << kSteps << " Adam steps");
   CHECK(relative_difference(parallel.flat_parameters(), serial.flat_parameters()) < 1e-10);
+  // The average of the weights (enable_ema): written by rank 0 only, equal to the one rank's.
+  if (comm->rank() == 0) {
+    REQUIRE(fs::exists(result.model_average));
+    const auto averaged = [](const std::string& path) {
+      std::vector<double> out;
+      for (const auto& t : deepkf::load_model(path, torch::kCPU).model->parameters()) {
+        const auto c = t.detach().to(torch::kFloat64).contiguous();
+        out.insert(out.end(), c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
+      }
+      return out;
+    };
+    CHECK(relative_difference(averaged(result.model_average), averaged(one.model_average)) < 1e-10);
+    CHECK(relative_difference(averaged(result.model_average), parallel.flat_parameters()) > 1e-6);
+  }
 }
 
 TEST_CASE("a checkpoint written on 1 rank resumes on 2 ranks, and one written on 2 resumes on 1",
