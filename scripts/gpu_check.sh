@@ -100,6 +100,9 @@ stage_closure() {
   echo "closure: $(ls "$libs" | wc -l) libraries in .gpu/libs"
 }
 
+# A phase's heading, with the seconds since the script started (to plan the next lease's phases).
+say() { echo "== [${SECONDS} s] $*"; }
+
 run() {
   local out="${1:?usage: gpu_check.sh run OUT_DIR}"
   mkdir -p "$out"
@@ -113,9 +116,9 @@ run() {
   # Every phase ends by this many seconds after the start, so that the results come back within the lease.
   local deadline=$((SECONDS + ${DEEPKF_GPU_SECONDS:-520}))
   exec > >(tee -a "$out/gpu_check.log") 2>&1
-  echo "== deepkf gpu_check $(date -u +%FT%TZ), commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?'), phases:$phases"
+  say "deepkf gpu_check $(date -u +%FT%TZ), commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?'), phases:$phases"
 
-  echo "== device"
+  say "device"
   if [ "$dry" = 1 ]; then
     echo "dry run: no GPU"
   else
@@ -137,7 +140,7 @@ run() {
       -DMPIEXEC_EXECUTABLE="$prefix/usr/bin/mpiexec.openmpi")
     export OPAL_PREFIX="$prefix/usr"
   fi
-  echo "== libraries: $stage_dir -> $prefix (MPI: $([ $machine_mpi = 1 ] && echo "the machine's" || echo unpacked))"
+  say "libraries: $stage_dir -> $prefix (MPI: $([ $machine_mpi = 1 ] && echo "the machine's" || echo unpacked))"
   rm -rf "$prefix"  # nothing left from an earlier run (an unpacked MPI shadowed the machine's)
   mkdir -p "$prefix" "$prefix/fallback" "$prefix/first-include" "$build"
   local n=0
@@ -191,7 +194,7 @@ run() {
   }
 
   if [[ "$phases" == *" configure "* ]]; then
-    echo "== configure ($(cmake --version | head -1))"
+    say "configure ($(cmake --version | head -1))"
     local torch_prefix=""
     if [ "$dry" != 1 ]; then
       torch_prefix="$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')"
@@ -216,7 +219,7 @@ run() {
   fi
 
   if [[ "$phases" == *" build "* ]]; then
-    echo "== build: the program, the optimizer and model tests, the benchmarks, pair_style deepkf"
+    say "build: the program, the optimizer and model tests, the benchmarks, pair_style deepkf"
     # One build of every target the phases before the suite run, so that all cores are busy at once.
     local targets=(deepkf test_optim test_model bench_kalman bench_train_mpi)
     [ ${#lammps_args[@]} -gt 0 ] && targets+=(deepkf_lammps bench_lammps)
@@ -227,12 +230,12 @@ run() {
   local device=cuda
   [ "$dry" = 1 ] && device=cpu
   if [[ "$phases" == *" cuda "* ]] && [ "$dry" != 1 ]; then
-    echo "== CUDA against CPU: the Kalman sweep and filter, the model"
+    say "CUDA against CPU: the Kalman sweep and filter, the model"
     for t in optim model; do
       timeout "$(left)" "$build/tests/$t/test_$t" "[cuda]" 2>&1 | tee -a "$out/tests.txt" | tail -15 || true
     done
     # test_optim whole runs in the suite (ctest); test_model here, since its model-file cases crashed once.
-    echo "== test_model whole; a crash is run again under cuda-gdb for its backtrace"
+    say "test_model whole; a crash is run again under cuda-gdb for its backtrace"
     for t in model; do
       local rc=0
       timeout "$(left)" "$build/tests/$t/test_$t" >>"$out/tests.txt" 2>&1 || rc=$?
@@ -245,21 +248,21 @@ run() {
   fi
 
   if [[ "$phases" == *" bench "* ]]; then
-    echo "== Kalman step for kf_blocksize 1024 to 10240, float64 and float32, against a copy pass and the dense step"
+    say "Kalman step for kf_blocksize 1024 to 10240, float64 and float32, against a copy pass and the dense step"
     DEEPKF_BENCH_DEVICE=$device timeout "$(left 90)" "$build/bench/optim/bench_kalman" \
       "${DEEPKF_GPU_MIN_MIB:-4096}" 16 2>&1 | tee "$out/bench_kalman.txt" || true
-    echo "== joint Kalman update of 5 measurements (one sweep) against the scalar step, b = 2048, 5120, 10240"
+    say "joint Kalman update of 5 measurements (one sweep) against the scalar step, b = 2048, 5120, 10240"
     DEEPKF_BENCH_DEVICE=$device DEEPKF_BENCH_JOINT=5 timeout "$(left 45)" "$build/bench/optim/bench_kalman" \
       "${DEEPKF_GPU_MIN_MIB:-4096}" 16 2048 5120 10240 2>&1 | tee -a "$out/bench_kalman.txt" || true
   fi
 
   if [[ "$phases" == *" train "* ]]; then
-    echo "== training the water reference model: RLEKF, LKF and Adam, ${DEEPKF_GPU_TRAIN_SECONDS:-35} s each"
+    say "training the water reference model (${DEEPKF_GPU_TRAIN_RUNS:-rlekf lkf adam}), ${DEEPKF_GPU_TRAIN_SECONDS:-35} s each"
     train_water "$build/src/cli/deepkf" "$out" "$device" "$dry"
   fi
 
   if [[ "$phases" == *" lammps "* ]]; then
-    echo "== MD throughput of pair_style deepkf (bench_lammps: 192 and 12,288 water atoms, 1 and 2 ranks)"
+    say "MD throughput of pair_style deepkf (bench_lammps: 192 and 12,288 water atoms, 1 and 2 ranks)"
     if [ ${#lammps_args[@]} -eq 0 ]; then
       echo "no staged LAMMPS (.gpu/lammps): skipped"
     else
@@ -274,14 +277,14 @@ run() {
   if [[ "$phases" == *" scaling "* ]]; then
     # The CPU cores alone (CUDA_VISIBLE_DEVICES empty: the program and the plugin fall back to the CPU).
     local ranks="${DEEPKF_GPU_RANKS:-2 4 8 16}"
-    echo "== strong scaling on the CPU: mpiexec -n 1 $ranks of data-parallel RLEKF training (bench_train_mpi)"
+    say "strong scaling on the CPU: mpiexec -n 1 $ranks of data-parallel RLEKF training (bench_train_mpi)"
     timeout "$(left)" cmake --build "$build" -j "$jobs" --target bench_train_mpi -- "${keep_going[@]}" 2>&1 |
       tee -a "$out/build.log" | grep -E "error|FAILED" | head -20 || true
     # shellcheck disable=SC2086 # the rank counts are words
     CUDA_VISIBLE_DEVICES="" timeout "$(left 150)" bash "$root/bench/train/mpi_scaling.sh" "$build" 6 16 1024 \
       $ranks 2>&1 | tee "$out/mpi_scaling.txt" | tail -9 || true
     if [ ${#lammps_args[@]} -gt 0 ]; then
-      echo "== LAMMPS on the CPU: 12,288 water atoms, float64, 1 $ranks ranks (cores / ranks threads each)"
+      say "LAMMPS on the CPU: 12,288 water atoms, float64, 1 $ranks ranks (cores / ranks threads each)"
       echo "device: cpu (CUDA_VISIBLE_DEVICES empty)" >>"$out/bench_lammps.txt"
       CUDA_VISIBLE_DEVICES="" timeout "$(left 120)" "$build/bench/lammps_plugin/bench_lammps" 0 3 large \
         "1,${ranks// /,}" float64 2>&1 | tee -a "$out/bench_lammps.txt" | tail -12 || true
@@ -289,13 +292,13 @@ run() {
   fi
 
   if [[ "$phases" == *" suite "* ]]; then
-    echo "== the whole test suite (for the time left: $(left) s)"
+    say "the whole test suite (for the time left: $(left) s)"
     timeout "$(left)" cmake --build "$build" -j "$jobs" -- "${keep_going[@]}" 2>&1 | tee -a "$out/build.log" |
       grep -E "error|FAILED" | head -30 || true
     (cd "$build" && timeout "$(left)" ctest -j 8 --timeout 300 --output-on-failure 2>&1 |
       tee -a "$out/tests.txt" | grep -E "tests passed|Failed|\*\*\*|Timeout" | head -60) || true
   fi
-  echo "== done at $(date -u +%FT%TZ); results in $out"
+  say "done at $(date -u +%FT%TZ); results in $out"
 }
 
 # train_water DEEPKF OUT DEVICE DRY: DeePMD-kit's water model (configs/water_se_e2_a.json: embedding
