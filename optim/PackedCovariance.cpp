@@ -112,14 +112,9 @@ torch::Tensor PackedCovariance::quadratic_forms(const torch::Tensor& H) {
   auto partial = torch::zeros({static_cast<std::int64_t>(tasks_.size()), m}, torch::kFloat64);
   double* part = partial.data_ptr<double>();
   const double* hp = H.data_ptr<double>();
-  with_dtype(dtype_, [&](auto zero) {
-    using T = decltype(zero);
-    for_each_task(static_cast<std::int64_t>(tasks_.size()), [&](std::int64_t t) {
-      const Task& task = tasks_[static_cast<std::size_t>(t)];
-      const auto j = static_cast<std::size_t>(task.block);
-      packed::quadratic_form_rows(blocks_[j].data_ptr<T>(), sizes_[j], task.r0, task.r1, hp + offsets_[j] * m,
-                                  m, part + t * m);
-    });
+  for_each_chunk([&](auto* P, const Task& task, std::int64_t t) {
+    const auto j = static_cast<std::size_t>(task.block);
+    packed::quadratic_form_rows(P, sizes_[j], task.r0, task.r1, hp + offsets_[j] * m, m, part + t * m);
   });
   // terms[j] = the sum of block j's partial sums, in chunk order.
   for (std::size_t j = 0; j < sizes_.size(); ++j) {
@@ -134,18 +129,14 @@ void PackedCovariance::sweep_cpu(const torch::Tensor& h, torch::Tensor& K) {
   const double* hp = h.data_ptr<double>();
   double* ws = workspace_.data_ptr<double>();
   const double* pending = has_pending() ? pending_K_.data_ptr<double>() : nullptr;
-  with_dtype(dtype_, [&](auto zero) {
-    using T = decltype(zero);
-    for_each_task(static_cast<std::int64_t>(tasks_.size()), [&](std::int64_t t) {
-      const Task& task = tasks_[static_cast<std::size_t>(t)];
-      const auto j = static_cast<std::size_t>(task.block);
-      const auto n = sizes_[j];
-      packed::RankOneUpdate update;
-      if (pending) update = {pending + offsets_[j], pending_inv_a_, pending_inv_lambda_};
-      double* y = ws + task.partial;
-      std::fill(y, y + (n - task.r0), 0.0);
-      packed::sweep_rows(blocks_[j].data_ptr<T>(), n, task.r0, task.r1, update, hp + offsets_[j], y);
-    });
+  for_each_chunk([&](auto* P, const Task& task, std::int64_t) {
+    const auto j = static_cast<std::size_t>(task.block);
+    const auto n = sizes_[j];
+    packed::RankOneUpdate update;
+    if (pending) update = {pending + offsets_[j], pending_inv_a_, pending_inv_lambda_};
+    double* y = ws + task.partial;
+    std::fill(y, y + (n - task.r0), 0.0);
+    packed::sweep_rows(P, n, task.r0, task.r1, update, hp + offsets_[j], y);
   });
   // K_j = the sum of block j's partial vectors, in chunk order.
   double* kp = K.data_ptr<double>();
@@ -194,27 +185,19 @@ void PackedCovariance::flush() {
 void PackedCovariance::flush_cpu() {
   if (pending_U_.defined()) {
     const packed::RankUpdate pending = pending_joint();
-    with_dtype(dtype_, [&](auto zero) {
-      using T = decltype(zero);
-      for_each_task(static_cast<std::int64_t>(tasks_.size()), [&](std::int64_t t) {
-        const Task& task = tasks_[static_cast<std::size_t>(t)];
-        const auto j = static_cast<std::size_t>(task.block);
-        packed::RankUpdate update = pending;
-        update.U += offsets_[j];
-        packed::joint_update_rows(blocks_[j].data_ptr<T>(), sizes_[j], task.r0, task.r1, update);
-      });
+    for_each_chunk([&](auto* P, const Task& task, std::int64_t) {
+      const auto j = static_cast<std::size_t>(task.block);
+      packed::RankUpdate update = pending;
+      update.U += offsets_[j];
+      packed::joint_update_rows(P, sizes_[j], task.r0, task.r1, update);
     });
     return;
   }
   const double* pending = pending_K_.data_ptr<double>();
-  with_dtype(dtype_, [&](auto zero) {
-    using T = decltype(zero);
-    for_each_task(static_cast<std::int64_t>(tasks_.size()), [&](std::int64_t t) {
-      const Task& task = tasks_[static_cast<std::size_t>(t)];
-      const auto j = static_cast<std::size_t>(task.block);
-      const packed::RankOneUpdate update{pending + offsets_[j], pending_inv_a_, pending_inv_lambda_};
-      packed::update_rows(blocks_[j].data_ptr<T>(), sizes_[j], task.r0, task.r1, update);
-    });
+  for_each_chunk([&](auto* P, const Task& task, std::int64_t) {
+    const auto j = static_cast<std::size_t>(task.block);
+    const packed::RankOneUpdate update{pending + offsets_[j], pending_inv_a_, pending_inv_lambda_};
+    packed::update_rows(P, sizes_[j], task.r0, task.r1, update);
   });
 }
 

@@ -25,6 +25,7 @@
 #include "optim/PackedJointSweep.hpp"
 #include "optim/PackedSweep.hpp"
 #include "optim/PackedTiles.hpp"
+#include "optim/TaskPool.hpp"
 
 namespace deepkf {
 
@@ -122,6 +123,18 @@ class PackedCovariance {
     } else {
       f(float{});
     }
+  }
+  // CPU: calls job(P, task, t) for every chunk of rows of every block (task t), on LibTorch's threads, with
+  // P the values of the chunk's block as the blocks' C++ type.
+  template <typename F>
+  void for_each_chunk(const F& job) {
+    with_dtype(dtype_, [&](auto zero) {
+      using T = decltype(zero);
+      for_each_task(static_cast<std::int64_t>(tasks_.size()), [&](std::int64_t t) {
+        const Task& task = tasks_[static_cast<std::size_t>(t)];
+        job(blocks_[static_cast<std::size_t>(task.block)].template data_ptr<T>(), task, t);
+      });
+    });
   }
 
   std::vector<std::int64_t> sizes_;

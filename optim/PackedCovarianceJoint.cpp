@@ -77,21 +77,17 @@ void PackedCovariance::sweep_joint_cpu(const torch::Tensor& H, torch::Tensor& Y)
     zeros = torch::zeros({m, total}, torch::kFloat64);
     pending = {zeros.data_ptr<double>(), total, static_cast<int>(m), 1.0};
   }
-  with_dtype(dtype_, [&](auto zero) {
-    using T = decltype(zero);
-    for_each_task(static_cast<std::int64_t>(tasks_.size()), [&](std::int64_t t) {
-      const Task& task = tasks_[static_cast<std::size_t>(t)];
-      const auto j = static_cast<std::size_t>(task.block);
-      const auto n = sizes_[j];
-      const auto len = n - task.r0;
-      // This task's m partial vectors lie one after another at m * task.partial.
-      double* y = ws + m * task.partial;
-      std::fill(y, y + m * len, 0.0);
-      packed::RankUpdate update = pending;
-      update.U += offsets_[j];
-      packed::joint_sweep_rows(blocks_[j].data_ptr<T>(), n, task.r0, task.r1, update,
-                               {hp + offsets_[j], total}, static_cast<int>(m), {y, len});
-    });
+  for_each_chunk([&](auto* P, const Task& task, std::int64_t) {
+    const auto j = static_cast<std::size_t>(task.block);
+    const auto n = sizes_[j];
+    const auto len = n - task.r0;
+    // This task's m partial vectors lie one after another at m * task.partial.
+    double* y = ws + m * task.partial;
+    std::fill(y, y + m * len, 0.0);
+    packed::RankUpdate update = pending;
+    update.U += offsets_[j];
+    packed::joint_sweep_rows(P, n, task.r0, task.r1, update, {hp + offsets_[j], total}, static_cast<int>(m),
+                             {y, len});
   });
   // Y_j = the sum of block j's partial vectors, in chunk order.
   double* out = Y.data_ptr<double>();
