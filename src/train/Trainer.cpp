@@ -233,19 +233,15 @@ TrainResult Trainer::run() {
     m.log->info("{} steps on rank 0: {}", m.optimizer->name(), time);
   if (!result.interrupted && !m.data.valid.empty()) {
     // The displays sample numb_btch batches; the final figure covers every validation frame.
+    const auto errors = [](const ErrorMetrics& v) {
+      return fmt::format("rmse_e {:.3e} eV/atom, rmse_f {:.3e} eV/A{}", v.rmse_e(), v.rmse_f(),
+                         v.has_virial() ? fmt::format(", rmse_v {:.3e} eV/atom", v.rmse_v()) : std::string());
+    };
     result.validation = m.validate(true);
-    const auto& v = result.validation;
-    m.log->info("validation on all {} frames: rmse_e {:.3e} eV/atom, rmse_f {:.3e} eV/A{}", v.e_count,
-                v.rmse_e(), v.rmse_f(),
-                v.has_virial() ? fmt::format(", rmse_v {:.3e} eV/atom", v.rmse_v()) : std::string());
+    m.log->info("validation on all {} frames: {}", result.validation.e_count, errors(result.validation));
     if (m.average) {
-      ErrorMetrics a;
-      m.average->with_average(m.model, [&] { a = m.validate(true); });
-      m.log->info(
-          "validation of the averaged weights (model_ema.pt): rmse_e {:.3e} eV/atom, rmse_f {:.3e} eV/A{}",
-          a.rmse_e(), a.rmse_f(),
-          a.has_virial() ? fmt::format(", rmse_v {:.3e} eV/atom", a.rmse_v()) : std::string());
-      result.validation_average = a;
+      m.average->with_average(m.model, [&] { result.validation_average = m.validate(true); });
+      m.log->info("validation of the averaged weights (model_ema.pt): {}", errors(result.validation_average));
     }
   }
   result.steps = m.step;

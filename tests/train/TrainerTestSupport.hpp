@@ -3,8 +3,10 @@
 // in a folder of its own; for the input's own tests, a minimal input and the error an input gives.
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "src/core/Error.hpp"
+#include "src/model/ModelFile.hpp"
 #include "src/train/TrainConfig.hpp"
 #include "src/train/Trainer.hpp"
 
@@ -22,6 +24,17 @@ inline TrainerOptions options_in(const std::string& dir, bool write_model = fals
   o.progress = 0;
   o.write_model = write_model;
   return o;
+}
+
+// The weights of the model file at `path`, float64 in parameter order (as Trainer::flat_parameters gives
+// the trainer's).
+inline std::vector<double> model_file_weights(const std::string& path) {
+  std::vector<double> out;
+  for (const auto& t : load_model(path, torch::kCPU).model->parameters()) {
+    const auto c = t.detach().to(torch::kFloat64).contiguous();
+    out.insert(out.end(), c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
+  }
+  return out;
 }
 
 // The smallest complete input: two elements, two system paths in batches of 2, 10 steps.

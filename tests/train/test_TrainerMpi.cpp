@@ -274,16 +274,9 @@ TEST_CASE("Adam on 2 ranks equals 1 rank when the batches split unevenly, and so
   // The average of the weights (enable_ema): written by rank 0 only, equal to the one rank's.
   if (comm->rank() == 0) {
     REQUIRE(fs::exists(result.model_average));
-    const auto averaged = [](const std::string& path) {
-      std::vector<double> out;
-      for (const auto& t : deepkf::load_model(path, torch::kCPU).model->parameters()) {
-        const auto c = t.detach().to(torch::kFloat64).contiguous();
-        out.insert(out.end(), c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
-      }
-      return out;
-    };
-    CHECK(relative_difference(averaged(result.model_average), averaged(one.model_average)) < 1e-10);
-    CHECK(relative_difference(averaged(result.model_average), parallel.flat_parameters()) > 1e-6);
+    const auto averaged = deepkf::test::model_file_weights(result.model_average);
+    CHECK(relative_difference(averaged, deepkf::test::model_file_weights(one.model_average)) < 1e-10);
+    CHECK(relative_difference(averaged, parallel.flat_parameters()) > 1e-6);
   }
 }
 
