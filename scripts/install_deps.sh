@@ -11,6 +11,8 @@ packages=(
   libcli11-dev catch2 nlohmann-json3-dev libspdlog-dev libfmt-dev
   dpkg-dev xz-utils   # scripts/build_lammps.sh: unpack Debian's LAMMPS source (dpkg-source)
   python3-numpy python3-h5py   # tests/data_cp2k: layout checks of the shipped CP2K datasets
+  python3-dev pybind11-dev python3-ase   # the Python module (python/): DeepPot and the ASE calculator
+  liblmdb-dev python3-lmdb python3-msgpack   # DeePMD-kit's LMDB data layout; the tests write LMDB files
   cp2k cp2k-data   # deepkf learn labels frames with CP2K (tests/learn run it on silicon)
 )
 
