@@ -34,6 +34,7 @@ stage_dir="$root/.gpu/debs"
 packages=(
   libcli11-dev catch2 nlohmann-json3-dev libspdlog-dev libspdlog1.10 libfmt-dev libfmt9
   libhdf5-dev libhdf5-103-1 libhdf5-hl-100 libhdf5-cpp-103-1 libhdf5-hl-cpp-100 libsz2 libaec0 libcurl4
+  liblmdb-dev liblmdb0
   libopenmpi-dev libopenmpi3 openmpi-bin openmpi-common libhwloc15 libevent-core-2.1-7
   libevent-pthreads-2.1-7 libpmix2 libfabric1 libucx0 libibverbs1 librdmacm1 libnl-3-200 libnl-route-3-200
   libpsm-infinipath1 libpsm2-2 libnuma1 libmunge2 libpciaccess0

@@ -10,6 +10,7 @@
 
 #include "src/core/Error.hpp"
 #include "src/data/DeepmdHdf5.hpp"
+#include "src/data/DeepmdLmdb.hpp"
 #include "src/data/DeepmdNpy.hpp"
 #include "src/data/ExtXyz.hpp"
 #include "src/data/NpyFile.hpp"
@@ -59,29 +60,38 @@ std::vector<std::shared_ptr<FrameSource>> open_systems(const std::string& path) 
     return out;
   }
   if (!fs::exists(path, ec)) throw DataError(fmt::format("data path {} does not exist", path));
+  if (is_lmdb_path(path)) return open_lmdb_systems(path);
   if (is_npy_system(path)) return {open_npy_system(path)};
   if (!fs::is_directory(path, ec))
     throw DataError(
-        fmt::format("{} is neither a system folder, a folder of systems, an .h5/.hdf5 file nor an "
-                    ".xyz/.extxyz file",
+        fmt::format("{} is neither a system folder, a folder of systems, an .h5/.hdf5 file, an .lmdb "
+                    "database nor an .xyz/.extxyz file",
                     path));
   reject_untyped_frames(path);
-  std::vector<std::string> dirs;
+  std::vector<std::string> dirs;  // npy system folders and LMDB databases
   for (auto it = fs::recursive_directory_iterator(path, fs::directory_options::follow_directory_symlink);
        it != fs::recursive_directory_iterator(); ++it) {
     if (!it->is_directory()) continue;
-    if (is_npy_system(it->path().string())) {
-      dirs.push_back(it->path().string());
+    const std::string dir = it->path().string();
+    if (is_npy_system(dir) || is_lmdb_path(dir)) {
+      dirs.push_back(dir);
       it.disable_recursion_pending();  // a system's set.* folders are not systems
     } else {
       reject_untyped_frames(it->path());
     }
   }
-  if (dirs.empty()) throw DataError(fmt::format("no system (folder with type.raw) found under {}", path));
+  if (dirs.empty())
+    throw DataError(fmt::format("no system (folder with type.raw, or LMDB database) found under {}", path));
   std::sort(dirs.begin(), dirs.end());
   std::vector<std::shared_ptr<FrameSource>> out;
   out.reserve(dirs.size());
-  for (const auto& d : dirs) out.push_back(open_npy_system(d));
+  for (const auto& d : dirs) {
+    if (!is_lmdb_path(d)) {
+      out.push_back(open_npy_system(d));
+      continue;
+    }
+    for (auto& s : open_lmdb_systems(d)) out.push_back(std::move(s));
+  }
   return out;
 }
 
@@ -104,13 +114,15 @@ std::int64_t count_frames_found(const std::string& path) {
     }
     return total;
   }
-  // Folders: the rows of every set.*/coord.npy below the path.
+  // Folders: the rows of every set.*/coord.npy below the path, the keys of every LMDB database.
   auto add = [&](const fs::path& dir) {
     const fs::path coord = dir / "coord.npy";
     if (dir.filename().string().rfind("set.", 0) == 0 && fs::is_regular_file(coord, ec))
       total += read_npy_header(coord.string()).rows();
+    if (fs::is_regular_file(dir / "data.mdb", ec)) total += count_lmdb_frames(dir.string());
   };
   if (!fs::is_directory(path, ec)) return 0;
+  add(path);
   for (auto it = fs::recursive_directory_iterator(path, fs::directory_options::follow_directory_symlink);
        it != fs::recursive_directory_iterator(); ++it)
     if (it->is_directory(ec)) add(it->path());

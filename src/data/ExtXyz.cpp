@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "src/core/Error.hpp"
+#include "src/data/FrameSource.hpp"
 #include "src/data/TextFields.hpp"
 #include "src/geometry/Cell.hpp"
 
@@ -245,20 +246,6 @@ System to_system(Group& g, const std::string& source) {
   return s;
 }
 
-std::string formula(const std::vector<std::string>& species) {
-  std::vector<std::pair<std::string, int>> counts;
-  for (const auto& name : species) {
-    auto it = std::find_if(counts.begin(), counts.end(), [&](const auto& c) { return c.first == name; });
-    if (it == counts.end())
-      counts.emplace_back(name, 1);
-    else
-      ++it->second;
-  }
-  std::string f;
-  for (const auto& [name, n] : counts) f += name + std::to_string(n);
-  return f;
-}
-
 }  // namespace
 
 std::vector<System> read_extxyz(const std::string& path) {
@@ -299,18 +286,15 @@ std::vector<System> read_extxyz(const std::string& path) {
   }
   if (groups.empty()) throw DataError(fmt::format("{} holds no frames", path));
 
-  std::vector<System> out;
-  for (Group& g : groups) {
-    std::string name = formula(g.species);
-    const bool twin = std::count_if(groups.begin(), groups.end(),
-                                    [&](const Group& o) { return formula(o.species) == name; }) > 1;
-    if (twin) {
-      // The same formula with another atom order or periodicity: keep the sources distinct.
-      const auto index = &g - groups.data();
-      name += (g.periodic ? "" : "_nopbc") + (index > 0 ? "_" + std::to_string(index) : std::string());
-    }
-    out.push_back(to_system(g, path + ":" + name));
+  std::vector<std::vector<std::string>> species;
+  std::vector<bool> periodic;
+  for (const Group& g : groups) {
+    species.push_back(g.species);
+    periodic.push_back(g.periodic);
   }
+  const std::vector<std::string> names = system_names(path, species, periodic);
+  std::vector<System> out;
+  for (std::size_t k = 0; k < groups.size(); ++k) out.push_back(to_system(groups[k], names[k]));
   return out;
 }
 

@@ -116,6 +116,40 @@ std::string unnamed_type(std::size_t t) { return "Type_" + std::to_string(t); }
 
 namespace {
 
+// Each element with its count, in order of first appearance: "H2O1".
+std::string formula(const std::vector<std::string>& species) {
+  std::vector<std::pair<std::string, int>> counts;
+  for (const auto& name : species) {
+    auto it = std::find_if(counts.begin(), counts.end(), [&](const auto& c) { return c.first == name; });
+    if (it == counts.end())
+      counts.emplace_back(name, 1);
+    else
+      ++it->second;
+  }
+  std::string f;
+  for (const auto& [name, n] : counts) f += name + std::to_string(n);
+  return f;
+}
+
+}  // namespace
+
+std::vector<std::string> system_names(const std::string& path,
+                                      const std::vector<std::vector<std::string>>& species,
+                                      const std::vector<bool>& periodic) {
+  std::vector<std::string> formulas;
+  for (const auto& s : species) formulas.push_back(formula(s));
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < formulas.size(); ++i) {
+    std::string name = formulas[i];
+    if (std::count(formulas.begin(), formulas.end(), name) > 1)
+      name += (periodic[i] ? "" : "_nopbc") + (i > 0 ? "_" + std::to_string(i) : std::string());
+    names.push_back(path + ":" + name);
+  }
+  return names;
+}
+
+namespace {
+
 // The names of a system without type_map.raw (unnamed_type).
 bool placeholder_names(const std::vector<std::string>& names) {
   for (std::size_t t = 0; t < names.size(); ++t)

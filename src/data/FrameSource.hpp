@@ -69,6 +69,14 @@ System select_frames(const System& system, const std::vector<std::int64_t>& fram
 // The name of type t in a system without type_map.raw, as dpdata names it: Type_0, Type_1, ...
 std::string unnamed_type(std::size_t t);
 
+// Names for the systems found in one file: "path:FORMULA", FORMULA each element of species[i] with its
+// count in order of first appearance (e.g. "md.xyz:H2O1"). When two systems share a formula (another atom
+// order, periodicity or labels) the later ones get "_nopbc" (when !periodic[i]) and/or "_K" (K = i)
+// appended.
+std::vector<std::string> system_names(const std::string& path,
+                                      const std::vector<std::vector<std::string>>& species,
+                                      const std::vector<bool>& periodic);
+
 // Rewrites atom_types (indices into `from`) to index `to` by element name. Throws DataError naming
 // `source` and the element when one is missing from `to`. A system without names (no type_map.raw: `from` is
 // Type_0, Type_1, ...) keeps its indices into `to`, as DeePMD-kit reads it; an index past `to` is an error.

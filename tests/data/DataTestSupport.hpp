@@ -10,6 +10,7 @@
 
 #include "src/data/NpyFile.hpp"
 #include "src/data/System.hpp"
+#include "tests/support/Catch.hpp"
 
 namespace deepkf::test {
 
@@ -38,6 +39,20 @@ struct SyntheticArrays {
     }
   }
 };
+
+// Checks that two systems hold the same atoms and frames, value for value.
+inline void require_same_system(const System& a, const System& b) {
+  CHECK(a.type_map == b.type_map);
+  CHECK(a.atom_types == b.atom_types);
+  CHECK(a.periodic == b.periodic);
+  CHECK(a.nframes == b.nframes);
+  CHECK(a.natoms == b.natoms);
+  CHECK(a.coord == b.coord);
+  CHECK(a.box == b.box);
+  CHECK(a.energy == b.energy);
+  CHECK(a.force == b.force);
+  CHECK(a.virial == b.virial);
+}
 
 // The same arrays (with virials) as a periodic System named "synthetic".
 inline System synthetic_system(std::int64_t nframes) {

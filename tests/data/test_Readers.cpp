@@ -22,6 +22,7 @@ using Catch::Matchers::Contains;
 using deepkf::DataError;
 using deepkf::System;
 using deepkf::test::make_temp_dir;
+using deepkf::test::require_same_system;
 using deepkf::test::SyntheticArrays;
 using deepkf::test::write_raw_npy;
 using deepkf::test::write_synthetic_system;
@@ -35,19 +36,6 @@ std::vector<System> read_hdf5_systems(const std::string& path) {
   std::vector<System> out;
   for (const auto& source : deepkf::open_hdf5_systems(path)) out.push_back(source->read_all());
   return out;
-}
-
-void require_same_system(const System& a, const System& b) {
-  CHECK(a.type_map == b.type_map);
-  CHECK(a.atom_types == b.atom_types);
-  CHECK(a.periodic == b.periodic);
-  CHECK(a.nframes == b.nframes);
-  CHECK(a.natoms == b.natoms);
-  CHECK(a.coord == b.coord);
-  CHECK(a.box == b.box);
-  CHECK(a.energy == b.energy);
-  CHECK(a.force == b.force);
-  CHECK(a.virial == b.virial);
 }
 
 // HDF5 helpers for writing files the way h5py/dpdata does (variable-length strings, int32 types, float32).

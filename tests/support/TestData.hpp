@@ -13,6 +13,11 @@ std::string shared_datasets_dir();
 // process with the skip code (77) that ctest reports as "skipped".
 std::string require_shared_dataset(const std::string& relative);
 
+// Path of a file or folder of a DeePMD-kit source tree (github.com/deepmodeling/deepmd-kit): below
+// $DEEPKF_DEEPMD_KIT_DIR if set, else <source>/../shared/deepmd-kit. When it does not exist, or is a Git LFS
+// pointer instead of the data, prints why and ends the test process with the skip code (77).
+std::string require_deepmd_kit_file(const std::string& relative);
+
 // A fresh empty directory under the system temp dir for one test's files.
 std::string make_temp_dir(const std::string& tag);
 

@@ -1,7 +1,8 @@
 // DeePMD-kit's own training inputs (tests/train/deepmd-kit-inputs, copied unchanged from its repository)
 // train here as they are, on the water data laid out where those inputs expect it: the PyTorch water
 // example (its numb_steps cut to 2, no bias fit after training) and its LKF test input (1 step, as written);
-// the same example with num_epoch is read.
+// the same example with num_epoch is read. DeePMD-kit's LMDB example (examples/lmdb_downsample_data, read
+// from a DeePMD-kit checkout; skipped without one) trains as it is but for its length.
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -31,6 +32,23 @@ deepkf::TrainResult train(const std::string& input, const std::string& output_di
 json read_json(const std::string& path) {
   std::ifstream in(path);
   return json::parse(in, nullptr, true, true);
+}
+
+// DeePMD-kit's water model (1,014,182 weights) from `doc`, written to `path` with numb_steps cut to 2, and
+// trained into `output_dir` with 2 GiB for the memory plan (which picks the covariance's block size and
+// precision for it).
+deepkf::TrainResult train_two_steps(json doc, const std::string& path, const std::string& output_dir) {
+  doc["training"]["numb_steps"] = 2;
+  // The energy bias fit after training (change_bias_after_training) evaluates all 320 training frames with
+  // the 1M-weight model: negligible after a real run, 100 times the time of these 2 steps.
+  doc["training"]["change_bias_after_training"] = false;
+  // Likewise the 4 frames replayed in each energy update (energy_replay) would double these 2 steps.
+  doc["training"]["energy_replay"] = 0;
+  std::ofstream(path) << doc.dump(2);
+  ::setenv("DEEPKF_AVAILABLE_MEMORY", "2GiB", 1);
+  const auto result = train(path, output_dir);
+  ::unsetenv("DEEPKF_AVAILABLE_MEMORY");
+  return result;
 }
 
 }  // namespace
@@ -69,18 +87,8 @@ TEST_CASE("DeePMD-kit's PyTorch water example trains unchanged but for its lengt
   const std::string example = root + "/examples/water/se_e2_a";
   fs::create_directories(example);
   fs::create_directory_symlink(water, root + "/examples/water/data");
-  json doc = read_json(kInputs + "/input_torch.json");
-  doc["training"]["numb_steps"] = 2;
-  // The energy bias fit after training (change_bias_after_training) evaluates all 320 training frames with
-  // the 1M-weight model: negligible after a real run, 100 times the time of these 2 steps.
-  doc["training"]["change_bias_after_training"] = false;
-  // Likewise the 4 frames replayed in each energy update (energy_replay) would double these 2 steps.
-  doc["training"]["energy_replay"] = 0;
-  std::ofstream(example + "/input_torch.json") << doc.dump(2);
-  // 1,014,182 weights: the memory plan picks the covariance's block size and precision for 2 GiB.
-  ::setenv("DEEPKF_AVAILABLE_MEMORY", "2GiB", 1);
-  const auto result = train(example + "/input_torch.json", root + "/out");
-  ::unsetenv("DEEPKF_AVAILABLE_MEMORY");
+  const auto result =
+      train_two_steps(read_json(kInputs + "/input_torch.json"), example + "/input_torch.json", root + "/out");
   CHECK(result.steps == 2);
   CHECK(std::isfinite(result.validation.rmse_e()));
   CHECK(std::isfinite(result.validation.rmse_f()));
@@ -93,5 +101,22 @@ TEST_CASE("DeePMD-kit's PyTorch water example trains unchanged but for its lengt
   CHECK_THAT(text, Catch::Matchers::Contains("input keys of another optimizer, unused with RLEKF:") &&
                        Catch::Matchers::Contains("loss.start_pref_f"));
   CHECK_THAT(text, Catch::Matchers::Contains("memory plan: kf_blocksize 512, float32"));
+  fs::remove_all(root);  // the checkpoint holds 1 GB of covariance
+}
+
+TEST_CASE("DeePMD-kit's LMDB example trains unchanged but for its length", "[train][deepmd][lmdb]") {
+  const std::string example = deepkf::test::require_deepmd_kit_file("examples/lmdb_downsample_data");
+  (void)deepkf::test::require_deepmd_kit_file("examples/lmdb_downsample_data/water_training.lmdb/data.mdb");
+  // input_lmdb.json next to its databases, as in the example's folder.
+  const std::string root = deepkf::test::make_temp_dir("lmdb-input");
+  for (const char* db : {"water_training.lmdb", "water_validation.lmdb"})
+    fs::create_directory_symlink(example + "/" + db, root + "/" + db);
+  const auto result =
+      train_two_steps(read_json(example + "/input_lmdb.json"), root + "/input_lmdb.json", root + "/out");
+  CHECK(result.steps == 2);
+  CHECK(std::isfinite(result.validation.rmse_e()));
+  CHECK(std::isfinite(result.validation.rmse_f()));
+  const json resolved = read_json(root + "/out/input.resolved.json");
+  CHECK(resolved["training"]["training_data"]["systems"][0] == "water_training.lmdb");
   fs::remove_all(root);  // the checkpoint holds 1 GB of covariance
 }
