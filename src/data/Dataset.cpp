@@ -61,7 +61,7 @@ std::vector<std::shared_ptr<FrameSource>> open_systems(const std::string& path) 
   }
   if (!fs::exists(path, ec)) throw DataError(fmt::format("data path {} does not exist", path));
   if (is_lmdb_path(path)) return open_lmdb_systems(path);
-  if (is_npy_system(path)) return {open_npy_system(path)};
+  if (is_npy_system(path)) return open_npy_systems(path);
   if (!fs::is_directory(path, ec))
     throw DataError(
         fmt::format("{} is neither a system folder, a folder of systems, an .h5/.hdf5 file, an .lmdb "
@@ -86,11 +86,7 @@ std::vector<std::shared_ptr<FrameSource>> open_systems(const std::string& path) 
   std::vector<std::shared_ptr<FrameSource>> out;
   out.reserve(dirs.size());
   for (const auto& d : dirs) {
-    if (!is_lmdb_path(d)) {
-      out.push_back(open_npy_system(d));
-      continue;
-    }
-    for (auto& s : open_lmdb_systems(d)) out.push_back(std::move(s));
+    for (auto& s : is_lmdb_path(d) ? open_lmdb_systems(d) : open_npy_systems(d)) out.push_back(std::move(s));
   }
   return out;
 }

@@ -92,7 +92,7 @@ struct Reader {
     return obj.ok() && H5Iget_type(obj.get()) == H5I_GROUP;
   }
 
-  std::shared_ptr<FrameSource> open_system(hid_t g, const std::string& gpath) const {
+  std::vector<std::shared_ptr<FrameSource>> open_system(hid_t g, const std::string& gpath) const {
     SystemLayout raw;
     raw.source = file + "#" + (gpath.empty() ? "/" : gpath);
     if (const auto types = open_array(g, gpath, "type.raw")) {
@@ -118,9 +118,10 @@ struct Reader {
       rs.energy = open_array(set.get(), spath, "energy.npy");
       rs.force = open_array(set.get(), spath, "force.npy");
       rs.virial = open_array(set.get(), spath, "virial.npy");
+      rs.real_types = open_array(set.get(), spath, "real_atom_types.npy");
       raw.sets.push_back(std::move(rs));
     }
-    return open_layout_system(std::move(raw));
+    return open_layout_systems(std::move(raw));
   }
 
   // A numeric dataset (a frame array or type.raw), kept open; null when absent.
@@ -129,7 +130,7 @@ struct Reader {
 
   void collect(hid_t g, const std::string& gpath, std::vector<std::shared_ptr<FrameSource>>& out) const {
     if (exists(g, "type.raw")) {
-      out.push_back(open_system(g, gpath));
+      for (auto& s : open_system(g, gpath)) out.push_back(std::move(s));
       return;
     }
     const std::vector<std::string> names = children(g, gpath);

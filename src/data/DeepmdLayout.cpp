@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "src/core/Error.hpp"
+#include "src/data/TypeMix.hpp"
 #include "src/geometry/Cell.hpp"
 
 namespace deepkf {
@@ -189,6 +190,26 @@ std::shared_ptr<FrameSource> open_layout_system(SystemLayout raw) {
   }
   info.nframes = set_begin.back();
   return std::make_shared<LayoutFrameSource>(std::move(info), std::move(raw.sets), std::move(set_begin));
+}
+
+std::vector<std::shared_ptr<FrameSource>> open_layout_systems(SystemLayout layout) {
+  const bool mixed = std::any_of(layout.sets.begin(), layout.sets.end(),
+                                 [](const SetLayout& set) { return set.real_types != nullptr; });
+  if (!mixed) return {open_layout_system(std::move(layout))};
+  std::vector<TypeMixSet> sets;
+  for (const SetLayout& set : layout.sets) {
+    if (!set.real_types)
+      throw DataError(
+          fmt::format("real_atom_types.npy is in some sets of {} but not in {}: DeePMD-kit's type_mix "
+                      "format has it in every set",
+                      layout.source, set.where));
+    sets.push_back({set.where, set.real_types, 0});
+  }
+  const bool has_type_map = !layout.type_map.empty();
+  const std::vector<SetLayout> layout_sets = layout.sets;  // the frame counts, once checked
+  const std::shared_ptr<const FrameSource> padded = open_layout_system(std::move(layout));
+  for (std::size_t i = 0; i < sets.size(); ++i) sets[i].nframes = rows_of(layout_sets[i].coord->shape());
+  return split_type_mix(padded, sets, has_type_map);
 }
 
 std::vector<RawSet> split_into_sets(const System& system, std::int64_t set_size) {

@@ -30,6 +30,9 @@ struct SetLayout {
   std::shared_ptr<const ArraySource> energy;  // nframes or nframes x 1 (eV)
   std::shared_ptr<const ArraySource> force;   // nframes x 3 natoms (eV/A), optional
   std::shared_ptr<const ArraySource> virial;  // nframes x 9 (eV), optional
+  // real_atom_types.npy, nframes x natoms: DeePMD-kit's type_mix format (each frame's own atom types, -1 a
+  // virtual atom; type.raw then only gives the atom count); optional, in every set or none (TypeMix.hpp)
+  std::shared_ptr<const ArraySource> real_types;
 };
 
 struct SystemLayout {
@@ -46,6 +49,10 @@ struct SystemLayout {
 // read. A missing type map is named Type_0, Type_1, ... as dpdata does. Throws DataError naming the
 // source, set, array and value.
 std::shared_ptr<FrameSource> open_layout_system(SystemLayout layout);
+
+// open_layout_system, and for a system in DeePMD-kit's type_mix format (sets with real_atom_types.npy)
+// its frames split into ordinary systems by their atom types (split_type_mix, TypeMix.hpp).
+std::vector<std::shared_ptr<FrameSource>> open_layout_systems(SystemLayout layout);
 
 // One array held in memory (writers' input).
 struct RawArray {

@@ -51,7 +51,7 @@ bool is_npy_system(const std::string& dir) {
   return fs::is_directory(dir, ec) && fs::is_regular_file(fs::path(dir) / "type.raw", ec);
 }
 
-std::shared_ptr<FrameSource> open_npy_system(const std::string& dir) {
+std::vector<std::shared_ptr<FrameSource>> open_npy_systems(const std::string& dir) {
   const fs::path root(dir);
   SystemLayout raw;
   raw.source = root.lexically_normal().string();
@@ -89,9 +89,18 @@ std::shared_ptr<FrameSource> open_npy_system(const std::string& dir) {
     set.energy = open_optional(sd / "energy.npy");
     set.force = open_optional(sd / "force.npy");
     set.virial = open_optional(sd / "virial.npy");
+    set.real_types = open_optional(sd / "real_atom_types.npy");
     raw.sets.push_back(std::move(set));
   }
-  return open_layout_system(std::move(raw));
+  return open_layout_systems(std::move(raw));
+}
+
+std::shared_ptr<FrameSource> open_npy_system(const std::string& dir) {
+  auto systems = open_npy_systems(dir);
+  if (systems.size() != 1)
+    throw DataError(fmt::format("{} holds {} systems in DeePMD-kit's type_mix format, where one was expected",
+                                dir, systems.size()));
+  return std::move(systems[0]);
 }
 
 void write_npy_system(const std::string& dir, const System& system, std::int64_t set_size) {

@@ -44,6 +44,10 @@ class FrameSource {
  protected:
   // Fills out.coord, box, energy, force and virial with `frames` (valid indices) in the given order.
   virtual void fill(const std::vector<std::int64_t>& frames, System& out) const = 0;
+  // `source`'s fill, for a source whose frames are built from another's (no distance check, not counted).
+  static void fill_from(const FrameSource& source, const std::vector<std::int64_t>& frames, System& out) {
+    source.fill(frames, out);
+  }
 
  private:
   SystemInfo info_;

@@ -14,6 +14,7 @@
 #include "src/model/ModelConfig.hpp"
 #include "src/train/Optimizers.hpp"
 #include "src/train/SystemProbabilities.hpp"
+#include "src/train/UnsupportedBatchRule.hpp"
 
 namespace deepkf {
 namespace {
@@ -92,11 +93,7 @@ void read_batch_size(const json& b, const std::string& key, const std::string& f
     const std::string text = b.get<std::string>();
     const auto colon = text.find(':');
     const std::string form = text.substr(0, colon);
-    if (form == "mixed" || form == "filter") {
-      reject_value(key, b,
-                   "DeePMD-kit's \"" + form + ":N\" is not supported by deepkf: use \"auto:N\" or \"max:N\"",
-                   file);
-    }
+    if (form == "mixed" || form == "filter") reject_value(key, b, unsupported_batch_rule(form), file);
     require(form == "auto" || (form == "max" && colon != std::string::npos), file, key, b, rule);
     d.batch_rule = form == "auto" ? Rule::kAtLeast : Rule::kAtMost;
     if (colon != std::string::npos) {

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "src/core/Error.hpp"
+#include "src/data/Dataset.hpp"
 #include "src/data/NpyFile.hpp"
 #include "src/data/System.hpp"
 #include "tests/support/Catch.hpp"
@@ -52,6 +54,16 @@ inline void require_same_system(const System& a, const System& b) {
   CHECK(a.energy == b.energy);
   CHECK(a.force == b.force);
   CHECK(a.virial == b.virial);
+}
+
+// The message of the DataError that reading every system under `path` raises, or "no error".
+inline std::string read_error_of(const std::string& path) {
+  try {
+    (void)read_systems(path);
+  } catch (const DataError& e) {
+    return e.what();
+  }
+  return "no error";
 }
 
 // The same arrays (with virials) as a periodic System named "synthetic".

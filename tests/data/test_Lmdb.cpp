@@ -20,6 +20,7 @@
 namespace fs = std::filesystem;
 using Catch::Matchers::Contains;
 using deepkf::System;
+using deepkf::test::read_error_of;
 using deepkf::test::require_same_system;
 
 namespace {
@@ -40,15 +41,6 @@ const std::string& lmdb_fixtures() {
     return out;
   }();
   return dir;
-}
-
-std::string error_of(const std::string& path) {
-  try {
-    (void)deepkf::read_systems(path);
-  } catch (const deepkf::DataError& e) {
-    return e.what();
-  }
-  return "no error";
 }
 
 }  // namespace
@@ -131,7 +123,7 @@ TEST_CASE("a damaged LMDB database is one data error naming the database, the ke
   };
   for (const auto& [name, expected] : cases) {
     INFO(name);
-    const std::string what = error_of(bad + name + ".lmdb");
+    const std::string what = read_error_of(bad + name + ".lmdb");
     CHECK_THAT(what, Contains("LMDB " + bad + name + ".lmdb") && Contains(expected));
     CHECK(what.find('\n') == std::string::npos);
   }
@@ -142,16 +134,18 @@ TEST_CASE("a path named .lmdb that is not an LMDB folder, or a truncated one, is
   const std::string dir = deepkf::test::make_temp_dir("lmdb-not");
   fs::create_directory(dir + "/empty.lmdb");
   std::ofstream(dir + "/file.lmdb") << "not a database";
-  CHECK_THAT(error_of(dir + "/empty.lmdb"),
+  CHECK_THAT(read_error_of(dir + "/empty.lmdb"),
              Contains(dir + "/empty.lmdb cannot be opened as an LMDB database (a folder holding data.mdb)"));
-  CHECK_THAT(error_of(dir + "/file.lmdb"), Contains(dir + "/file.lmdb cannot be opened as an LMDB database"));
-  CHECK_THAT(error_of(dir + "/absent.lmdb"), Contains("data path " + dir + "/absent.lmdb does not exist"));
+  CHECK_THAT(read_error_of(dir + "/file.lmdb"),
+             Contains(dir + "/file.lmdb cannot be opened as an LMDB database"));
+  CHECK_THAT(read_error_of(dir + "/absent.lmdb"),
+             Contains("data path " + dir + "/absent.lmdb does not exist"));
   // A copy cut short: liblmdb would read its missing pages through the map (a bus error).
   fs::create_directory(dir + "/cut.lmdb");
   fs::copy_file(lmdb_fixtures() + "/good.lmdb/data.mdb", dir + "/cut.lmdb/data.mdb");
   fs::resize_file(dir + "/cut.lmdb/data.mdb", 9000);
   CHECK_THAT(
-      error_of(dir + "/cut.lmdb"),
+      read_error_of(dir + "/cut.lmdb"),
       Contains("LMDB " + dir + "/cut.lmdb: data.mdb is truncated: 9000 bytes, its header names pages"));
   fs::remove_all(dir);
 }

@@ -215,9 +215,15 @@ TEST_CASE("batch_size takes DeePMD-kit's forms: a number, auto, auto:N, max:N, o
     CHECK(error_of(doc) == "'training.training_data.batch_size' in in.json is " + bad.dump() + ": " + rule);
   }
   doc["training"]["training_data"]["batch_size"] = "mixed:32";
-  CHECK(error_of(doc) ==
-        "'training.training_data.batch_size' in in.json is \"mixed:32\": DeePMD-kit's \"mixed:N\" is not "
-        "supported by deepkf: use \"auto:N\" or \"max:N\"");
+  CHECK(
+      error_of(doc) ==
+      "'training.training_data.batch_size' in in.json is \"mixed:32\": DeePMD-kit's \"mixed:N\" puts frames "
+      "of different systems (other atom counts and types, padded with virtual atoms) into one batch, which "
+      "deepkf's batches (the frames of one system) cannot hold: use N for N frames of one system per batch, "
+      "\"auto:N\" or \"max:N\"; type_mix data (real_atom_types.npy) is read as the ordinary systems of its "
+      "frames");
+  doc["training"]["training_data"]["batch_size"] = "filter:32";
+  CHECK_THAT(error_of(doc), Catch::Contains("DeePMD-kit's \"filter:N\" is not supported by deepkf"));
 }
 
 TEST_CASE("energy_replay \"auto\" fills an energy measurement to 128 atoms with at most 4 frames",
