@@ -35,6 +35,7 @@ packages=(
   libcli11-dev catch2 nlohmann-json3-dev libspdlog-dev libspdlog1.10 libfmt-dev libfmt9
   libhdf5-dev libhdf5-103-1 libhdf5-hl-100 libhdf5-cpp-103-1 libhdf5-hl-cpp-100 libsz2 libaec0 libcurl4
   liblmdb-dev liblmdb0
+  pybind11-dev   # the Python module (built for the machine's python3, the one with PyTorch)
   libopenmpi-dev libopenmpi3 openmpi-bin openmpi-common libhwloc15 libevent-core-2.1-7
   libevent-pthreads-2.1-7 libpmix2 libfabric1 libucx0 libibverbs1 librdmacm1 libnl-3-200 libnl-route-3-200
   libpsm-infinipath1 libpsm2-2 libnuma1 libmunge2 libpciaccess0
@@ -212,6 +213,7 @@ run() {
       -DCMAKE_PREFIX_PATH="$torch_prefix" -DCMAKE_SYSTEM_PREFIX_PATH="/usr;/usr/local;$prefix/usr" \
       -DHDF5_ROOT="$prefix/usr/lib/x86_64-linux-gnu/hdf5/serial" "${mpi_args[@]}" "${cuda_args[@]}" "${lammps_args[@]}" \
       -DCMAKE_POLICY_VERSION_MINIMUM=3.5 -DDEEPKF_FIRST_INCLUDE_DIRS="$prefix/first-include" \
+      -DPython_EXECUTABLE="$(command -v python3)" \
       -Dspdlog_DIR="$prefix/usr/lib/x86_64-linux-gnu/cmake/spdlog" -Dfmt_DIR="$prefix/usr/lib/x86_64-linux-gnu/cmake/fmt" 2>&1 |
       tee "$build/configure.log"
     grep -E "^(HDF5|MPI|Torch|CMAKE_CUDA_COMPILER)[A-Za-z_]*:" "$build/CMakeCache.txt" || true

@@ -10,6 +10,7 @@
 
 #include "src/cli/Commands.hpp"
 #include "src/core/Error.hpp"
+#include "src/core/OpenMpWait.hpp"
 
 namespace {
 
@@ -20,6 +21,7 @@ constexpr const char* kOutOfMemory =
 }  // namespace
 
 int main(int argc, char** argv) {
+  deepkf::bound_openmp_spinning(argv);
   CLI::App app{"deepkf: train Deep Potentials (DeepPot-SE) with a layer-wise Kalman filter"};
   app.set_version_flag("--version", "deepkf 0.1.0");
   app.require_subcommand(1);
