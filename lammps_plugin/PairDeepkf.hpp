@@ -20,6 +20,8 @@
 
 namespace LAMMPS_NS {
 
+struct PackedOutput;  // one model's energy, forces and virials for a step's packed atoms (PairDeepkfImpl.hpp)
+
 class PairDeepkf : public Pair {
  public:
   // style: the name the input uses, "deepkf" or "deepmd" (for messages).
@@ -46,6 +48,11 @@ class PairDeepkf : public Pair {
   // LAMMPS built with exceptions aborts from main() without flushing them, which loses the message when
   // the output goes to a file.
   [[noreturn]] void fail_on_this_rank(const std::string& msg);
+  // compute() is pack -> evaluate -> check -> tally (PairDeepkfCompute.cpp). check_prediction stops the run
+  // (on this rank) at a non-finite energy or force of model m; tally adds the driving model's forces,
+  // energies and virials (global, per atom, centroid) to LAMMPS's arrays as the ev flags ask.
+  void check_prediction(const PackedOutput& out, std::size_t m);
+  void tally(const PackedOutput& out, int inum, const int* ilist);
   // Collective: warns once when any rank saw `local` > 0 neighbour slots beyond a compressed model's tables.
   void warn_beyond_table(long long local);
   // Collective, on model-deviation steps: every model's ghost forces to their owners, the deviation of this

@@ -1,36 +1,58 @@
 #pragma once
 // What pair_style deepkf keeps behind its LAMMPS-facing class: the models, their device and the packed atoms
 // of the current step; everything that needs LibTorch (PairDeepkf.hpp keeps LibTorch out of LAMMPS's view).
+#include <c10/util/Exception.h>
 #include <torch/types.h>
 
 #include <array>
 #include <cstdint>
+#include <exception>
 #include <string>
 #include <vector>
 
 #include "lammps_plugin/PairDeepkf.hpp"
+#include "src/core/Error.hpp"
 #include "src/model/ModelFile.hpp"
 
 namespace LAMMPS_NS {
+
+// Runs `body` (deepkf and LibTorch calls only, never LAMMPS's error handler) and returns the message of a
+// deepkf::Error, c10::Error or other std::exception it threw, or an empty string. The caller hands the
+// message to error->one / error->all, so each failure is translated exactly once.
+template <typename F>
+std::string guarded(F&& body) {
+  try {
+    body();
+  } catch (const deepkf::Error& e) {
+    return e.what();
+  } catch (const c10::Error& e) {
+    return std::string("libtorch: ") + e.what_without_backtrace();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return {};
+}
+
+// One model's output for the packed atoms of a step (float64, CPU).
+struct PackedOutput {
+  double energy = 0.0;              // eV
+  std::vector<double> atom_energy;  // ncentre (eV)
+  std::vector<double> force;        // npacked x 3 (eV/A)
+  std::array<double, 9> virial{};   // W_ab = sum F_a r_b (eV), row-major
+  std::vector<double> atom_virial;  // npacked x 9 (eV), only when asked for
+  std::int64_t beyond_table = 0;    // compressed models: slots beyond the tables' end
+};
 
 // Models, device and per-step scratch: everything that needs LibTorch.
 struct PairDeepkf::Impl {
   struct Model {
     deepkf::LoadedModel loaded;
     std::string path;
-    std::vector<int> type_of;           // LAMMPS type (1-based) -> model type index, -1 = NULL (other style)
+    std::vector<int> type_of;  // LAMMPS type (1-based) -> model type index, -1 = NULL (other style)
     torch::Device device{torch::kCPU};
   };
 
-  // One model's output for the packed atoms of a step (float64, CPU).
-  struct Output {
-    double energy = 0.0;              // eV
-    std::vector<double> atom_energy;  // ncentre (eV)
-    std::vector<double> force;        // npacked x 3 (eV/A)
-    std::array<double, 9> virial{};   // W_ab = sum F_a r_b (eV), row-major
-    std::vector<double> atom_virial;  // npacked x 9 (eV), only when asked for
-    std::int64_t beyond_table = 0;    // compressed models: slots beyond the tables' end
-  };
+  using Output = PackedOutput;
 
   std::vector<Model> models;
   torch::Device device{torch::kCPU};
@@ -50,6 +72,10 @@ struct PairDeepkf::Impl {
   // The driving model is compressed and some step put neighbours beyond its tables (said once).
   bool warned_beyond_table = false;
 
+  // Packs the list's centres (ilist[0, inum)) and every other local or ghost atom of a mapped type, with
+  // their coordinates, and translates the neighbour list's candidates to packed indices.
+  void pack(int inum, const int* ilist, const int* numneigh, int** firstneigh, int nall, const int* type,
+            double** x_lammps);
   // Evaluates model m on the packed atoms; need_atom_virial adds the per-atom virial.
   Output evaluate(std::size_t m, const int* lammps_type, bool need_atom_virial);
 };
