@@ -5,6 +5,8 @@
 // are shared (hyperthreads, other processes, oversubscribed ranks) the spinning thread takes the time of the
 // one doing the work: on 2 vCPUs a small model's RLEKF step took 0.52 s at the default and 0.39 s with 1,000
 // spins, and 1.7 to 2.9 s against 0.43 s while another job ran (docs/benchmarks.md, "OpenMP spinning").
+#include <string>
+
 namespace deepkf {
 
 constexpr const char* kGompSpinCount = "1000";
@@ -14,5 +16,9 @@ constexpr const char* kGompSpinCount = "1000";
 // it is loaded, before main). Returns when there was nothing to do or the re-execution failed. Call first in
 // main, before any thread or MPI starts.
 void bound_openmp_spinning(char** argv);
+
+// How idle OpenMP threads wait in this process, for logs: "GOMP_SPINCOUNT 1000", "OMP_WAIT_POLICY passive",
+// or "libgomp's default spinning" when neither is set.
+std::string openmp_wait_text();
 
 }  // namespace deepkf

@@ -13,6 +13,7 @@
 
 #include "src/core/AtomicFile.hpp"
 #include "src/core/Error.hpp"
+#include "src/core/OpenMpWait.hpp"
 #include "src/core/Together.hpp"
 #include "src/model/Batch.hpp"
 #include "src/model/DeepPot.hpp"
@@ -63,7 +64,8 @@ void Trainer::Impl::setup_threads_and_device() {
   const int threads = training_threads(cfg, *comm);
   torch::set_num_threads(threads);
   device = training_device(cfg, *comm);
-  log->info("ranks {}, threads per rank {}, device {}", comm->size(), threads, device.str());
+  log->info("ranks {}, threads per rank {} (idle threads: {}), device {}", comm->size(), threads,
+            openmp_wait_text(), device.str());
 }
 
 void Trainer::Impl::build_optimizer(const json& restored) {

@@ -11,8 +11,12 @@ import subprocess
 import tempfile
 import unittest
 
-import h5py
 import numpy as np
+
+try:
+    import h5py
+except ImportError:  # the GPU machines' Python may lack it
+    raise unittest.SkipTest("h5py is not installed: these tests read the water frames with it")
 
 import deepkf
 from deepkf.infer import DeepPot
