@@ -14,7 +14,8 @@
 # lcurve.out, train.log and output), bench_lammps.txt (GPU, then CPU rank counts), mpi_scaling.txt.
 # `run` goes through its phases in order, each cut off so that all end within DEEPKF_GPU_SECONDS (520) of
 # the start: configure; build (the program, test_optim, test_model, the benchmarks, pair_style deepkf);
-# cuda (the tests tagged [cuda]: CUDA against CPU; then test_model whole, a crash rerun under cuda-gdb);
+# cuda (the tests tagged [cuda]: CUDA against CPU; then test_model whole, a crash rerun under cuda-gdb; the
+# Python module's DeepPot on the GPU against the CPU);
 # bench (bench_kalman, and its joint update of 5 measurements); train (the water reference model, RLEKF
 # joint, LKF and Adam, DEEPKF_GPU_TRAIN_SECONDS (35) each); lammps (bench_lammps on the GPU); scaling (on the
 # CPU cores, the GPU hidden: data-parallel training at 1 to 16 ranks, bench/train/mpi_scaling.sh, and
@@ -226,6 +227,7 @@ run() {
     # One build of every target the phases before the suite run, so that all cores are busy at once.
     local targets=(deepkf test_optim test_model bench_kalman bench_train_mpi)
     [ ${#lammps_args[@]} -gt 0 ] && targets+=(deepkf_lammps bench_lammps)
+    grep -q '^DEEPKF_PYTHON_PATH' "$build/CMakeCache.txt" && targets+=(deepkf_python)  # pybind11 found
     timeout "$(left)" cmake --build "$build" -j "$jobs" --target "${targets[@]}" -- "${keep_going[@]}" 2>&1 |
       tee "$out/build.log" | grep -E "error|warning|FAILED|Linking" | head -60 || true
   fi
@@ -248,6 +250,12 @@ run() {
           2>&1 | tail -80 | tee -a "$out/tests.txt" || true
       fi
     done
+  fi
+
+  if [[ "$phases" == *" cuda "* ]] && [ "$dry" != 1 ] && [ -d "$build/python/deepkf" ]; then
+    say "the Python module on the GPU against the CPU (tests/python, CudaTest)"
+    (cd "$root/tests/python" && PYTHONPATH="$build/python" DEEPKF_BIN="$build/src/cli/deepkf" DEEPKF_SOURCE="$root" \
+      timeout "$(left 90)" python3 -m unittest -v test_deepkf.CudaTest 2>&1 | tee -a "$out/tests.txt" | tail -8) || true
   fi
 
   if [[ "$phases" == *" bench "* ]]; then
