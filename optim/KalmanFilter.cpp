@@ -230,6 +230,17 @@ void KalmanFilter::update_joint(const std::vector<double>& e,
       A[static_cast<std::size_t>(a * m + b)] = A[static_cast<std::size_t>(b * m + a)] = s;
     }
   }
+  // Each measurement's share h_k^T P h_k / A_kk, for the diagnostics.
+  const double noise = static_cast<double>(blocks.size()) * lambda_;
+  if (interval_share_.size() < static_cast<std::size_t>(m)) {
+    interval_share_.resize(static_cast<std::size_t>(m), 0.0);
+    interval_share_count_.resize(static_cast<std::size_t>(m), 0);
+  }
+  for (std::int64_t k = 0; k < m; ++k) {
+    const double a_kk = A[static_cast<std::size_t>(k * m + k)];
+    interval_share_[static_cast<std::size_t>(k)] += (a_kk - noise) / a_kk;
+    ++interval_share_count_[static_cast<std::size_t>(k)];
+  }
   const SmallCholesky chol(A, m);
   if (!chol.ok()) {
     std::string diag;
@@ -311,6 +322,12 @@ KalmanDiagnostics KalmanFilter::take_diagnostics() {
   }
   d.mean_p_diag = sums[1] / static_cast<double>(layout_.num_parameters());
   d.capped = static_cast<std::int64_t>(sums[2]);
+  for (std::size_t k = 0; k < interval_share_.size(); ++k)
+    d.mean_share.push_back(interval_share_count_[k] > 0
+                               ? interval_share_[k] / static_cast<double>(interval_share_count_[k])
+                               : 0.0);
+  interval_share_.clear();
+  interval_share_count_.clear();
   interval_updates_ = 0;
   interval_capped_ = 0;
   interval_nis_ = 0.0;

@@ -49,6 +49,10 @@ struct KalmanDiagnostics {
   double rms_step = 0.0;     // root mean square of the weight change |dw| = |e / a| |K| over them
   double mean_p_diag = 0.0;  // tr(P) / N now: how much the filter still lets the weights move
   std::int64_t capped = 0;   // diagonal values brought down to the cap in the interval (all ranks)
+  // Joint updates: for each measurement position k, the mean over the interval of its share
+  // h_k^T P h_k / A_kk, A_kk = sum_i (lambda + h_ik^T P_i h_ik): the fraction of that measurement's error an
+  // update of it alone would remove. Empty without joint updates.
+  std::vector<double> mean_share;
 };
 
 class KalmanFilter final : public Optimizer {
@@ -160,6 +164,8 @@ class KalmanFilter final : public Optimizer {
   std::int64_t interval_capped_ = 0;
   double interval_nis_ = 0.0;
   torch::Tensor interval_step2_;
+  std::vector<double> interval_share_;               // per joint measurement position: sum of the shares
+  std::vector<std::int64_t> interval_share_count_;  // and how many joint updates had that position
 };
 
 }  // namespace deepkf

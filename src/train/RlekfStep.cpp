@@ -336,6 +336,11 @@ std::string RlekfStep::status_line(std::int64_t) {
   const KalmanDiagnostics d = filter_.take_diagnostics();  // collective
   line += fmt::format("  filter: {} updates, e^2/a {:.3g}, |dw| {:.3g}, tr(P)/N {:.3g}, capped {}", d.updates,
                       d.mean_nis, d.rms_step, d.mean_p_diag, d.capped);
+  // Joint updates: each measurement's share (energy, force groups, virial, in the step's order).
+  if (!d.mean_share.empty()) {
+    line += ", shares";
+    for (const double share : d.mean_share) line += fmt::format(" {:.3g}%", 100.0 * share);
+  }
   const std::string time = describe_step_time(timing_.take_recent());
   return time.empty() ? line : line + "  time: " + time;
 }

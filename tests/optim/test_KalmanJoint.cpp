@@ -151,6 +151,31 @@ TEST_CASE("on a linear model with lambda = 1 a joint update equals the scalar up
   }
 }
 
+TEST_CASE("the diagnostics give each joint measurement's share of its error", "[optim][kalman][joint]") {
+  // From P = p0 I the first update's A_kk = n lambda + p0 |h_k|^2 (n blocks), so the share of measurement k
+  // is p0 |h_k|^2 / (n lambda + p0 |h_k|^2); the second update's shares, averaged with it, are smaller.
+  KalmanOptions options;
+  options.blocksize = 40;
+  options.lambda0 = 0.98;
+  options.p0 = 3.0;
+  auto params = make_params(kMixedShapes, 5);
+  KalmanFilter kf(params, options);
+  const auto step = make_joint(params, 0, 3);
+  kf.update_joint(step.e, step.grads);
+  const auto first = kf.take_diagnostics();
+  REQUIRE(first.mean_share.size() == 3);
+  const double n = static_cast<double>(kf.layout().num_blocks());
+  REQUIRE(n > 1);
+  for (std::size_t k = 0; k < 3; ++k) {
+    const double g = flatten_by_definition(step.grads[k]).pow(2).sum().item<double>();
+    INFO("measurement " << k);
+    CHECK(std::abs(first.mean_share[k] - 3.0 * g / (n * 0.98 + 3.0 * g)) < 1e-12);
+  }
+  CHECK(kf.take_diagnostics().mean_share.empty());  // nothing since the last call
+  kf.update(step.e[0], step.grads[0]);              // scalar updates leave the shares out
+  CHECK(kf.take_diagnostics().mean_share.empty());
+}
+
 TEST_CASE("a state saved with a joint update pending restores bit for bit",
           "[optim][kalman][joint][restart]") {
   for (const auto p_dtype : {torch::kFloat64, torch::kFloat32}) {
