@@ -20,12 +20,12 @@ void PairDeepkf::compute(int eflag, int vflag) {
   const int* ilist = list->ilist;
   const std::size_t nmodels = im.models.size();
   const bool deviation = nmodels > 1 && out_freq_ > 0 && update->ntimestep % out_freq_ == 0;
-  im.pack(inum, ilist, list->numneigh, list->firstneigh, atom->nlocal + atom->nghost, atom->type, atom->x);
+  const int nall = atom->nlocal + atom->nghost;
+  im.pack(inum, ilist, list->numneigh, list->firstneigh, nall, atom->type, atom->x);
   const std::size_t npacked = im.lammps_of.size();
 
   const bool need_atom_virial = vflag_atom || cvflag_atom;
-  if (deviation)
-    im.ensemble_force.assign(static_cast<std::size_t>(atom->nlocal + atom->nghost) * nmodels * 3, 0.0);
+  if (deviation) im.ensemble_force.assign(static_cast<std::size_t>(nall) * nmodels * 3, 0.0);
   std::vector<double> model_virials(9 * nmodels, 0.0);
   long long beyond_table = 0;  // this rank's slots beyond the driving model's tables
   for (std::size_t m = 0; m < (deviation ? nmodels : 1); ++m) {

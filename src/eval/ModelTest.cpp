@@ -12,10 +12,6 @@
 
 namespace deepkf {
 
-namespace {
-
-// Throws ModelError naming the frame and the quantity when a prediction of `out` is not finite; `frames`
-// are the frames' indices in `source`.
 void check_finite_prediction(const ModelOutput& out, const std::vector<std::int64_t>& frames,
                              const std::string& source) {
   const std::pair<const char*, const torch::Tensor*> parts[] = {
@@ -33,8 +29,6 @@ void check_finite_prediction(const ModelOutput& out, const std::vector<std::int6
     }
   }
 }
-
-}  // namespace
 
 ModelTestResult test_model(const LoadedModel& loaded, const Dataset& data, int batch,
                            std::int64_t max_frames) {

@@ -39,6 +39,11 @@ struct ModelTestResult {
   std::vector<double> e_ref, e_pred, f_ref, f_pred;
 };
 
+// Throws ModelError naming the frame and the quantity when a prediction of `out` is not finite; `frames`
+// are the frames' indices in `source`.
+void check_finite_prediction(const ModelOutput& out, const std::vector<std::int64_t>& frames,
+                             const std::string& source);
+
 // Evaluates `model` on every frame of `data` (the first `max_frames` of each system when it is positive),
 // `batch` frames at a time, on the CPU. Throws ModelError naming the frame and system when a predicted
 // energy, force or virial is not finite.

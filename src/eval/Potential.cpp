@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "src/core/Error.hpp"
+#include "src/eval/ModelTest.hpp"
 #include "src/model/Batch.hpp"
 
 namespace deepkf {
@@ -101,14 +102,7 @@ PotentialResult Potential::evaluate(const PotentialFrames& frames, const Potenti
     for (auto f = begin; f < std::min(frames.nframes, begin + group); ++f) ids.push_back(f);
     const Batch b = make_batch(system, ids, config, device, config.precision);
     const ModelOutput out = model->evaluate(b.coord, b.atype, b.nlist, b.shift, false, options.atomic);
-    const bool finite = torch::isfinite(out.energy).all().item<bool>() &&
-                        torch::isfinite(out.force).all().item<bool>() &&
-                        torch::isfinite(out.virial).all().item<bool>();
-    if (!finite)
-      throw ModelError(
-          fmt::format("model {} predicts non-finite values for frames {} to {}; the model holds "
-                      "non-finite weights or the frames are far outside its training data",
-                      path_, ids.front(), ids.back()));
+    check_finite_prediction(out, ids, "the frames given to " + path_);
     append(r.energy, out.energy);
     append(r.force, out.force);
     append(r.virial, out.virial);
