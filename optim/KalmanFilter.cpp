@@ -94,6 +94,23 @@ void KalmanFilter::set_p0(double p0) {
   p0_ = p0;
 }
 
+void KalmanFilter::set_p0(double p0, const torch::Tensor& d) {
+  const auto N = layout_.num_parameters();
+  if (d.dim() != 1 || d.size(0) != N)
+    throw OptimError("kalman optimizer: initial covariance diagonal has " + std::to_string(d.numel()) +
+                     " values for " + std::to_string(N) + " parameters");
+  const auto d64 = d.to(torch::kCPU, torch::kFloat64);
+  if (!(d64.min().item<double>() > 0.0) || !torch::isfinite(d64).all().item<bool>())
+    throw OptimError("kalman optimizer: initial covariance diagonal is not positive and finite");
+  set_p0(p0);  // P = p0 I; checks p0 and the step count
+  // P_i = S_i (p0 I) S_i with s = sqrt(d): block i's part of d on its diagonal.
+  const auto& blocks = layout_.blocks();
+  for (auto i = first_block_; i < end_block_; ++i) {
+    const auto& b = blocks[static_cast<std::size_t>(i)];
+    cov_.congruence(static_cast<std::size_t>(i - first_block_), d64.narrow(0, b.begin, b.size()).sqrt());
+  }
+}
+
 std::int64_t KalmanFilter::covariance_bytes() const { return cov_.bytes(); }
 
 std::int64_t KalmanFilter::total_covariance_bytes() const {
@@ -177,13 +194,23 @@ void KalmanFilter::update(double e, const std::vector<torch::Tensor>& grads) {
 }
 
 void KalmanFilter::update_joint(const std::vector<double>& e,
-                                const std::vector<std::vector<torch::Tensor>>& grads) {
+                                const std::vector<std::vector<torch::Tensor>>& grads,
+                                const std::vector<double>& shares) {
   const auto m = static_cast<std::int64_t>(e.size());
   if (m < 1 || m > packed::kMaxJoint || grads.size() != e.size())
     throw OptimError("kalman joint update " + std::to_string(steps_) + ": " + std::to_string(e.size()) +
                      " innovations and " + std::to_string(grads.size()) + " gradients (1 to " +
                      std::to_string(packed::kMaxJoint) + " measurements, one gradient each)");
-  if (m == 1) {
+  if (!shares.empty() && shares.size() != e.size())
+    throw OptimError("kalman joint update " + std::to_string(steps_) + ": " + std::to_string(shares.size()) +
+                     " shares for " + std::to_string(e.size()) + " measurements");
+  for (const double s : shares) {
+    if (!(s >= 0.0 && s < 1.0))
+      throw OptimError("kalman joint update " + std::to_string(steps_) + ": share " + num(s) +
+                       " is not in [0, 1)");
+  }
+  const bool by_share = std::any_of(shares.begin(), shares.end(), [](double s) { return s > 0.0; });
+  if (m == 1 && !by_share) {
     update(e[0], grads[0]);
     return;
   }
@@ -230,15 +257,25 @@ void KalmanFilter::update_joint(const std::vector<double>& e,
       A[static_cast<std::size_t>(a * m + b)] = A[static_cast<std::size_t>(b * m + a)] = s;
     }
   }
-  // Each measurement's share h_k^T P h_k / A_kk, for the diagnostics.
+  // Noise by share: A_kk = q_k / s_k, i.e. the noise q_k (1 / s_k - 1) in place of L lambda. A stays
+  // positive definite: H^T P H plus a positive diagonal. A measurement without gradient (q_k = 0) keeps
+  // L lambda.
   const double noise = static_cast<double>(blocks.size()) * lambda_;
+  std::vector<double> q(static_cast<std::size_t>(m));
+  for (std::int64_t k = 0; k < m; ++k) {
+    double& a_kk = A[static_cast<std::size_t>(k * m + k)];
+    q[static_cast<std::size_t>(k)] = a_kk - noise;
+    const double s = by_share ? shares[static_cast<std::size_t>(k)] : 0.0;
+    if (s > 0.0 && q[static_cast<std::size_t>(k)] > 0.0) a_kk = q[static_cast<std::size_t>(k)] / s;
+  }
+  // Each measurement's share h_k^T P h_k / A_kk, for the diagnostics.
   if (interval_share_.size() < static_cast<std::size_t>(m)) {
     interval_share_.resize(static_cast<std::size_t>(m), 0.0);
     interval_share_count_.resize(static_cast<std::size_t>(m), 0);
   }
   for (std::int64_t k = 0; k < m; ++k) {
     const double a_kk = A[static_cast<std::size_t>(k * m + k)];
-    interval_share_[static_cast<std::size_t>(k)] += (a_kk - noise) / a_kk;
+    interval_share_[static_cast<std::size_t>(k)] += q[static_cast<std::size_t>(k)] / a_kk;
     ++interval_share_count_[static_cast<std::size_t>(k)];
   }
   const SmallCholesky chol(A, m);

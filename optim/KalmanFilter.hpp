@@ -75,7 +75,13 @@ class KalmanFilter final : public Optimizer {
   // and lambda advances m times, as m scalar steps would move it. m = 1 is update() itself, bit for bit.
   // e: the m innovations; grads[k]: dy_k/dw per parameter (as update() takes them), identical on every rank.
   // 1 <= m <= packed::kMaxJoint. Collective. OptimError when A is not positive definite.
-  void update_joint(const std::vector<double>& e, const std::vector<std::vector<torch::Tensor>>& grads);
+  //
+  // shares (optional, one per measurement; docs/rlekf.md, "Noise by share"): where shares[k] is in (0, 1),
+  // measurement k's noise is chosen anew each update as q_k (1 / s_k - 1), q_k = h_k^T P h_k, in place of
+  // L lambda: A_kk = q_k / s_k, so that an update of it alone removes the fraction s_k of its error
+  // whatever P has become. 0 keeps the noise L lambda. With shares the m = 1 case takes the joint path.
+  void update_joint(const std::vector<double>& e, const std::vector<std::vector<torch::Tensor>>& grads,
+                    const std::vector<double>& shares = {});
 
   // The predicted variances of m scalar quantities y_k with gradients h_k = dy_k/dw (docs/uncertainty.md):
   //   q_k = h_k^T P h_k = sum_i h_ik^T P_i h_ik
@@ -89,6 +95,10 @@ class KalmanFilter final : public Optimizer {
   // Sets P = p0 I before the first step (an automatic p0 is chosen from the first measurements' gradients,
   // src/train/AutoP0.hpp). OptimError after a step, or for p0 not positive and finite.
   void set_p0(double p0);
+  // Sets P = p0 diag(d) before the first step (docs/rlekf.md, "Shape of the initial covariance"). d: [N]
+  // positive and finite, in the flat order of layout(), identical on every rank; each rank takes its own
+  // blocks' part. OptimError after a step or for bad values.
+  void set_p0(double p0, const torch::Tensor& d);
   // The diagnostics since the last call (or the start), and resets the interval. Collective.
   KalmanDiagnostics take_diagnostics();
   std::int64_t steps() const { return steps_; }
@@ -164,7 +174,7 @@ class KalmanFilter final : public Optimizer {
   std::int64_t interval_capped_ = 0;
   double interval_nis_ = 0.0;
   torch::Tensor interval_step2_;
-  std::vector<double> interval_share_;               // per joint measurement position: sum of the shares
+  std::vector<double> interval_share_;              // per joint measurement position: sum of the shares
   std::vector<std::int64_t> interval_share_count_;  // and how many joint updates had that position
 };
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <type_traits>
 
 #include "optim/PackedPanelForms.hpp"
 #include "optim/PackedQuadraticForm.hpp"
@@ -11,6 +12,7 @@
 #include "optim/PackedTiles.hpp"
 #include "optim/TaskPool.hpp"
 #include "src/core/Error.hpp"
+#include "src/core/HostMemory.hpp"
 
 namespace deepkf {
 
@@ -29,12 +31,15 @@ PackedCovariance::PackedCovariance(std::vector<std::int64_t> sizes, double p0, t
   for (std::size_t j = 0; j < sizes_.size(); ++j) {
     const auto n = sizes_[j];
     offsets_.push_back(offsets_.back() + n);
-    auto P = torch::zeros({packed::triangle_size(n)}, torch::TensorOptions().dtype(dtype_).device(device_));
-    // P = p0 I: the diagonal values sit at the row offsets.
+    const auto options = torch::TensorOptions().dtype(dtype_).device(device_);
+    // On the CPU the block is written first by the threads below, on huge pages where the kernel gives them.
+    auto P = device_.is_cpu() ? torch::empty({packed::triangle_size(n)}, options)
+                              : torch::zeros({packed::triangle_size(n)}, options);
+    if (device_.is_cpu()) advise_huge_pages(P.data_ptr(), static_cast<std::int64_t>(P.nbytes()));
     std::vector<std::int64_t> diagonal(static_cast<std::size_t>(n));
     for (std::int64_t r = 0; r < n; ++r) diagonal[static_cast<std::size_t>(r)] = packed::row_offset(n, r);
     diagonal_at_.push_back(torch::tensor(diagonal, torch::kInt64).to(device_));
-    P.index_fill_(0, diagonal_at_.back(), p0);
+    if (!device_.is_cpu()) P.index_fill_(0, diagonal_at_.back(), p0);  // P = p0 I
     blocks_.push_back(P);
     first_task_.push_back(static_cast<std::int64_t>(tasks_.size()));
     if (device_.is_cpu()) {
@@ -46,6 +51,15 @@ PackedCovariance::PackedCovariance(std::vector<std::int64_t> sizes, double p0, t
     }
   }
   first_task_.push_back(static_cast<std::int64_t>(tasks_.size()));
+  // P = p0 I, row chunk by row chunk in the threads: the first touch of 19 GiB is a page fault per page,
+  // and on one thread it took 25 s (docs/benchmarks.md, "A two-step run of DeePMD-kit's water example").
+  for_each_chunk([&](auto* P, const Task& task, std::int64_t) {
+    using T = std::remove_pointer_t<decltype(P)>;
+    const auto n = sizes_[static_cast<std::size_t>(task.block)];
+    const auto begin = packed::row_offset(n, task.r0), end = packed::row_offset(n, task.r1);
+    std::fill(P + begin, P + end, T(0));
+    for (auto r = task.r0; r < task.r1; ++r) P[packed::row_offset(n, r)] = static_cast<T>(p0);
+  });
 #ifdef DEEPKF_WITH_CUDA
   if (!device_.is_cpu() && !sizes_.empty()) partial = plan_device_tiles();
 #endif
@@ -277,28 +291,32 @@ std::int64_t PackedCovariance::cap_diagonal(double cap, double release) {
   for (std::size_t j = 0; j < sizes_.size(); ++j) {
     if (!(largest[j] > cap)) continue;
     const auto d = diagonal(j);
-    flush();
     const auto above = d > target;
-    const auto s = torch::where(above, (target / d).sqrt(), torch::ones_like(d)).contiguous();
     scaled += above.sum().item<std::int64_t>();
-    if (!device_.is_cpu()) {
-#ifdef DEEPKF_WITH_CUDA
-      scale_cuda(j, s);
-#endif
-      continue;
-    }
-    const auto n = sizes_[j];
-    with_dtype(dtype_, [&](auto zero) {
-      using T = decltype(zero);
-      T* P = blocks_[j].data_ptr<T>();
-      const auto first = first_task_[j];
-      for_each_task(first_task_[j + 1] - first, [&](std::int64_t t) {
-        const Task& task = tasks_[static_cast<std::size_t>(first + t)];
-        packed::scale_rows(P, n, task.r0, task.r1, s.data_ptr<double>());
-      });
-    });
+    congruence(j, torch::where(above, (target / d).sqrt(), torch::ones_like(d)));
   }
   return scaled;
+}
+
+void PackedCovariance::congruence(std::size_t j, const torch::Tensor& s_in) {
+  flush();
+  const auto s = s_in.to(device_, torch::kFloat64).contiguous();
+  if (!device_.is_cpu()) {
+#ifdef DEEPKF_WITH_CUDA
+    scale_cuda(j, s);
+#endif
+    return;
+  }
+  const auto n = sizes_[j];
+  with_dtype(dtype_, [&](auto zero) {
+    using T = decltype(zero);
+    T* P = blocks_[j].data_ptr<T>();
+    const auto first = first_task_[j];
+    for_each_task(first_task_[j + 1] - first, [&](std::int64_t t) {
+      const Task& task = tasks_[static_cast<std::size_t>(first + t)];
+      packed::scale_rows(P, n, task.r0, task.r1, s.data_ptr<double>());
+    });
+  });
 }
 
 const torch::Tensor& PackedCovariance::packed(std::int64_t j) {

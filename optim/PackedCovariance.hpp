@@ -71,6 +71,9 @@ class PackedCovariance {
   // Blocks decide alone, so the result does not depend on which rank holds which block. Returns the number
   // of diagonal values scaled.
   std::int64_t cap_diagonal(double cap, double release);
+  // P_j <- S P_j S, S = diag(s) (a congruence: P_j stays positive definite), the pending update applied
+  // first. s: [n_j] float64 on the blocks' device.
+  void congruence(std::size_t j, const torch::Tensor& s);
   bool has_pending() const { return pending_K_.defined() || pending_U_.defined(); }
 
   std::int64_t num_blocks() const { return static_cast<std::int64_t>(sizes_.size()); }

@@ -8,6 +8,11 @@
 #include <fstream>
 #include <sstream>
 
+#ifdef __linux__
+#include <sys/mman.h>
+#include <unistd.h>
+#endif
+
 #include "src/core/Error.hpp"
 
 namespace deepkf {
@@ -89,6 +94,19 @@ std::int64_t parse_bytes(const std::string& text, const std::string& what) {
   if (used == 0 || scale == 0.0 || !(value >= 0.0) || value * scale > 9.0e18)
     throw ConfigError(what + " is \"" + text + "\": give a size such as 16GiB or 17179869184");
   return static_cast<std::int64_t>(value * scale);
+}
+
+void advise_huge_pages(void* data, std::int64_t bytes) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+  const auto begin = (reinterpret_cast<std::uintptr_t>(data) + page - 1) / page * page;
+  const auto end =
+      (reinterpret_cast<std::uintptr_t>(data) + static_cast<std::uintptr_t>(bytes)) / page * page;
+  if (bytes > 0 && end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+#else
+  (void)data;
+  (void)bytes;
+#endif
 }
 
 }  // namespace deepkf

@@ -21,6 +21,9 @@ nlohmann::json noise_json(double rho) {
   return rho;
 }
 
+// A share as the input writes it: "none" (0) or the value.
+nlohmann::json share_json(double s) { return s > 0.0 ? nlohmann::json(s) : nlohmann::json("none"); }
+
 }  // namespace
 
 const std::vector<OptionKey>& RlekfSettings::keys() {
@@ -46,6 +49,10 @@ RlekfSettings RlekfSettings::read(const OptimizerInput& in) {
       [](const nlohmann::json& v) { return v == "auto" || (v.is_number() && v.get<double>() > 0.0); },
       "must be a positive number or \"auto\"");
   s.p0 = p0.is_string() ? 0.0 : p0.get<double>();
+  s.p0_shape = in.get<std::string>(
+      filter_key("p0_shape"), s.p0_shape,
+      [](const std::string& v) { return v == "identity" || v == "gradient" || v == "layer"; },
+      "must be \"identity\", \"gradient\" or \"layer\"");
   const auto p_cap = in.get<nlohmann::json>(
       filter_key("p_cap"), nlohmann::json(s.p_cap),
       [](const nlohmann::json& v) { return v == "none" || (v.is_number() && v.get<double>() >= 1.0); },
@@ -87,6 +94,18 @@ RlekfSettings RlekfSettings::read(const OptimizerInput& in) {
   };
   s.force_noise = noise("force_noise");
   s.virial_noise = noise("virial_noise");
+  const auto share = [&](const std::string& key) {
+    const auto v = in.get<nlohmann::json>(
+        filter_key(key), nlohmann::json("none"),
+        [](const nlohmann::json& x) {
+          return x == "none" || (x.is_number() && x.get<double>() > 0.0 && x.get<double>() < 1.0);
+        },
+        "must be a number in (0, 1) or \"none\"");
+    return v == "none" ? 0.0 : v.get<double>();
+  };
+  s.energy_share = share("energy_share");
+  s.force_share = share("force_share");
+  s.virial_share = share("virial_share");
   // kalman_lambda not given: forget slowly where the force noise lets forces learn from the first step,
   // as DeePMD-kit does without it (RlekfSettings.hpp).
   if (s.lambda0 == 0.0) s.lambda0 = s.force_noise == 1.0 ? kLambdaWithoutNoise : kLambdaWithNoise;
@@ -106,6 +125,7 @@ nlohmann::json RlekfSettings::to_json() const {
           {"kalman_lambda", lambda0},
           {"kalman_nue", nu},
           {"p0", p0 > 0.0 ? nlohmann::json(p0) : nlohmann::json("auto")},
+          {"p0_shape", p0_shape},
           {"p_cap", p_cap > 0.0 ? nlohmann::json(p_cap) : nlohmann::json("none")},
           {"nselect", nselect},
           {"groupsize", groupsize},
@@ -121,7 +141,10 @@ nlohmann::json RlekfSettings::to_json() const {
           {"log_filter", log_filter},
           {"kf_update", update},
           {"force_noise", noise_json(force_noise)},
-          {"virial_noise", noise_json(virial_noise)}};
+          {"virial_noise", noise_json(virial_noise)},
+          {"energy_share", share_json(energy_share)},
+          {"force_share", share_json(force_share)},
+          {"virial_share", share_json(virial_share)}};
 }
 
 int auto_energy_replay(double frame_atoms, double batch_frames) {

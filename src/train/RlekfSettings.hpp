@@ -16,6 +16,9 @@ struct RlekfSettings {
   double lambda0 = 0.98;
   double nu = 0.9987;  // kalman_nue
   double p0 = 0.0;     // initial covariance P_i = p0 I; 0: "auto", chosen at the start (AutoP0.hpp)
+  // p0_shape: "identity" (P = p0 I), or P = p0 diag(d) with d from the first batches' gradients per weight
+  // ("gradient") or per parameter tensor ("layer"): CovarianceShape.hpp.
+  std::string p0_shape = "identity";
   // The diagonal of P stays at or below p_cap * p0 (docs/rlekf.md, "Bounded covariance"); 0 ("none"):
   // unbounded, as in DeePMD-kit.
   double p_cap = 1e4;
@@ -44,6 +47,13 @@ struct RlekfSettings {
   // measurement's noise L lambda as in DeePMD-kit.
   double force_noise = 1.0;
   double virial_noise = 1.0;
+  // Noise by share (KalmanFilter::update_joint, docs/rlekf.md "Noise by share"): a value s in (0, 1) gives
+  // that kind of measurement the noise q (1 / s - 1) at each update, q = h^T P h, so that it removes the
+  // fraction s of its error whatever P has become; the relative noise above then has no effect on it.
+  // 0 ("none"): the fixed noise.
+  double energy_share = 0.0;
+  double force_share = 0.0;
+  double virial_share = 0.0;
 
   // Every key read, with the sections it may be in: the "optimizer" section, or where DeePMD-kit's PyTorch
   // backend writes them (training.kf_blocksize, training.kalman_lambda, loss.kf_start_pref_e, ...).

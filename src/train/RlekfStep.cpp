@@ -9,6 +9,7 @@
 #include "optim/KalmanMeasurement.hpp"
 #include "optim/PackedJointSweep.hpp"
 #include "src/core/Error.hpp"
+#include "src/train/CovarianceShape.hpp"
 #include "src/train/GradientSum.hpp"
 
 namespace deepkf {
@@ -192,32 +193,37 @@ ErrorMetrics RlekfStep::take(const StepInput& in) {
   const Prefactors pref = prefactors(in.step);
   timing_.begin_step();
 
-  auto update = [&](const Measurement& m, std::int64_t frames) {
+  auto update = [&](const Measurement& m, std::int64_t frames, double share) {
     const auto grads = gradients(m);
     const double e = innovation(m, frames);
     timing_.begin_filter();
-    filter_.update(e, grads);
+    if (share > 0.0)
+      filter_.update_joint({e}, {grads}, {share});
+    else
+      filter_.update(e, grads);
     timing_.end_filter();
   };
   const std::int64_t energy_frames = in.global_frames + in.replay_frames;
 
   // Energy measurement on the current weights.
-  update(energy_of(in, pref.energy), energy_frames);
+  update(energy_of(in, pref.energy), energy_frames, options_.energy_share);
   // Force measurements: groups of selected atoms, each on the weights updated by the step before.
   if (info.has_force && pref.force > 0.0) {
     // Every rank draws for the whole global batch and keeps its own frames' rows.
     const auto groups = selector_.select(in.first_frame, b.coord.size(0), in.global_frames, info.natoms,
                                          params_.front().device());
     for (const auto& atoms : groups)
-      update(with_noise(force_of(in, atoms, pref.force), options_.force_noise), in.global_frames);
+      update(with_noise(force_of(in, atoms, pref.force), options_.force_noise), in.global_frames,
+             options_.force_share);
   }
   // Virial measurement when asked for and present.
   if (info.has_virial && pref.virial > 0.0) {
-    update(with_noise(virial_of(in, pref.virial), options_.virial_noise), in.global_frames);
+    update(with_noise(virial_of(in, pref.virial), options_.virial_noise), in.global_frames,
+           options_.virial_share);
   }
   // The force and virial updates move the energy too (most of all its per-atom offset, which they do not
   // see): measure it again on the weights the step leaves.
-  if (options_.energy_last) update(energy_of(in, pref.energy), energy_frames);
+  if (options_.energy_last) update(energy_of(in, pref.energy), energy_frames, options_.energy_share);
   timing_.end_step();
   return {};
 }
@@ -232,6 +238,7 @@ ErrorMetrics RlekfStep::take_joint(const StepInput& in) {
   // and first backward pass.
   std::vector<Measurement> ms;
   std::vector<std::int64_t> frames;
+  std::vector<double> shares;
   const bool forces = info.has_force && pref.force > 0.0;
   const bool virial = info.has_virial && pref.virial > 0.0;
   const bool has_frames = b.coord.size(0) > 0;
@@ -241,6 +248,7 @@ ErrorMetrics RlekfStep::take_joint(const StepInput& in) {
     out = model_->evaluate(b.coord, b.atype, b.nlist, b.shift, /*create_graph=*/true);
   ms.push_back(energy_of(in, pref.energy, out.energy));
   frames.push_back(in.global_frames + in.replay_frames);
+  shares.push_back(options_.energy_share);
   if (forces) {
     const auto groups = selector_.select(in.first_frame, b.coord.size(0), in.global_frames, info.natoms,
                                          params_.front().device());
@@ -248,6 +256,7 @@ ErrorMetrics RlekfStep::take_joint(const StepInput& in) {
       ms.push_back(has_frames ? with_noise(force_of(b, out, atoms, pref.force), options_.force_noise)
                               : Measurement{});
       frames.push_back(in.global_frames);
+      shares.push_back(options_.force_share);
     }
   }
   if (virial) {
@@ -255,6 +264,7 @@ ErrorMetrics RlekfStep::take_joint(const StepInput& in) {
                                          options_.virial_noise)
                             : Measurement{});
     frames.push_back(in.global_frames);
+    shares.push_back(options_.virial_share);
   }
   // The m gradients from the one graph (it is kept until the last), summed over ranks in one reduction; the
   // innovations' pieces in another.
@@ -285,7 +295,7 @@ ErrorMetrics RlekfStep::take_joint(const StepInput& in) {
     grads[k].assign(first, first + static_cast<std::ptrdiff_t>(params_.size()));
   }
   timing_.begin_filter();
-  filter_.update_joint(e, grads);
+  filter_.update_joint(e, grads, shares);
   timing_.end_filter();
   timing_.end_step();
   return {};
@@ -294,38 +304,59 @@ ErrorMetrics RlekfStep::take_joint(const StepInput& in) {
 std::string RlekfStep::prepare(const std::vector<StepInput>& first) {
   // The first batches' measurements as the first steps will take them, without advancing the atom draws.
   AtomSelector draws = selector_;
-  GradientScales g;
-  const auto squared_norm = [](const std::vector<torch::Tensor>& grads) {
-    double s = 0.0;
-    for (const auto& t : grads) s += t.to(torch::kFloat64).pow(2).sum().item<double>();
-    return s;
-  };
+  using Gradients = std::vector<torch::Tensor>;
+  std::vector<Gradients> energy, force, virial;
   for (const auto& in : first) {
     const Prefactors pref = prefactors(in.step);
-    g.energy.push_back(squared_norm(gradients(energy_of(in, pref.energy))));
+    energy.push_back(gradients(energy_of(in, pref.energy)));
     if (!in.info.has_force || pref.force <= 0.0) continue;
     const auto groups = draws.select(in.first_frame, in.local.coord.size(0), in.global_frames, in.info.natoms,
                                      params_.front().device());
     // The first group of each batch: the groups of a batch are alike, and one keeps the probe cheap.
-    g.force.push_back(squared_norm(gradients(force_of(in, groups.front(), pref.force))));
+    force.push_back(gradients(force_of(in, groups.front(), pref.force)));
   }
   for (const auto& in : first) {
     const Prefactors pref = prefactors(in.step);
     if (!in.info.has_virial || pref.virial <= 0.0) continue;
-    g.virial.push_back(squared_norm(gradients(virial_of(in, pref.virial))));
+    virial.push_back(gradients(virial_of(in, pref.virial)));
   }
+  // The covariance's shape d (ones for "identity"), and each measurement's h^T diag(d) h: what |h|^2 is
+  // for P = p0 I.
+  std::vector<Gradients> all = energy;
+  all.insert(all.end(), force.begin(), force.end());
+  all.insert(all.end(), virial.begin(), virial.end());
+  const auto& layout = filter_.layout();
+  const torch::Tensor shape = covariance_shape(options_.p0_shape, all, layout);
+  const bool shaped = options_.p0_shape != "identity";
+  const auto weighted_norm = [&](const Gradients& grads) {
+    double s = 0.0;
+    if (!shaped) {
+      for (const auto& t : grads) s += t.to(torch::kFloat64).pow(2).sum().item<double>();
+      return s;
+    }
+    const auto h = layout.gather(grads, torch::kFloat64).to(torch::kCPU);
+    return h.square().dot(shape).item<double>();
+  };
+  GradientScales g;
+  for (const auto& x : energy) g.energy.push_back(weighted_norm(x));
+  for (const auto& x : force) g.force.push_back(weighted_norm(x));
+  for (const auto& x : virial) g.virial.push_back(weighted_norm(x));
   // Noise "auto" (0) from the typical |h|^2 of each kind (AutoP0.hpp).
   const P0Choice typical = evaluate_p0(1.0, g, 1, 1.0);
   if (options_.force_noise <= 0.0) options_.force_noise = auto_noise(typical.g_force, typical.g_energy);
   if (options_.virial_noise <= 0.0) options_.virial_noise = auto_noise(typical.g_virial, typical.g_energy);
-  const auto blocks = filter_.layout().num_blocks();
+  const auto blocks = layout.num_blocks();
   if (!auto_p0_) {
+    if (shaped) filter_.set_p0(options_.p0, shape);
     return evaluate_p0(options_.p0, g, blocks, options_.lambda0, options_.force_noise, options_.virial_noise)
         .describe(false);
   }
   const P0Choice choice = choose_p0(g, blocks, options_.lambda0, options_.force_noise, options_.virial_noise);
   options_.p0 = choice.p0;
-  filter_.set_p0(options_.p0);
+  if (shaped)
+    filter_.set_p0(options_.p0, shape);
+  else
+    filter_.set_p0(options_.p0);
   auto_p0_ = false;
   return choice.describe(true);
 }

@@ -52,13 +52,22 @@ struct DenseFilter {
 
   // The joint update of docs/rlekf.md written out densely: Y = P H, A = L lambda I + H^T Y,
   // w += Y A^-1 e, P = (P - mask * Y A^-1 Y^T) / (lambda_0 ... lambda_{m-1}).
-  void update_joint(const std::vector<double>& e, const std::vector<std::vector<torch::Tensor>>& grads) {
+  // shares: where shares[k] > 0, measurement k's noise is q_k (1 / s_k - 1), q_k = h_k^T P h_k, in place of
+  // L lambda (docs/rlekf.md, "Noise by share").
+  void update_joint(const std::vector<double>& e, const std::vector<std::vector<torch::Tensor>>& grads,
+                    const std::vector<double>& shares = {}) {
     const auto m = static_cast<std::int64_t>(e.size());
     std::vector<torch::Tensor> columns;
     for (const auto& g : grads) columns.push_back(flatten_by_definition(g));
     const auto H = torch::stack(columns, 1);  // [N, m]
     const auto Y = P.mm(H);
-    const auto A = nblocks * lambda * torch::eye(m, torch::kFloat64) + H.t().mm(Y);
+    const auto HtPH = H.t().mm(Y);
+    auto noise = torch::full({m}, nblocks * lambda, torch::kFloat64);
+    for (std::int64_t k = 0; k < static_cast<std::int64_t>(shares.size()); ++k) {
+      const double s = shares[static_cast<std::size_t>(k)];
+      if (s > 0.0) noise[k] = HtPH[k][k].item<double>() * (1.0 / s - 1.0);
+    }
+    const auto A = torch::diag(noise) + HtPH;
     const auto Ainv = torch::inverse(A);
     const auto ev = torch::tensor(e, torch::kFloat64);
     w = w + Y.mv(Ainv.mv(ev));
