@@ -94,9 +94,9 @@ TrainResult Trainer::run() {
   } release{m};
   TrainResult result;
   StopSignal stop_guard;
-  const auto start = std::chrono::steady_clock::now();
+  m.run_start = std::chrono::steady_clock::now();
   const auto elapsed = [&] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - m.run_start).count();
   };
   if (!m.resumed_from().empty() && m.step >= m.cfg.numb_steps) {
     throw ConfigError(fmt::format(
@@ -139,7 +139,7 @@ TrainResult Trainer::run() {
     result.training = trn;
     const std::string status = m.optimizer->status_line(m.step);
     if (!m.root()) return;
-    lcurve->add(m.step, val, trn, m.optimizer->status_value(m.step), m.wall_before + elapsed());
+    lcurve->add(m.step, val, trn, m.optimizer->status_value(m.step), m.wall_seconds());
     progress.clear();
     // Without validation data the validation columns say so instead of showing nan.
     const auto val_e = val.e_count > 0 ? fmt::format("val {:.3e} ", val.rmse_e()) : std::string();

@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
+#include <chrono>
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -40,12 +41,17 @@ struct Trainer::Impl {
   std::unique_ptr<FolderLock> output_lock;  // rank 0: the output folder, until run() ends
   std::unique_ptr<WeightAverage> average;   // enable_ema: the moving average of the weights
   double wall_before = 0.0;                 // training seconds of earlier runs (restarts)
+  std::chrono::steady_clock::time_point run_start = std::chrono::steady_clock::now();  // set by run()
   nlohmann::json calibration;  // of the predicted uncertainty (docs/uncertainty.md), null until fitted
 
   Impl(const TrainConfig& c, const TrainerOptions& o, std::shared_ptr<Communicator> cm)
       : cfg(c), opt(o), comm(std::move(cm)) {}
 
   bool root() const { return comm->rank() == 0; }
+  // Seconds of training so far, earlier runs' included: lcurve.out's wall_s, kept in the checkpoint.
+  double wall_seconds() const {
+    return wall_before + std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
+  }
   std::string out(const std::string& name) const {
     return (std::filesystem::path(opt.output_dir) / name).string();
   }

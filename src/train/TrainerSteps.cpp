@@ -159,6 +159,7 @@ void Trainer::Impl::write_checkpoint_now(const std::string& path) {
   meta["training_range"] = model->training_range().to_json();
   meta["provenance"] = provenance();
   meta["ranks"] = comm->size();
+  meta["wall_seconds"] = wall_seconds();  // a restart's learning curve goes on from it
   if (!calibration.is_null()) meta["uncertainty_calibration"] = calibration;
   const auto start = std::chrono::steady_clock::now();
   write_training_checkpoint(path, model, meta, *optimizer, *comm, average.get());

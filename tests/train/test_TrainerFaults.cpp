@@ -1,8 +1,10 @@
 // Training faults on the project's CP2K silicon data (data/si_cp2k.h5): a restart after a run that went on
-// past its last checkpoint leaves one learning-curve row per step; a restart with nothing left to train is
-// one clear error; a non-finite innovation or loss stops the run naming the step and the frames; a given sel
-// smaller than the data's neighbour counts is warned about with the number of neighbours cut.
+// past its last checkpoint leaves one learning-curve row per step, and its wall_s goes on from the
+// checkpoint's; a restart with nothing left to train is one clear error; a non-finite innovation or loss
+// stops the run naming the step and the frames; a given sel smaller than the data's neighbour counts is
+// warned about with the number of neighbours cut.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
@@ -16,6 +18,7 @@
 #include "src/core/Error.hpp"
 #include "src/data/Dataset.hpp"
 #include "src/model/ModelFile.hpp"
+#include "src/train/Checkpoint.hpp"
 #include "src/train/DataSetup.hpp"
 #include "src/train/Trainer.hpp"
 #include "tests/support/Catch.hpp"
@@ -73,6 +76,19 @@ std::vector<std::int64_t> lcurve_steps(const std::string& path) {
   return steps;
 }
 
+// The wall_s column (the last) of a learning curve, by row.
+std::vector<double> lcurve_walls(const std::string& path) {
+  std::ifstream in(path);
+  REQUIRE(in);
+  std::vector<double> walls;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    walls.push_back(std::stod(line.substr(line.find_last_of(' ') + 1)));
+  }
+  return walls;
+}
+
 // The message of the deepkf::Error that f throws, or "no error".
 template <typename F>
 std::string error_of(F&& f) {
@@ -117,6 +133,37 @@ TEST_CASE("a restart cuts the learning curve back to its checkpoint: every step 
   for (std::size_t i = 1; i < steps.size(); ++i) CHECK(steps[i] > steps[i - 1]);
   CHECK(steps == expected);
   fs::remove_all(straight);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a restart's learning curve goes on with the wall time of the run it continues",
+          "[train][restart][lcurve]") {
+  const TrainConfig config = config_of(small_input("RLEKF", 6));
+  auto comm = deepkf::make_serial_communicator();
+  const std::string dir = deepkf::test::make_temp_dir("lcurve-wall");
+  TrainerOptions first = options_in(dir);
+  first.pause_at = 3;
+  REQUIRE(Trainer(config, first, comm).run().steps == 3);
+  const auto before = lcurve_walls(dir + "/lcurve.out");
+  REQUIRE(before.size() == 3);
+  const json meta = deepkf::read_checkpoint(dir + "/model.ckpt", torch::kCPU).meta;
+  // Formerly the checkpoint held no training time, and the restarted run's wall_s began again at 0.
+  std::string keys;
+  for (const auto& [key, value] : meta.items()) keys += key + " ";
+  INFO("keys of the checkpoint's record: " << keys);
+  REQUIRE(meta.contains("wall_seconds"));
+  const double saved = meta.at("wall_seconds").get<double>();
+  CHECK(saved >= before.back() - 0.005);  // wall_s is printed to 0.01 s
+
+  TrainerOptions on = options_in(dir);
+  on.restart = dir + "/model.ckpt";
+  REQUIRE(Trainer(config, on, comm).run().steps == 6);
+  const auto walls = lcurve_walls(dir + "/lcurve.out");
+  REQUIRE(walls.size() == 6);
+  INFO("wall_s after the restart: " << fmt::format("{}", fmt::join(walls, " "))
+                                    << " (checkpoint at step 3: " << saved << " s)");
+  for (std::size_t i = 3; i < walls.size(); ++i) CHECK(walls[i] >= saved - 0.005);
+  for (std::size_t i = 1; i < walls.size(); ++i) CHECK(walls[i] >= walls[i - 1]);
   fs::remove_all(dir);
 }
 
