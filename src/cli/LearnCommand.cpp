@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "src/cli/Commands.hpp"
+#include "src/cli/ConsoleCopy.hpp"
 #include "src/learn/LearnConfig.hpp"
 #include "src/learn/LearningLoop.hpp"
 
@@ -21,6 +22,7 @@ struct LearnArgs {
 };
 
 void run_learn(const LearnArgs& args) {
+  keep_console_copy_out_of((std::filesystem::path(args.output_dir) / "learn.log").string());
   LearnConfig cfg = LearnConfig::from_file(args.input);
   if (args.seed) cfg.seed = *args.seed;
   LearningLoop loop(std::move(cfg), args.output_dir);

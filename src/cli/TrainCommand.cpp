@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "src/cli/Commands.hpp"
+#include "src/cli/ConsoleCopy.hpp"
 #include "src/cli/MpiSession.hpp"
 #include "src/core/AtomicFile.hpp"
 #include "src/core/Error.hpp"
@@ -47,7 +48,9 @@ bool is_dp_parameter_file(const std::string& output) {
 
 void run_train(TrainArgs args) {
   std::string parameter_file;
-  if (is_dp_parameter_file(args.output_dir)) {
+  const bool dp_output = is_dp_parameter_file(args.output_dir);
+  keep_console_copy_out_of((std::filesystem::path(dp_output ? "." : args.output_dir) / "train.log").string());
+  if (dp_output) {
     parameter_file = args.output_dir;
     args.output_dir = ".";
     std::error_code ec;

@@ -9,6 +9,8 @@
 #include <string>
 
 #include "src/cli/Commands.hpp"
+#include "src/cli/DpOptions.hpp"
+#include "src/cli/ParseErrors.hpp"
 #include "src/core/Error.hpp"
 #include "src/core/OpenMpWait.hpp"
 
@@ -25,6 +27,7 @@ int main(int argc, char** argv) {
   CLI::App app{"deepkf: train Deep Potentials (DeepPot-SE) with a layer-wise Kalman filter"};
   app.set_version_flag("--version", "deepkf 0.1.0");
   app.require_subcommand(1);
+  deepkf::cli::add_dp_options(app);
   deepkf::cli::add_data_command(app);
   deepkf::cli::add_convert_command(app);
   deepkf::cli::add_info_command(app);
@@ -41,12 +44,13 @@ int main(int argc, char** argv) {
   deepkf::cli::add_learn_command(app);
   try {
     app.parse(argc, argv);
-  } catch (const CLI::ValidationError& e) {
-    // A file or value given on the command line that is not there or not valid: one line, status 1.
-    std::fprintf(stderr, "deepkf: error: %s\n", e.what());
-    return 1;
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success))
+      return app.exit(e);  // --help, --version
+    // A mistake on the command line (an unknown command or option, a file that is not there): one line,
+    // status 1, as every other error.
+    std::fprintf(stderr, "deepkf: error: %s\n", deepkf::cli::parse_error_message(app, e).c_str());
+    return 1;
   } catch (const deepkf::Error& e) {
     std::fprintf(stderr, "deepkf: error: %s\n", e.what());
     return 1;

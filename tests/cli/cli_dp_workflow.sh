@@ -10,16 +10,10 @@ source_dir=$2
 work=$(mktemp -d "${TMPDIR:-/tmp}/deepkf-dp-workflow.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 source "$source_dir/tests/support/cli_checks.sh"
+source "$source_dir/tests/cli/si_input.sh"
 
 mkdir -p "$work/train" "$work/empty"
-cat >"$work/train/input.json" <<JSON
-{"model": {"type_map": ["Si"],
-           "descriptor": {"type": "se_e2_a", "rcut": 4.0, "rcut_smth": 1.0, "sel": [40], "neuron": [4, 8],
-                          "axis_neuron": 2, "type_one_side": true},
-           "fitting_net": {"neuron": [8, 8]}},
- "training": {"training_data": {"systems": ["$source_dir/data/si_cp2k.h5"]}, "numb_steps": 2,
-              "disp_freq": 1, "save_freq": 2, "num_threads": 1}}
-JSON
+write_si_input "$work/train/input.json"
 cd "$work/train" || exit 1
 expect "deepkf train input.json" "model.ckpt" "$deepkf" train input.json --no-progress
 expect "deepkf freeze -o graph.pb" "model written to graph.pb" "$deepkf" freeze -o graph.pb
