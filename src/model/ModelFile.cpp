@@ -1,7 +1,11 @@
 #include "src/model/ModelFile.hpp"
 
+#include <caffe2/serialize/inline_container.h>
 #include <torch/torch.h>
 
+#include <algorithm>
+#include <cctype>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 
@@ -69,6 +73,72 @@ void verify_checksums(torch::serialize::InputArchive& archive, const std::string
   }
 }
 
+// The first `n` bytes of the file (fewer when it is shorter).
+std::string file_head(const std::string& path, std::size_t n) {
+  std::ifstream in(path, std::ios::binary);
+  std::string head(n, '\0');
+  in.read(head.data(), static_cast<std::streamsize>(n));
+  head.resize(static_cast<std::size_t>(std::max<std::streamsize>(in.gcount(), 0)));
+  return head;
+}
+
+// A protobuf varint at `at` of `bytes`, `at` moved past it; false when it runs past the end.
+bool read_varint(const std::string& bytes, std::size_t& at, std::uint64_t& value) {
+  value = 0;
+  for (int shift = 0; shift < 64 && at < bytes.size(); shift += 7) {
+    const auto c = static_cast<unsigned char>(bytes[at++]);
+    value |= static_cast<std::uint64_t>(c & 0x7f) << shift;
+    if ((c & 0x80) == 0) return true;
+  }
+  return false;
+}
+
+// Whether `head` starts as a serialized TensorFlow GraphDef does (DeePMD-kit's frozen .pb): field 1, a node
+// (NodeDef) of at most the file's size, whose own first field is its name, a TensorFlow node name.
+bool starts_like_graph_def(const std::string& head, std::uintmax_t file_size) {
+  std::size_t at = 0;
+  std::uint64_t node_bytes = 0, name_bytes = 0;
+  if (head.empty() || head[at++] != 0x0a) return false;
+  if (!read_varint(head, at, node_bytes) || node_bytes == 0 || node_bytes > file_size) return false;
+  if (at >= head.size() || head[at++] != 0x0a) return false;
+  if (!read_varint(head, at, name_bytes) || name_bytes == 0 || name_bytes > node_bytes) return false;
+  if (name_bytes > head.size() - at) return false;
+  const auto name_char = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '/' || c == '-' ||
+           c == '>';
+  };
+  return std::all_of(head.begin() + static_cast<std::ptrdiff_t>(at),
+                     head.begin() + static_cast<std::ptrdiff_t>(at + name_bytes), name_char);
+}
+
+// What a PyTorch archive (a zip) that is not deepkf's holds, or "" when it is deepkf's own or cannot be read
+// as an archive (truncated, say). deepkf's model files and format-1 checkpoints name their entries
+// deepkf_metadata, deepkf_model or deepkf_checkpoint in the archive's data.pkl.
+std::string foreign_pytorch_archive(const std::string& path, bool& deepmd_kit) {
+  try {
+    caffe2::serialize::PyTorchStreamReader reader(path);
+    const auto records = reader.getAllRecords();
+    std::string data;
+    if (reader.hasRecord("data.pkl")) {
+      const auto [bytes, size] = reader.getRecord("data.pkl");
+      data.assign(static_cast<const char*>(bytes.get()), size);
+    }
+    for (const char* key : {kMetadataKey, kModelKey, kCheckpointKey})
+      if (data.find(key) != std::string::npos) return "";
+    const bool script = std::any_of(records.begin(), records.end(),
+                                    [](const std::string& r) { return r.rfind("code/", 0) == 0; });
+    // DeePMD-kit's TorchScript models keep their code under __torch__/deepmd/; its checkpoints hold the
+    // model's parameters (model_params) and atomic_model weights.
+    deepmd_kit = std::any_of(records.begin(), records.end(),
+                             [](const std::string& r) { return r.find("deepmd") != std::string::npos; });
+    for (const char* word : {"deepmd", "model_params", "atomic_model"})
+      deepmd_kit = deepmd_kit || data.find(word) != std::string::npos;
+    return script ? "TorchScript model" : "torch.save file";
+  } catch (const std::exception&) {
+    return "";
+  }
+}
+
 torch::serialize::InputArchive open_archive(const std::string& path, torch::Device device) {
   if (!std::filesystem::is_regular_file(path)) throw ModelError("model file '" + path + "' does not exist");
   if (starts_like_checkpoint(path)) checkpoint_given(path);
@@ -76,6 +146,7 @@ torch::serialize::InputArchive open_archive(const std::string& path, torch::Devi
   try {
     archive.load_from(path, device);
   } catch (const std::exception&) {
+    refuse_foreign_model_file(path);
     // LibTorch's own words name its internals (a record of the zip archive, a type of the code section it
     // compiles), not what the user can do.
     throw ModelError("model file '" + path +
@@ -92,6 +163,7 @@ std::string read_metadata_text(torch::serialize::InputArchive& archive, const st
     archive.read(kMetadataKey, value);
   } catch (const std::exception&) {
     if (archive.try_read(kCheckpointKey, value)) checkpoint_given(path);
+    refuse_foreign_model_file(path);
     throw ModelError("model file '" + path + "' has no deepkf metadata (not a deepkf model file?)");
   }
   if (!value.isString()) throw ModelError("model file '" + path + "' has metadata that is not a string");
@@ -189,6 +261,28 @@ nlohmann::json read_model_metadata(const std::string& path) {
 }
 
 bool is_training_checkpoint(const std::string& path) { return starts_like_checkpoint(path); }
+
+void refuse_foreign_model_file(const std::string& path) {
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  if (ec) return;
+  const std::string head = file_head(path, 4096);
+  std::string what;
+  if (head.rfind("PK\x03\x04", 0) == 0) {
+    bool deepmd_kit = false;
+    const std::string kind = foreign_pytorch_archive(path, deepmd_kit);
+    if (kind.empty()) return;
+    what = deepmd_kit ? "a DeePMD-kit model file (PyTorch backend, a " + kind + ")"
+                      : "a " + kind + " without deepkf's metadata (as DeePMD-kit's .pth and .pt files are)";
+  } else if (starts_like_graph_def(head, size)) {
+    what = "a DeePMD-kit model file (a TensorFlow frozen graph, as dp freeze writes)";
+  } else {
+    return;
+  }
+  throw ModelError("'" + path + "' is " + what +
+                   ", which deepkf cannot read: models must be trained by deepkf (deepkf train input.json "
+                   "with the DeePMD-kit input, then deepkf freeze); see docs/from-deepmd-kit.md");
+}
 
 LoadedModel load_model(const std::string& path, torch::Device device) {
   auto archive = open_archive(path, device);

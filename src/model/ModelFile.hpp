@@ -37,12 +37,19 @@ void save_model(const std::string& path, const DeepPot& model, const nlohmann::j
 
 // Reads a model written by save_model onto `device`. Throws ModelError naming the file when it is missing,
 // truncated or corrupt (from format 2: any part whose checksum differs, named), a checkpoint, or has a
-// format version newer than kModelFormatVersion.
+// format version newer than kModelFormatVersion; a DeePMD-kit model file is named as such
+// (refuse_foreign_model_file).
 LoadedModel load_model(const std::string& path, torch::Device device = torch::kCPU);
 // Whether `path` is a training checkpoint (format 2 and later) rather than a model file.
 bool is_training_checkpoint(const std::string& path);
 
 // Only the metadata JSON of a model file (same errors as load_model).
 nlohmann::json read_model_metadata(const std::string& path);
+
+// Throws ModelError, one line naming the file and docs/from-deepmd-kit.md, when `path` is recognisably
+// another program's model file: DeePMD-kit's frozen TensorFlow graph (.pb), or a readable PyTorch archive
+// (DeePMD-kit's .pth model or .pt checkpoint) without deepkf's metadata. Returns for anything else, deepkf's
+// own files (corrupt ones included) and files it cannot tell.
+void refuse_foreign_model_file(const std::string& path);
 
 }  // namespace deepkf

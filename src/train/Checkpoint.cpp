@@ -10,6 +10,7 @@
 #include "src/core/Checksum.hpp"
 #include "src/core/Error.hpp"
 #include "src/core/Together.hpp"
+#include "src/model/ModelFile.hpp"
 
 namespace deepkf {
 namespace {
@@ -73,6 +74,7 @@ void read_archive(torch::serialize::InputArchive& archive, const std::string& pa
           "'" + path +
           "' is a model file, not a training checkpoint (the checkpoint is model.ckpt next to it; "
           "deepkf train --init-model starts a run from a model file's weights)");
+    refuse_foreign_model_file(path);  // DeePMD-kit's, named as such
     throw ModelError("checkpoint '" + path + "' has no readable deepkf record (not a deepkf checkpoint?)");
   }
   const int version = out.meta.value("format_version", 0);
@@ -188,6 +190,7 @@ LoadedCheckpoint read_checkpoint(const std::string& path, torch::Device device) 
     try {
       archive.load_from(path, device);
     } catch (const std::exception& e) {
+      refuse_foreign_model_file(path);  // DeePMD-kit's, named as such
       corrupt(path, first_line(e.what()));
     }
     read_archive(archive, path, device, out);

@@ -1,9 +1,13 @@
 // The model file: a saved model loads back bit-identically; missing, truncated, garbage and corrupt files,
-// checkpoints and newer format versions give ModelError naming the file, and format 1 still loads.
+// checkpoints and newer format versions give ModelError naming the file, and format 1 still loads;
+// DeePMD-kit's model files (.pb, .pth, .pt) are named as such.
+#include <torch/script.h>
+
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <vector>
 
 #include "src/core/Error.hpp"
 #include "src/model/ModelFile.hpp"
@@ -103,6 +107,81 @@ TEST_CASE("model files round-trip bit-identically and bad files give ModelError"
   SECTION("newer format version") {
     write_with_version(3, dir + "/new.pt");
     CHECK_THROWS_WITH(load_model(dir + "/new.pt"), Catch::Contains("new.pt") && Catch::Contains("version 3"));
+  }
+  std::filesystem::remove_all(dir);
+}
+
+namespace {
+
+// A TensorFlow GraphDef (DeePMD-kit's frozen .pb) of placeholder nodes: field 1 (node) holding a NodeDef of
+// name (field 1) and op (field 2).
+std::string graph_def(const std::vector<std::string>& names) {
+  const auto field = [](char tag, const std::string& bytes) {
+    std::string out(1, tag);
+    for (auto n = bytes.size();; n >>= 7) {
+      out += static_cast<char>((n & 0x7f) | (n > 0x7f ? 0x80 : 0));
+      if (n <= 0x7f) break;
+    }
+    return out + bytes;
+  };
+  std::string graph;
+  for (const auto& name : names) graph += field(0x0a, field(0x0a, name) + field(0x12, "Placeholder"));
+  return graph;
+}
+
+}  // namespace
+
+TEST_CASE("DeePMD-kit model files are named as such, not as corrupt deepkf files", "[model]") {
+  const auto dir = make_temp_dir("foreign_model");
+  const auto expect_deepmd_kit = [](const std::string& file, const std::string& kind) {
+    INFO(file);
+    try {
+      load_model(file);
+      FAIL("loaded " << file);
+    } catch (const ModelError& e) {
+      // Formerly: "... is corrupt or truncated ... write it again (deepkf export or freeze)", or "has no
+      // deepkf metadata".
+      CHECK_THAT(std::string(e.what()),
+                 Catch::StartsWith("'" + file + "' is " + kind) &&
+                     Catch::Contains("which deepkf cannot read") && Catch::Contains("deepkf train") &&
+                     Catch::Contains("deepkf freeze") && Catch::Contains("docs/from-deepmd-kit.md") &&
+                     !Catch::Contains("corrupt") && !Catch::Contains("\n"));
+    }
+  };
+  SECTION("a frozen TensorFlow graph (.pb)") {
+    const auto pb = dir + "/frozen_model.pb";
+    std::ofstream(pb, std::ios::binary) << graph_def({"t_type", "descrpt_attr/rcut", "model_attr/tmap"});
+    expect_deepmd_kit(pb, "a DeePMD-kit model file (a TensorFlow frozen graph");
+    CHECK_THROWS_WITH(read_model_metadata(pb), Catch::Contains("DeePMD-kit model file"));
+  }
+  SECTION("a TorchScript model of DeePMD-kit's PyTorch backend (.pth)") {
+    torch::jit::Module script("__torch__.deepmd.pt.model.model.ener_model.EnergyModel");
+    script.register_buffer("out_bias", torch::zeros({2}));
+    script.save(dir + "/frozen_model.pth");
+    expect_deepmd_kit(dir + "/frozen_model.pth",
+                      "a DeePMD-kit model file (PyTorch backend, a TorchScript model)");
+  }
+  SECTION("a state dict of DeePMD-kit's PyTorch backend (.pt checkpoint)") {
+    c10::Dict<std::string, at::Tensor> state;
+    state.insert("model.Default.atomic_model.out_bias", torch::zeros({1, 2, 1}));
+    const auto bytes = torch::pickle_save(state);
+    std::ofstream(dir + "/model.ckpt-100.pt", std::ios::binary)
+        .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    expect_deepmd_kit(dir + "/model.ckpt-100.pt",
+                      "a DeePMD-kit model file (PyTorch backend, a torch.save file)");
+  }
+  SECTION("another TorchScript model") {
+    torch::jit::Module script("__torch__.Net");
+    script.register_buffer("w", torch::zeros({2}));
+    script.save(dir + "/net.pth");
+    expect_deepmd_kit(dir + "/net.pth", "a TorchScript model without deepkf's metadata (as DeePMD-kit's");
+  }
+  SECTION("a damaged deepkf model file is still called corrupt") {
+    save_model(dir + "/model.pt", small_model(false, true), nlohmann::json::object());
+    const auto size = std::filesystem::file_size(dir + "/model.pt");
+    std::filesystem::resize_file(dir + "/model.pt", size - 30);
+    CHECK_THROWS_WITH(load_model(dir + "/model.pt"), Catch::Contains("is corrupt or truncated") &&
+                                                         Catch::Contains("deepkf export or freeze"));
   }
   std::filesystem::remove_all(dir);
 }

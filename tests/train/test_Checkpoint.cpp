@@ -1,7 +1,8 @@
 // The checkpoint file: the record, model and optimizer state round-trip, the covariance blocks are streamed
 // after the archive and read back block by block, a truncated or incomplete file is refused with its name,
-// an unfinished write leaves the previous checkpoint in place, and format 2 files (dense blocks after the
-// archive) and format 1 files (dense blocks inside the archive) still restore.
+// a DeePMD-kit checkpoint is named as such, an unfinished write leaves the previous checkpoint in place, and
+// format 2 files (dense blocks after the archive) and format 1 files (dense blocks inside the archive) still
+// restore.
 #include <torch/torch.h>
 
 #include <filesystem>
@@ -99,6 +100,21 @@ TEST_CASE("a checkpoint streams the covariance after the archive and reads it ba
   fs::copy_file(path, cut);
   fs::resize_file(cut, fs::file_size(cut) - 8);
   CHECK_THROWS_WITH(deepkf::read_checkpoint(cut, torch::kCPU), Contains(cut) && Contains("truncated"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a DeePMD-kit checkpoint given as deepkf's is named as such", "[train][checkpoint]") {
+  // dp train's model.ckpt-N.pt: a torch.save file of the model's state dict (deepkf train --restart it).
+  const std::string dir = deepkf::test::make_temp_dir("ckpt-deepmd-kit");
+  const std::string path = dir + "/model.ckpt-100.pt";
+  c10::Dict<std::string, at::Tensor> state;
+  state.insert("model.Default.atomic_model.out_bias", torch::zeros({1, 2, 1}));
+  const auto bytes = torch::pickle_save(state);
+  std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  // Formerly: "checkpoint '...' is corrupt or truncated: ..." with LibTorch's words.
+  CHECK_THROWS_WITH(deepkf::read_checkpoint(path, torch::kCPU),
+                    Contains("'" + path + "' is a DeePMD-kit model file") &&
+                        Contains("docs/from-deepmd-kit.md") && !Contains("corrupt"));
   fs::remove_all(dir);
 }
 
