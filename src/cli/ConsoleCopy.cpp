@@ -6,7 +6,6 @@
 
 #include <array>
 #include <atomic>
-#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -30,21 +29,9 @@ void write_all(int fd, const char* data, std::size_t size) {
   }
 }
 
-// "[2026-11-27 10:00:00] ": how every line of train.log and learn.log starts (their loggers' pattern).
-bool is_log_line(const std::string& line) {
-  const std::string shape = "[dddd-dd-dd dd:dd:dd] ";
-  if (line.size() < shape.size()) return false;
-  for (std::size_t i = 0; i < shape.size(); ++i) {
-    const bool fits =
-        shape[i] == 'd' ? std::isdigit(static_cast<unsigned char>(line[i])) != 0 : line[i] == shape[i];
-    if (!fits) return false;
-  }
-  return true;
-}
-
 class ConsoleCopy {
  public:
-  ConsoleCopy(const std::string& file, bool hide_log_lines) : hide_(hide_log_lines) {
+  explicit ConsoleCopy(const std::string& file) {
     if (!file.empty()) {
       // Not truncated yet: keep_out_of may find that this is a log a restart appends to.
       file_ = ::open(file.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
@@ -105,9 +92,8 @@ class ConsoleCopy {
 
  private:
   struct Stream {
-    int console = -1;     // the terminal or file the stream went to
-    int pipe = -1;        // its read end
-    std::string pending;  // a line not yet complete (stderr, when log lines are hidden)
+    int console = -1;  // the terminal or file the stream went to
+    int pipe = -1;     // its read end
   };
 
   void pump() {
@@ -134,30 +120,12 @@ class ConsoleCopy {
         }
       }
     }
-    for (int i = 0; i < 2; ++i) {
-      emit(i, streams_[i].pending);
-      ::close(streams_[i].pipe);
-    }
+    for (int i = 0; i < 2; ++i) ::close(streams_[i].pipe);
   }
 
   void take(int i, const char* data, std::size_t size) {
-    Stream& s = streams_[i];
-    if (!hide_ || i == 0) {
-      write_all(s.console, data, size);
-      to_file(data, size);
-      return;
-    }
-    s.pending.append(data, size);
-    std::size_t end;
-    while ((end = s.pending.find('\n')) != std::string::npos) {
-      emit(i, s.pending.substr(0, end + 1));
-      s.pending.erase(0, end + 1);
-    }
-  }
-
-  void emit(int i, const std::string& line) {
-    if (!(hide_ && i == 1 && is_log_line(line))) write_all(streams_[i].console, line.data(), line.size());
-    to_file(line.data(), line.size());
+    write_all(streams_[i].console, data, size);
+    to_file(data, size);
   }
 
   void to_file(const char* data, std::size_t size) {
@@ -167,7 +135,6 @@ class ConsoleCopy {
     write_all(file_, data, size);
   }
 
-  bool hide_;
   int file_ = -1;
   std::string file_name_;   // absolute, to compare with a command's log
   std::string file_given_;  // as on the command line, for the note
@@ -182,11 +149,11 @@ ConsoleCopy* copy = nullptr;  // lives until exit; its thread is joined there
 
 }  // namespace
 
-void start_console_copy(const std::string& file, bool hide_log_lines) {
+void start_console_copy(const std::string& file) {
   // Line by line, as on a terminal, so that stdout and stderr keep their order in the file (glibc changes
   // the mode of a stream already written to: the notes about the options come first).
   std::setvbuf(stdout, nullptr, _IOLBF, BUFSIZ);
-  copy = new ConsoleCopy(file, hide_log_lines);
+  copy = new ConsoleCopy(file);
   std::atexit([] { copy->stop(); });
 }
 

@@ -1,11 +1,13 @@
 #include "src/cli/DpOptions.hpp"
 
+#include <cctype>
 #include <cstdio>
 #include <memory>
 #include <string>
 #include <utility>
 
 #include "src/cli/ConsoleCopy.hpp"
+#include "src/core/ConsoleLevel.hpp"
 
 namespace deepkf::cli {
 namespace {
@@ -16,21 +18,24 @@ struct DpOptions {
   std::string backend;  // as given, for the note
 };
 
+// dp's names and numbers (checked by the option), any case.
+ConsoleLevel console_level_of(std::string level) {
+  for (auto& c : level) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (level == "ERROR" || level == "0") return ConsoleLevel::error;
+  if (level == "WARNING" || level == "1") return ConsoleLevel::warning;
+  if (level == "DEBUG" || level == "3") return ConsoleLevel::debug;
+  return ConsoleLevel::info;
+}
+
 void apply(const DpOptions& o) {
   // Under mpirun only the first rank writes the file and the notes, as dp logs on its master rank.
   if (!first_rank()) return;
   if (!o.backend.empty()) {
     std::printf("note: %s changes nothing: deepkf has one backend, LibTorch\n", o.backend.c_str());
   }
-  if (o.log_level == "WARNING" || o.log_level == "1") {
-    std::printf(
-        "note: -v %s shows the log's other lines too: deepkf's log does not mark its warnings apart "
-        "(ERROR or 0 leaves the log off the console)\n",
-        o.log_level.c_str());
-  }
-  // deepkf logs nothing below INFO, so DEBUG shows what INFO shows.
-  const bool hide_log = o.log_level == "ERROR" || o.log_level == "0";
-  if (!o.log_path.empty() || hide_log) start_console_copy(o.log_path, hide_log);
+  // The loggers' terminal sinks take this level (src/train/TrainingLog.hpp, make_console_sink).
+  set_console_level(console_level_of(o.log_level));
+  if (!o.log_path.empty()) start_console_copy(o.log_path);
 }
 
 }  // namespace
@@ -43,7 +48,7 @@ void add_dp_options(CLI::App& app) {
                  "also write everything the command prints (its log included) to this file, as dp -l")
       ->group(group);
   app.add_option("-v,--log-level", o->log_level,
-                 "the console's log level, as dp -v: ERROR (0) leaves the log to train.log and -l's file")
+                 "the terminal's log level, as dp -v (the log files keep every line)")
       ->check(CLI::IsMember({"DEBUG", "3", "INFO", "2", "WARNING", "1", "ERROR", "0"}, CLI::ignore_case))
       ->capture_default_str()
       ->group(group);

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 #include <spdlog/sinks/basic_file_sink.h>
-#include <spdlog/sinks/stdout_color_sinks.h>
 
 #include <algorithm>
 #include <chrono>
@@ -25,6 +24,7 @@
 #include "src/model/ModelFile.hpp"
 #include "src/train/DataSetup.hpp"
 #include "src/train/TrainConfig.hpp"
+#include "src/train/TrainingLog.hpp"
 
 namespace deepkf {
 namespace fs = std::filesystem;
@@ -53,8 +53,7 @@ json errors_of(const std::string& model_path, const std::vector<std::string>& pa
 
 std::shared_ptr<spdlog::logger> open_log(const std::string& file) {
   std::vector<spdlog::sink_ptr> sinks{
-      std::make_shared<spdlog::sinks::stderr_color_sink_mt>(),
-      std::make_shared<spdlog::sinks::basic_file_sink_mt>(file, /*truncate=*/false)};
+      make_console_sink(), std::make_shared<spdlog::sinks::basic_file_sink_mt>(file, /*truncate=*/false)};
   auto log = std::make_shared<spdlog::logger>("deepkf-learn", sinks.begin(), sinks.end());
   log->set_pattern("[%Y-%m-%d %H:%M:%S] %v");
   log->flush_on(spdlog::level::info);  // everything up to a kill -9 is in learn.log

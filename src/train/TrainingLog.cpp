@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "src/core/AtomicFile.hpp"
+#include "src/core/ConsoleLevel.hpp"
 #include "src/core/Error.hpp"
 #include "src/core/Together.hpp"
 
@@ -29,7 +30,7 @@ TrainingOutput open_training_output(Communicator& comm, const std::string& outpu
     }
     out.lock = std::make_unique<FolderLock>(output_dir, "-o");
     unfinished = remove_unfinished_files(output_dir);
-    sinks.push_back(std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
+    sinks.push_back(make_console_sink());
     sinks.push_back(
         std::make_shared<spdlog::sinks::basic_file_sink_mt>((fs::path(output_dir) / "train.log").string(),
                                                             /*truncate=*/!append));
@@ -45,6 +46,23 @@ TrainingOutput open_training_output(Communicator& comm, const std::string& outpu
   }
   out.log = log;
   return out;
+}
+
+spdlog::sink_ptr make_console_sink() {
+  auto sink = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
+  switch (console_level()) {
+    case ConsoleLevel::error:
+      sink->set_level(spdlog::level::err);
+      break;
+    case ConsoleLevel::warning:
+      sink->set_level(spdlog::level::warn);
+      break;
+    case ConsoleLevel::info:
+    case ConsoleLevel::debug:
+      sink->set_level(spdlog::level::trace);
+      break;
+  }
+  return sink;
 }
 
 }  // namespace deepkf
