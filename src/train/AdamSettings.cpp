@@ -1,5 +1,7 @@
 #include "src/train/AdamSettings.hpp"
 
+#include "src/core/Error.hpp"
+
 namespace deepkf {
 
 namespace {
@@ -25,6 +27,17 @@ AdamSettings AdamSettings::read(const OptimizerInput& in) {
       "only \"exp\" (exponential decay) is supported");
   s.start_lr = in.get<double>(schedule_key("start_lr"), s.start_lr, is_positive, "must be positive");
   s.stop_lr = in.get<double>(schedule_key("stop_lr"), s.stop_lr, is_positive, "must be positive");
+  // DeePMD-kit's stop_lr_ratio (v3) gives the final rate relative to the first: stop_lr = start_lr * ratio.
+  const double ratio = in.get<double>(schedule_key("stop_lr_ratio"), 0.0, is_positive, "must be positive");
+  if (ratio > 0.0) {
+    if (const std::string stop = in.find("stop_lr", kSchedulePlaces); !stop.empty()) {
+      throw ConfigError("'" + stop + "' and '" + in.find("stop_lr_ratio", kSchedulePlaces) + "' in " +
+                        in.file() +
+                        " both set the final learning rate (stop_lr = start_lr * stop_lr_ratio): "
+                        "keep one");
+    }
+    s.stop_lr = s.start_lr * ratio;
+  }
   s.decay_steps = in.get<std::int64_t>(
       schedule_key("decay_steps"), s.decay_steps, [](const std::int64_t& v) { return v >= 1; },
       "must be at least 1");

@@ -33,8 +33,12 @@ const std::vector<std::string> kIgnoredTraining = {
 const std::vector<std::string> kIgnoredTop = {"validating"};
 const std::vector<std::string> kIgnoredData = {"set_prefix"};
 // Validation data is evaluated frame by frame, not drawn: DeePMD-kit's drawing keys have no effect there.
-const std::vector<std::string> kIgnoredValidation = {"auto_prob", "auto_prob_style", "sys_probs"};
+const std::vector<std::string> kIgnoredValidation = {"auto_prob", "auto_prob_style", "sys_probs",
+                                                     "sys_weights"};
+// DeePMD-kit's names of one key (its argcheck aliases).
 const std::vector<std::string> kAutoProbNames = {"auto_prob", "auto_prob_style"};
+const std::vector<std::string> kSysProbsNames = {"sys_probs", "sys_weights"};
+const std::vector<std::string> kNumbBtchNames = {"numb_btch", "numb_batch"};
 const std::vector<std::string> kIgnoredLoss = {"start_pref_ae", "limit_pref_ae", "start_pref_pf",
                                                "limit_pref_pf", "relative_f",    "enable_atom_ener_coeff"};
 
@@ -146,10 +150,12 @@ namespace {
 DataSection read_data(const json& s, const std::string& path, const std::string& file, bool validation,
                       std::vector<std::string>& ignored) {
   std::vector<std::string> known = {"systems", "batch_size"};
-  if (validation) known.push_back("numb_btch");
-  if (!validation) known = joined(joined(known, {"repeat", "sys_probs"}), kAutoProbNames);
+  if (validation) known = joined(known, kNumbBtchNames);
+  if (!validation) known = joined(joined(joined(known, {"repeat"}), kSysProbsNames), kAutoProbNames);
   const auto ignore = validation ? joined(kIgnoredData, kIgnoredValidation) : kIgnoredData;
   check_keys(s, path, joined(known, ignore), file);
+  // Under either name; both are an error, for validation data too (where the key has no effect).
+  const std::string sys_probs = one_of(s, kSysProbsNames, path, file);
   note_ignored(s, path, ignore, ignored);
   DataSection d;
   const json systems = s.contains("systems") ? s.at("systems") : json();
@@ -181,14 +187,15 @@ DataSection read_data(const json& s, const std::string& path, const std::string&
     }
     if (!r.is_array()) d.repeat.assign(d.systems.size(), d.repeat.front());
   }
-  if (!validation && s.contains("sys_probs") && !s.at("sys_probs").is_null()) {
-    const json& p = s.at("sys_probs");
+  if (!validation && !sys_probs.empty() && !s.at(sys_probs).is_null()) {
+    const json& p = s.at(sys_probs);
+    const std::string key = path + "." + sys_probs;
     const std::string rule =
         "must be a list of numbers, one per training system (a negative one: a share of "
         "what the others leave)";
-    require(p.is_array() && !p.empty(), file, path + ".sys_probs", p, rule);
+    require(p.is_array() && !p.empty(), file, key, p, rule);
     for (const auto& x : p) {
-      require(x.is_number() && std::isfinite(x.get<double>()), file, path + ".sys_probs", p, rule);
+      require(x.is_number() && std::isfinite(x.get<double>()), file, key, p, rule);
       d.sys_probs.push_back(x.get<double>());
     }
   }
@@ -200,9 +207,9 @@ DataSection read_data(const json& s, const std::string& path, const std::string&
       (void)parse_auto_prob(d.auto_prob, path + "." + name, file);  // its form now; its ranges with the data
     }
   }
-  if (validation) {
-    d.numb_btch = get_or<int>(s, "numb_btch", 1, path, file);
-    require(d.numb_btch >= 1, file, path + ".numb_btch", json(d.numb_btch), "must be at least 1");
+  if (const std::string name = validation ? one_of(s, kNumbBtchNames, path, file) : ""; !name.empty()) {
+    d.numb_btch = get_or<int>(s, name, 1, path, file);
+    require(d.numb_btch >= 1, file, path + "." + name, json(d.numb_btch), "must be at least 1");
   }
   return d;
 }

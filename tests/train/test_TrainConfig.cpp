@@ -107,6 +107,34 @@ TEST_CASE("defaults and the optimizer section", "[train][config]") {
         rlekf.optimizer_settings);
 }
 
+TEST_CASE("DeePMD-kit v3's stop_lr_ratio gives stop_lr = start_lr * stop_lr_ratio, with stop_lr an error",
+          "[train][config]") {
+  json doc = minimal();
+  doc["training"]["opt_type"] = "Adam";
+  doc["learning_rate"] = {{"type", "exp"}, {"start_lr", 2e-3}, {"stop_lr_ratio", 1e-3}, {"decay_steps", 100}};
+  // Formerly: "unknown key 'stop_lr_ratio' in learning_rate of in.json".
+  const TrainConfig c = TrainConfig::from_json(doc, "in.json", "/tmp");
+  CHECK(c.optimizer_settings.at("learning_rate").at("stop_lr").get<double>() == Approx(2e-6));
+  // The resolved input holds stop_lr, and reads back to the same settings.
+  CHECK(TrainConfig::from_json(c.to_json(), "resolved.json", "/tmp").optimizer_settings ==
+        c.optimizer_settings);
+  json both = doc;
+  both["learning_rate"]["stop_lr"] = 1e-8;
+  CHECK(
+      error_of(both) ==
+      "'learning_rate.stop_lr' and 'learning_rate.stop_lr_ratio' in in.json both set the final learning rate "
+      "(stop_lr = start_lr * stop_lr_ratio): keep one");
+  json zero = doc;
+  zero["learning_rate"]["stop_lr_ratio"] = 0;
+  CHECK_THAT(error_of(zero), Catch::StartsWith("'learning_rate.stop_lr_ratio' in in.json is 0") &&
+                                 Catch::EndsWith("must be positive"));
+  // With RLEKF it is Adam's key, listed as unused like the rest of the schedule.
+  doc["training"].erase("opt_type");
+  CHECK(TrainConfig::from_json(doc, "in.json", "/tmp").unused_keys ==
+        std::vector<std::string>{"learning_rate.type", "learning_rate.start_lr",
+                                 "learning_rate.stop_lr_ratio", "learning_rate.decay_steps"});
+}
+
 TEST_CASE("the run's length under DeePMD-kit's names: numb_steps and its aliases, or num_epoch",
           "[train][config]") {
   for (const char* name : {"stop_batch", "num_step", "num_steps", "numb_step"}) {

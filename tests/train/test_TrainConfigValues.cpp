@@ -1,6 +1,7 @@
 // The training input's values (TrainConfig): numbers range-checked before conversion, the model section and
 // its integers, training_data.repeat, sys_probs and auto_prob, batch_size's forms and energy_replay "auto".
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "src/core/Error.hpp"
@@ -174,6 +175,37 @@ TEST_CASE("sys_probs and auto_prob are read for training data and have no effect
   c = TrainConfig::from_json(doc, "in.json", "/tmp");
   CHECK(c.ignored_keys ==
         std::vector<std::string>{"training.validation_data.auto_prob", "training.validation_data.sys_probs"});
+}
+
+TEST_CASE("DeePMD-kit's aliases sys_weights and numb_batch are sys_probs and numb_btch, both names an error",
+          "[train][config][probs]") {
+  json doc = minimal();
+  doc["training"]["training_data"]["sys_weights"] = {0.25, 0.75};
+  doc["training"]["validation_data"] = {{"systems", "c"}, {"numb_batch", 3}, {"sys_weights", {1.0}}};
+  // Formerly: "unknown key 'sys_weights' in training.training_data of in.json; did you mean 'sys_probs'?".
+  const TrainConfig c = TrainConfig::from_json(doc, "in.json", "/tmp");
+  CHECK(c.training_data.sys_probs == std::vector<double>{0.25, 0.75});
+  CHECK(c.validation_data.numb_btch == 3);
+  CHECK(c.ignored_keys == std::vector<std::string>{"training.validation_data.sys_weights"});
+  // The resolved input has DeePMD-kit's first names.
+  CHECK(c.to_json()["training"]["training_data"]["sys_probs"] == json({0.25, 0.75}));
+  CHECK(c.to_json()["training"]["validation_data"]["numb_btch"] == 3);
+  // Errors name the key as the file gives it.
+  json bad = doc;
+  bad["training"]["validation_data"]["numb_batch"] = 0;
+  CHECK(error_of(bad) == "'training.validation_data.numb_batch' in in.json is 0: must be at least 1");
+  bad = doc;
+  bad["training"]["training_data"]["sys_weights"] = {0.5, "half"};
+  CHECK_THAT(error_of(bad), Catch::StartsWith("'training.training_data.sys_weights' in in.json is [0.5,"));
+  for (const auto& [section, key, alias] :
+       {std::tuple<std::string, std::string, std::string>{"training_data", "sys_probs", "sys_weights"},
+        {"validation_data", "sys_probs", "sys_weights"},
+        {"validation_data", "numb_btch", "numb_batch"}}) {
+    json twice = doc;
+    twice["training"][section][key] = twice["training"][section][alias];
+    CHECK(error_of(twice) == "'training." + section + "." + key + "' and 'training." + section + "." + alias +
+                                 "' in in.json are the same setting under two names: keep one");
+  }
 }
 
 TEST_CASE("batch_size takes DeePMD-kit's forms: a number, auto, auto:N, max:N, one per system path",
