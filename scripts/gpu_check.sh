@@ -17,7 +17,7 @@
 # cuda (the tests tagged [cuda]: CUDA against CPU; then test_model whole, a crash rerun under cuda-gdb; the
 # Python module's DeepPot on the GPU against the CPU);
 # bench (bench_kalman, and its joint update of 5 measurements); train (the water reference model, RLEKF
-# joint, LKF and Adam, DEEPKF_GPU_TRAIN_SECONDS (35) each); lammps (bench_lammps on the GPU); scaling (on the
+# joint by share, joint, LKF and Adam, DEEPKF_GPU_TRAIN_SECONDS (35) each); lammps (bench_lammps on the GPU); scaling (on the
 # CPU cores, the GPU hidden: data-parallel training at 1 to 16 ranks, bench/train/mpi_scaling.sh, and
 # LAMMPS at 1 to 16 ranks); suite (everything else built, ctest for the time left).
 # DEEPKF_GPU_PHASES="bench train" runs only those (the build folder, /tmp/deepkf-gpu-build, is kept while
@@ -314,7 +314,8 @@ run() {
 
 # train_water DEEPKF OUT DEVICE DRY: DeePMD-kit's water model (configs/water_se_e2_a.json: embedding
 # [25, 50, 100], fitting [240, 240, 240]) trained on the shared water data for a fixed wall time with RLEKF,
-# with the joint update and the automatic force noise, then at the defaults (DeePMD-kit's LKF), then with Adam
+# with the joint update by share (energy 0.3, forces 0.1, p0_shape "gradient"), with the joint update and the
+# automatic force noise, then at the defaults (DeePMD-kit's LKF), then with Adam
 # (DeePMD-kit's own learning rate and loss from its example input); the learning curves
 # (lcurve.out: validation RMSE and wall time every few steps) and logs go to OUT.
 train_water() {
@@ -343,6 +344,11 @@ doc["optimizer"]["log_filter"] = True  # each display line: the filter's state a
 joint = json.loads(json.dumps(doc))
 joint["optimizer"].update({"kf_update": "joint", "force_noise": "auto"})
 json.dump(joint, open(f"{work}/rlekf.json", "w"), indent=1)
+# The joint update with noise by share and the per-weight initial covariance (docs/rlekf.md): the variant
+# whose forces fell first on the CPU (docs/benchmarks.md, "Forces from the first step").
+shares = json.loads(json.dumps(doc))
+shares["optimizer"].update({"kf_update": "joint", "energy_share": 0.3, "force_share": 0.1, "p0_shape": "gradient"})
+json.dump(shares, open(f"{work}/shares.json", "w"), indent=1)
 json.dump(doc, open(f"{work}/lkf.json", "w"), indent=1)
 # DeePMD-kit's water example: Adam, its exponential learning rate and loss prefactors.
 ref = json.load(open(f"{water}/input_se_e2_a.reference.json"))
@@ -352,7 +358,7 @@ doc["loss"] = ref["loss"]
 t["disp_freq"] = 50
 json.dump(doc, open(f"{work}/adam.json", "w"), indent=1)
 PY
-  for opt in ${DEEPKF_GPU_TRAIN_RUNS:-rlekf lkf adam}; do
+  for opt in ${DEEPKF_GPU_TRAIN_RUNS:-shares rlekf lkf adam}; do
     # Killed at the time limit: lcurve.out is written line by line, and no checkpoint is wanted.
     timeout -s KILL "$seconds" "$deepkf" train "$work/$opt.json" -o "$work/$opt" >"$work/$opt.stdout" 2>&1 || true
     echo "-- $opt: train.log"
