@@ -162,7 +162,8 @@ void add_test_command(CLI::App& app) {
   cmd->add_option("-m,--model", args->model, "model file")->required()->check(CLI::ExistingFile);
   cmd->add_option(
       "-s,--system", args->systems,
-      "systems: npy folders (or a folder searched for them), file.h5, file.h5#group, extended XYZ");
+      "systems: npy folders (or a folder searched for them), file.h5, file.h5#group, DeePMD-kit LMDB "
+      "databases (*.lmdb), extended XYZ");
   cmd->add_option("-f,--datafile", args->datafile, "a file listing one system path per line (as dp test -f)");
   cmd->add_option("-n,--numb-test", args->numb_test, "test the first N frames of each system (0: all)")
       ->capture_default_str()

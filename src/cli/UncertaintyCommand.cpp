@@ -211,7 +211,8 @@ void add_uncertainty_command(CLI::App& app) {
   cmd->add_option("-m,--model", args->models, "model files of an ensemble (two or more): model_devi columns")
       ->check(CLI::ExistingFile);
   cmd->add_option("-s,--system", args->systems,
-                  "frames: npy folders, file.h5, file.h5#group, extended XYZ, LAMMPS text dumps")
+                  "frames: npy folders, file.h5, file.h5#group, DeePMD-kit LMDB databases (*.lmdb), extended "
+                  "XYZ, LAMMPS text dumps")
       ->required();
   cmd->add_option("-o,--output", args->output, "prefix of the output files")->capture_default_str();
   cmd->add_option("--type-map", args->type_map,

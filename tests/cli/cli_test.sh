@@ -20,6 +20,8 @@ cat >"$work/input.json" <<JSON
               "numb_steps": 2, "disp_freq": 1, "save_freq": 2, "num_threads": 1}}
 JSON
 expect "train a model" "step" "$deepkf" train "$work/input.json" -o "$work/run"
+# -s takes every data format, DeePMD-kit's LMDB databases among them, and its help says so.
+expect "test --help names LMDB databases for -s" "LMDB" "$deepkf" test --help
 
 # A dp test style list: a comment, a blank line, two data files.
 printf '# systems\n%s\n\n  %s  \n' "$source_dir/data/si_cp2k.h5" "$source_dir/data/water_cp2k.h5" >"$work/systems.txt"

@@ -90,6 +90,9 @@ expect_error "a dump without a type map" "no 'element' column" \
 expect_error "a bad --force-atoms" "--force-atoms is 'some'" \
   "$deepkf" uncertainty -c "$work/a/model.ckpt" -s "$data" --force-atoms some
 
+# -s takes every data format, DeePMD-kit's LMDB databases among them, and its help says so.
+expect "uncertainty --help names LMDB databases for -s" "LMDB" "$deepkf" uncertainty --help
+
 if [ $failures -ne 0 ]; then
   echo "$failures check(s) failed"
   exit 1
