@@ -106,6 +106,15 @@ std::string plan_training_step(const TrainConfig& cfg, const DeepPot& model, int
   return entry(cfg.optimizer).plan(cfg, model, nranks, resources);
 }
 
+int kalman_updates_per_step(const TrainConfig& cfg, bool virials) {
+  if (cfg.optimizer != "RLEKF") return 0;
+  const RlekfSettings s = settings_of<RlekfSettings>(cfg);
+  if (s.update == "joint") return 1;
+  const int force_groups = (s.nselect + s.groupsize - 1) / s.groupsize;
+  const bool virial = virials && (s.start_pref_v > 0.0 || s.limit_pref_v > 0.0);
+  return 1 + force_groups + (virial ? 1 : 0) + (s.energy_last ? 1 : 0);
+}
+
 std::unique_ptr<TrainingStep> make_training_step(const TrainConfig& cfg, DeepPot model,
                                                  std::shared_ptr<Communicator> comm,
                                                  const StepResources& resources) {

@@ -28,6 +28,12 @@ nlohmann::json resolve_optimizer_settings(const std::string& name, const Optimiz
 std::string plan_training_step(const TrainConfig& cfg, const DeepPot& model, int nranks,
                                const StepResources& resources);
 
+// The Kalman filter updates one RLEKF training step makes on a batch with forces (and virials, when
+// `virials`), from cfg.optimizer_settings: with kf_update "sequential", the energy, one per force group
+// (ceil(nselect / groupsize)), the virial when a virial prefactor is not 0, and the energy again with
+// energy_last (6 at the defaults); with "joint", 1. 0 for Adam.
+int kalman_updates_per_step(const TrainConfig& cfg, bool virials);
+
 // The step cfg.optimizer names, with cfg.optimizer_settings, over `model`'s parameters. ResourceError when
 // what it needs does not fit in `resources`.
 std::unique_ptr<TrainingStep> make_training_step(const TrainConfig& cfg, DeepPot model,

@@ -2,6 +2,8 @@
 // status and state; an unknown name is refused.
 #include <torch/torch.h>
 
+#include <tuple>
+
 #include "src/core/Error.hpp"
 #include "src/data/Dataset.hpp"
 #include "src/model/Batch.hpp"
@@ -133,11 +135,18 @@ TEST_CASE("replayed frames join the energy measurement as the batch's own frames
 
 TEST_CASE("RLEKF tells where a step's time went: the filter's updates and the rest", "[train][step]") {
   // Sequential (the default): an energy update, 24 atoms in groups of 6 (4 force updates), the energy
-  // again: 6 updates. Joint: all of them in one update.
-  for (const auto& [update, per_step] : {std::pair{"sequential", 6}, std::pair{"joint", 1}}) {
-    INFO("kf_update " << update);
-    const auto cfg =
-        config_with({{"type", "RLEKF"}, {"kf_blocksize", 64}, {"log_filter", true}, {"kf_update", update}});
+  // again (energy_last): 6 updates; 5 without energy_last. Joint: all of them in one update.
+  for (const auto& [update, energy_last, per_step] :
+       {std::tuple{"sequential", true, 6}, std::tuple{"sequential", false, 5},
+        std::tuple{"joint", true, 1}}) {
+    INFO("kf_update " << update << ", energy_last " << energy_last);
+    const auto cfg = config_with({{"type", "RLEKF"},
+                                  {"kf_blocksize", 64},
+                                  {"log_filter", true},
+                                  {"kf_update", update},
+                                  {"energy_last", energy_last}});
+    // What the settings say a step makes (the MPI benchmark's count) is what the step makes.
+    CHECK(deepkf::kalman_updates_per_step(cfg, false) == per_step);
     const auto systems = deepkf::read_systems(std::string(DEEPKF_SOURCE_DIR) + "/data/si_cp2k.h5");
     REQUIRE_FALSE(systems.empty());
     const auto mc = deepkf::ModelConfig::from_json(cfg.model);
@@ -160,4 +169,9 @@ TEST_CASE("RLEKF tells where a step's time went: the filter's updates and the re
     // The display line covers the steps since the last display: none now.
     CHECK_THAT(step->status_line(2), !Contains("time:"));
   }
+  // A virial update when a virial prefactor is set and the batch has virials; none for Adam.
+  const auto virial = config_with({{"type", "RLEKF"}, {"kf_start_pref_v", 1.0}});
+  CHECK(deepkf::kalman_updates_per_step(virial, true) == 7);
+  CHECK(deepkf::kalman_updates_per_step(virial, false) == 6);
+  CHECK(deepkf::kalman_updates_per_step(config_with({{"type", "Adam"}}), true) == 0);
 }
