@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 
 #include "src/core/Error.hpp"
 #include "src/eval/SvgPlot.hpp"
@@ -95,22 +96,49 @@ std::string frames_table(const ModelTestResult& result) {
 }
 
 std::string parity_svg(const ModelTestResult& result) {
-  std::vector<PlotPanel> panels = {
-      {"energy per atom",
-       "reference (eV/atom)",
-       "prediction (eV/atom)",
-       false,
-       true,
-       {{fmt::format("RMSE {:.2e} eV/atom", result.total.rmse_e()), result.e_ref, result.e_pred, true, ""}}}};
-  if (!result.f_ref.empty()) {
-    panels.push_back(
-        {"force components",
-         "reference (eV/A)",
-         "prediction (eV/A)",
-         false,
-         true,
-         {{fmt::format("RMSE {:.2e} eV/A", result.total.rmse_f()), result.f_ref, result.f_pred, true, ""}}});
+  // One colour per system where there are a few (the palette has six), with each system's RMSE; otherwise
+  // one series of all points with the overall RMSE.
+  const bool by_system = result.systems.size() >= 2 && result.systems.size() <= kParitySystemColours;
+  std::vector<PlotSeries> energy, force;
+  if (by_system) {
+    for (const auto& sys : result.systems) {
+      PlotSeries e{fmt::format("{}: {:.2e} eV/atom", std::filesystem::path(sys.source).filename().string(),
+                               sys.metrics.rmse_e()),
+                   {},
+                   {},
+                   true,
+                   ""};
+      PlotSeries f{fmt::format("{}: {:.2e} eV/A", std::filesystem::path(sys.source).filename().string(),
+                               sys.metrics.rmse_f()),
+                   {},
+                   {},
+                   true,
+                   ""};
+      for (std::size_t i = 0; i < result.frames.size(); ++i) {
+        const FrameResult& fr = result.frames[i];
+        if (fr.system != sys.source) continue;
+        e.x.push_back(result.e_ref[i]);
+        e.y.push_back(result.e_pred[i]);
+        if (fr.force_begin < 0) continue;
+        const auto begin = static_cast<std::size_t>(fr.force_begin);
+        const auto end = begin + 3 * static_cast<std::size_t>(fr.natoms);
+        f.x.insert(f.x.end(), result.f_ref.begin() + begin, result.f_ref.begin() + end);
+        f.y.insert(f.y.end(), result.f_pred.begin() + begin, result.f_pred.begin() + end);
+      }
+      energy.push_back(std::move(e));
+      if (!f.x.empty()) force.push_back(std::move(f));
+    }
+  } else {
+    energy.push_back(
+        {fmt::format("RMSE {:.2e} eV/atom", result.total.rmse_e()), result.e_ref, result.e_pred, true, ""});
+    if (!result.f_ref.empty())
+      force.push_back(
+          {fmt::format("RMSE {:.2e} eV/A", result.total.rmse_f()), result.f_ref, result.f_pred, true, ""});
   }
+  std::vector<PlotPanel> panels = {
+      {"energy per atom", "reference (eV/atom)", "prediction (eV/atom)", false, true, energy}};
+  if (!force.empty())
+    panels.push_back({"force components", "reference (eV/A)", "prediction (eV/A)", false, true, force});
   return render_svg(panels);
 }
 

@@ -52,7 +52,9 @@ ModelTestResult test_model(const LoadedModel& model, const Dataset& data, int ba
 
 // The per-frame table, tab-separated with a commented header.
 std::string frames_table(const ModelTestResult& result);
-// Energy (and, with forces, force) parity plots as one SVG document.
+// Energy (and, with forces, force) parity plots as one SVG document; with 2 to kParitySystemColours systems
+// each system has its own colour and its RMSE in the legend.
+constexpr std::size_t kParitySystemColours = 6;
 std::string parity_svg(const ModelTestResult& result);
 
 }  // namespace deepkf

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iomanip>
 #include <limits>
 #include <sstream>
 
@@ -60,15 +61,29 @@ struct Range {
   }
 };
 
-// About five round tick values covering [lo, hi].
-std::vector<double> ticks(double lo, double hi) {
+// About five round tick values covering [lo, hi], with their labels: as many decimals as the step needs,
+// so that ticks of -106.95 and -106.90 do not both read -107 as four significant digits would make them.
+struct Tick {
+  double value;
+  std::string label;
+};
+std::vector<Tick> ticks(double lo, double hi) {
   const double raw = (hi - lo) / 5.0;
   const double mag = std::pow(10.0, std::floor(std::log10(raw)));
   const double r = raw / mag;
   const double step = mag * (r < 1.5 ? 1 : (r < 3 ? 2 : (r < 7 ? 5 : 10)));
-  std::vector<double> out;
-  for (double t = std::ceil(lo / step) * step; t <= hi + 1e-9 * step; t += step)
-    out.push_back(std::abs(t) < 1e-12 * step ? 0 : t);
+  const int decimals = std::max(0, static_cast<int>(-std::floor(std::log10(step) + 1e-9)));
+  const bool fixed = decimals <= 6 && std::max(std::abs(lo), std::abs(hi)) < 1e7;
+  std::vector<Tick> out;
+  for (double t = std::ceil(lo / step) * step; t <= hi + 1e-9 * step; t += step) {
+    const double v = std::abs(t) < 1e-12 * step ? 0 : t;
+    std::ostringstream label;
+    if (fixed)
+      label << std::fixed << std::setprecision(decimals) << v;
+    else
+      label << number(v);
+    out.push_back({v, label.str()});
+  }
   return out;
 }
 
@@ -107,18 +122,17 @@ void render_panel(std::ostringstream& svg, const PlotPanel& panel, double x0, do
       << escape(panel.xlabel) << "</text>\n";
   svg << "<text transform='translate(" << x0 + 16 << "," << (top + bottom) / 2
       << ") rotate(-90)' text-anchor='middle' font-size='12'>" << escape(panel.ylabel) << "</text>\n";
-  for (double t : ticks(rx.lo, rx.hi)) {
+  for (const auto& [t, label] : ticks(rx.lo, rx.hi)) {
     svg << "<line x1='" << pxt(t) << "' y1='" << bottom << "' x2='" << pxt(t) << "' y2='" << bottom + 4
         << "' stroke='#333'/><text x='" << pxt(t) << "' y='" << bottom + 17
-        << "' text-anchor='middle' font-size='10'>" << (panel.log_x ? "1e" + number(t) : number(t))
+        << "' text-anchor='middle' font-size='10'>" << (panel.log_x ? "1e" + number(t) : label)
         << "</text>\n";
   }
-  for (double t : ticks(ry.lo, ry.hi)) {
+  for (const auto& [t, label] : ticks(ry.lo, ry.hi)) {
     const double y = pyt(t);
     svg << "<line x1='" << left - 4 << "' y1='" << y << "' x2='" << left << "' y2='" << y
         << "' stroke='#333'/><text x='" << left - 6 << "' y='" << y + 3
-        << "' text-anchor='end' font-size='10'>" << (panel.log_y ? "1e" + number(t) : number(t))
-        << "</text>\n";
+        << "' text-anchor='end' font-size='10'>" << (panel.log_y ? "1e" + number(t) : label) << "</text>\n";
   }
   if (panel.diagonal) {
     svg << "<line x1='" << pxt(rx.lo) << "' y1='" << pyt(rx.lo) << "' x2='" << pxt(rx.hi) << "' y2='"

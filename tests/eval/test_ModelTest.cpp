@@ -1,9 +1,11 @@
 // The model test behind `deepkf test`, on the project's CP2K silicon data with a small random model: the
 // per-frame rows, the per-system metrics and the parity points must tell the same story, recomputed here
 // from the rows alone.
+#include <fmt/format.h>
 #include <torch/torch.h>
 
 #include <cmath>
+#include <filesystem>
 #include <sstream>
 #include <string>
 
@@ -66,6 +68,19 @@ TEST_CASE("model test rows, metrics and parity points agree", "[eval]") {
   const auto svg = deepkf::parity_svg(r);
   CHECK(svg.find("energy per atom") != std::string::npos);
   CHECK(svg.find("force components") != std::string::npos);
+  // A few systems: each its own colour (a marker group per system and panel) and its RMSE in the legend.
+  if (r.systems.size() >= 2 && r.systems.size() <= deepkf::kParitySystemColours) {
+    std::size_t groups = 0;
+    for (auto pos = svg.find("<g fill='"); pos != std::string::npos; pos = svg.find("<g fill='", pos + 1))
+      ++groups;
+    CHECK(groups == 2 * r.systems.size());
+    for (const auto& sys : r.systems) {
+      const std::string name = std::filesystem::path(sys.source).filename().string();
+      INFO("system " << sys.source);
+      CHECK(svg.find(fmt::format("{}: {:.2e} eV/atom", name, sys.metrics.rmse_e())) != std::string::npos);
+      CHECK(svg.find(fmt::format("{}: {:.2e} eV/A", name, sys.metrics.rmse_f())) != std::string::npos);
+    }
+  }
 }
 
 TEST_CASE("a non-finite prediction stops the model test, naming the frame and the system", "[eval][errors]") {

@@ -53,3 +53,24 @@ TEST_CASE("log-log panels place decades evenly and keep y = x on the diagonal", 
   for (std::size_t i = 0; i < 3; ++i)
     CHECK((cx[i] - 70.0) / 355.0 == Approx((350.0 - cy[i]) / 315.0).epsilon(1e-3));
 }
+
+TEST_CASE("tick labels tell neighbouring ticks apart on a narrow range far from zero", "[eval][plot]") {
+  // Energies per atom around -107 eV within 0.2 eV: ticks 0.05 apart, which four significant digits would
+  // print as -107, -107, -106.9, -106.9.
+  deepkf::PlotPanel panel;
+  panel.diagonal = true;
+  panel.series.push_back({"E", {-107.05, -106.98, -106.9}, {-107.04, -106.97, -106.88}, true, ""});
+  const std::string svg = deepkf::render_svg({panel});
+  std::vector<std::string> labels;
+  for (std::size_t pos = svg.find("text-anchor='end' font-size='10'>"); pos != std::string::npos;
+       pos = svg.find("text-anchor='end' font-size='10'>", pos + 1)) {
+    const auto begin = svg.find('>', pos) + 1;
+    labels.push_back(svg.substr(begin, svg.find('<', begin) - begin));
+  }
+  REQUIRE(labels.size() >= 3);
+  for (std::size_t i = 1; i < labels.size(); ++i) {
+    INFO("y tick labels: " << labels[i - 1] << ", " << labels[i]);
+    CHECK(labels[i] != labels[i - 1]);
+  }
+  CHECK(labels.front().find('.') != std::string::npos);  // -107.05, not -107
+}
