@@ -238,7 +238,7 @@ TEST_CASE("noise by share: dense algebra, the share removed, and no dependence o
   CHECK(max_rel_diff(results[0], results[1]) < 1e-10);
 }
 
-TEST_CASE("noise by share refuses shares outside [0, 1) and a count unlike the measurements'",
+TEST_CASE("noise by share refuses shares outside 0 to 1 and a share count unlike the measurement count",
           "[optim][kalman][joint]") {
   auto params = make_params(kMixedShapes, 43);
   KalmanOptions options;
