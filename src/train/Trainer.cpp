@@ -124,6 +124,15 @@ TrainResult Trainer::run() {
   });
   ProgressBar progress(m.step, m.cfg.numb_steps, m.root() ? m.opt.progress : 0);
   m.log->info("training from step {} to {}", m.step, m.cfg.numb_steps);
+  const std::int64_t first_step = m.step;
+  // "  ETA 12:34" on a display line: this run's time per step so far, validation included, times the steps
+  // left; train.log has no progress bar.
+  const auto eta = [&] {
+    const std::int64_t done = m.step - first_step, left = m.cfg.numb_steps - m.step;
+    if (done <= 0 || left <= 0) return std::string();
+    return "  ETA " +
+           ProgressBar::format_duration(elapsed() / static_cast<double>(done) * static_cast<double>(left));
+  };
 
   // A non-finite innovation, loss or prediction ends the run here, naming the step and the batch, before a
   // checkpoint or model could hold non-finite weights; the last checkpoint stays as it was.
@@ -144,8 +153,8 @@ TrainResult Trainer::run() {
     // Without validation data the validation columns say so instead of showing nan.
     const auto val_e = val.e_count > 0 ? fmt::format("val {:.3e} ", val.rmse_e()) : std::string();
     const auto val_f = val.e_count > 0 ? fmt::format("val {:.3e} ", val.rmse_f()) : std::string();
-    m.log->info("step {:>7}  rmse_e {}trn {:.3e} eV/atom  rmse_f {}trn {:.3e} eV/A  {}", m.step, val_e,
-                trn.rmse_e(), val_f, trn.rmse_f(), status);
+    m.log->info("step {:>7}  rmse_e {}trn {:.3e} eV/atom  rmse_f {}trn {:.3e} eV/A  {}{}", m.step, val_e,
+                trn.rmse_e(), val_f, trn.rmse_f(), status, eta());
   };
 
   // The model file, once: at the end before the last checkpoint (it is small and what the run is for, so a
