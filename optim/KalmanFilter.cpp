@@ -81,7 +81,7 @@ KalmanFilter::KalmanFilter(std::vector<torch::Tensor> params, const KalmanOption
   cov_ = PackedCovariance(std::move(sizes), options_.p0, options_.p_dtype, device_);
 }
 
-void KalmanFilter::set_p0(double p0) {
+void KalmanFilter::check_p0(double p0) const {
   if (steps_ > 0) {
     throw OptimError("kalman optimizer: p0 can only be set before the first step (" + std::to_string(steps_) +
                      " done)");
@@ -89,6 +89,10 @@ void KalmanFilter::set_p0(double p0) {
   if (!(p0 > 0.0) || !std::isfinite(p0)) {
     throw OptimError("kalman optimizer: initial covariance p0 is " + num(p0) + ", must be positive");
   }
+}
+
+void KalmanFilter::set_p0(double p0) {
+  check_p0(p0);
   cov_.scale(p0 / options_.p0);  // P is p0_old I until the first step
   options_.p0 = p0;
   p0_ = p0;
@@ -102,13 +106,17 @@ void KalmanFilter::set_p0(double p0, const torch::Tensor& d) {
   const auto d64 = d.to(torch::kCPU, torch::kFloat64);
   if (!(d64.min().item<double>() > 0.0) || !torch::isfinite(d64).all().item<bool>())
     throw OptimError("kalman optimizer: initial covariance diagonal is not positive and finite");
-  set_p0(p0);  // P = p0 I; checks p0 and the step count
-  // P_i = S_i (p0 I) S_i with s = sqrt(d): block i's part of d on its diagonal.
+  check_p0(p0);
+  // P is p0_old I until the first step: P_i = S_i P_i S_i with s = sqrt(d p0 / p0_old) gives p0 diag(d_i) in
+  // one pass over the blocks.
+  const auto s = (d64 * (p0 / options_.p0)).sqrt();
   const auto& blocks = layout_.blocks();
   for (auto i = first_block_; i < end_block_; ++i) {
     const auto& b = blocks[static_cast<std::size_t>(i)];
-    cov_.congruence(static_cast<std::size_t>(i - first_block_), d64.narrow(0, b.begin, b.size()).sqrt());
+    cov_.congruence(static_cast<std::size_t>(i - first_block_), s.narrow(0, b.begin, b.size()));
   }
+  options_.p0 = p0;
+  p0_ = p0;
 }
 
 std::int64_t KalmanFilter::covariance_bytes() const { return cov_.bytes(); }

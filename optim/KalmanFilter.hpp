@@ -161,6 +161,8 @@ class KalmanFilter final : public Optimizer {
   torch::Device device_ = torch::kCPU;
   torch::ScalarType param_dtype_ = torch::kFloat64;
   std::vector<int> owners_;
+  // OptimError after a step, or for p0 not positive and finite.
+  void check_p0(double p0) const;
   std::int64_t first_block_ = 0;
   std::int64_t end_block_ = 0;
   std::vector<std::int64_t> rank_begin_;  // owned flat range of each rank: [rank_begin_[r], rank_begin_[r+1])

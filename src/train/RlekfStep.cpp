@@ -320,14 +320,16 @@ std::string RlekfStep::prepare(const std::vector<StepInput>& first) {
     if (!in.info.has_virial || pref.virial <= 0.0) continue;
     virial.push_back(gradients(virial_of(in, pref.virial)));
   }
-  // The covariance's shape d (ones for "identity"), and each measurement's h^T diag(d) h: what |h|^2 is
-  // for P = p0 I.
-  std::vector<Gradients> all = energy;
-  all.insert(all.end(), force.begin(), force.end());
-  all.insert(all.end(), virial.begin(), virial.end());
+  // A shaped covariance's d, and each measurement's h^T diag(d) h: what |h|^2 is for P = p0 I.
   const auto& layout = filter_.layout();
-  const torch::Tensor shape = covariance_shape(options_.p0_shape, all, layout);
   const bool shaped = options_.p0_shape != "identity";
+  torch::Tensor shape;
+  if (shaped) {
+    std::vector<Gradients> all = energy;
+    all.insert(all.end(), force.begin(), force.end());
+    all.insert(all.end(), virial.begin(), virial.end());
+    shape = covariance_shape(options_.p0_shape, all, layout);
+  }
   const auto weighted_norm = [&](const Gradients& grads) {
     double s = 0.0;
     if (!shaped) {
