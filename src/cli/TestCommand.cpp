@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <numeric>
@@ -22,6 +23,7 @@
 #include "src/core/Error.hpp"
 #include "src/core/Random.hpp"
 #include "src/data/Dataset.hpp"
+#include "src/data/DatasetSplit.hpp"
 #include "src/data/FrameSource.hpp"
 #include "src/eval/DetailFiles.hpp"
 #include "src/eval/ModelTest.hpp"
@@ -71,28 +73,65 @@ std::string metrics_row(const std::string& name, std::int64_t frames, const Erro
   return row;
 }
 
-// The systems of a training input's training_data or validation_data (`which`), resolved as training does.
-std::vector<std::string> input_systems(const std::string& input, const std::string& which) {
+// Each tested system's frames as positions in its file (absent: all, in order), so that results name them.
+using Positions = std::map<std::string, std::vector<std::int64_t>>;
+
+// The data of a training input that `which` ("training_data" or "validation_data") names, as training
+// takes it: validation_data's systems, or, where the input holds out validation_fraction of its training
+// data instead, the held-out frames (or the rest for "training_data"), drawn as training draws them
+// (the input's split mode and training.seed). Split parts are named "SOURCE (held out)" or "SOURCE
+// (training part)", with their frames' file positions in `positions`.
+std::vector<System> input_data(const std::string& input, const std::string& which,
+                               const std::vector<std::string>& type_map, Positions& positions) {
   const TrainConfig cfg = TrainConfig::from_file(input);
-  const DataSection& d = which == "training_data" ? cfg.training_data : cfg.validation_data;
+  const bool split = cfg.validation_data.systems.empty() && cfg.validation_fraction > 0.0;
+  const bool valid = which == "validation_data";
+  const DataSection& d = valid && !split ? cfg.validation_data : cfg.training_data;
   if (d.systems.empty())
     throw ConfigError(fmt::format("deepkf test: {} has no training.{}.systems to test on", input, which));
-  return resolve_system_paths(d.systems, cfg.base_dir, "training." + which + ".systems", cfg.file);
+  const std::string key = valid && !split ? "validation_data" : "training_data";
+  const auto paths = resolve_system_paths(d.systems, cfg.base_dir, "training." + key + ".systems", cfg.file);
+  Dataset data = Dataset::load(paths, type_map);
+  if (!split) return std::move(data.systems);
+  std::vector<std::int64_t> nframes;
+  for (const auto& sys : data.systems) nframes.push_back(sys.nframes);
+  const auto parts =
+      split_frames(nframes, cfg.validation_fraction,
+                   cfg.validation_split == "system" ? SplitMode::kSystem : SplitMode::kFrame, cfg.seed);
+  std::vector<System> out;
+  std::int64_t frames = 0;
+  for (const auto& part : valid ? parts.validation : parts.train) {
+    System sys = select_frames(data.systems[static_cast<std::size_t>(part.system)], part.frames);
+    sys.source += valid ? " (held out)" : " (training part)";
+    positions[sys.source] = part.frames;
+    frames += sys.nframes;
+    out.push_back(std::move(sys));
+  }
+  std::int64_t total = 0;
+  for (const auto n : nframes) total += n;
+  fmt::print("{} of {}: {} of its {} frames (validation_fraction {}, training.seed {})\n",
+             valid ? "held-out frames" : "training frames", input, frames, total, cfg.validation_fraction,
+             cfg.seed);
+  return out;
 }
 
 // Every system's frames in an order drawn from `seed` (dp test --shuffle-test): -n then takes a random
-// sample. Returns each system's order (by source), to number the results by their places in the files.
-std::map<std::string, std::vector<std::int64_t>> shuffle_frames(Dataset& data, std::uint64_t seed) {
+// sample. Each system's file positions follow its frames.
+void shuffle_frames(Dataset& data, std::uint64_t seed, Positions& positions) {
   std::mt19937_64 rng(seed);
-  std::map<std::string, std::vector<std::int64_t>> orders;
   for (auto& s : data.systems) {
     std::vector<std::int64_t> order(static_cast<std::size_t>(s.nframes));
     std::iota(order.begin(), order.end(), std::int64_t{0});
     shuffle(order, rng);
     s = select_frames(s, order);
-    orders[s.source] = order;
+    if (auto it = positions.find(s.source); it != positions.end()) {
+      std::vector<std::int64_t> moved;
+      for (const auto i : order) moved.push_back(it->second[static_cast<std::size_t>(i)]);
+      it->second = std::move(moved);
+    } else {
+      positions[s.source] = order;
+    }
   }
-  return orders;
 }
 
 void run_test(const TestArgs& args) {
@@ -102,20 +141,22 @@ void run_test(const TestArgs& args) {
     const auto listed = read_datafile(args.datafile);
     systems.insert(systems.end(), listed.begin(), listed.end());
   }
+  if (systems.empty() && args.train_data.empty() && args.valid_data.empty()) {
+    throw DataError(
+        "deepkf test: no data to test on; give systems with -s, a list with -f, or an input with "
+        "--train-data or --valid-data");
+  }
+  const LoadedModel loaded = load_model(args.model, torch::kCPU);
+  Dataset data;
+  if (!systems.empty()) data = Dataset::load(systems, loaded.config.type_map);
+  data.type_map = loaded.config.type_map;
+  Positions positions;
   for (const auto& [input, which] :
        {std::pair{args.train_data, "training_data"}, std::pair{args.valid_data, "validation_data"}}) {
     if (input.empty()) continue;
-    const auto found = input_systems(input, which);
-    systems.insert(systems.end(), found.begin(), found.end());
+    auto part = input_data(input, which, loaded.config.type_map, positions);
+    std::move(part.begin(), part.end(), std::back_inserter(data.systems));
   }
-  if (systems.empty()) {
-    throw DataError(
-        "deepkf test: no data to test on; give systems with -s, a list with -f, or an input with "
-        "--train-data "
-        "or --valid-data");
-  }
-  const LoadedModel loaded = load_model(args.model, torch::kCPU);
-  Dataset data = Dataset::load(systems, loaded.config.type_map);
   // A system without frames has no errors to report: left out with a warning, and an error if none is left.
   const auto empty = std::stable_partition(data.systems.begin(), data.systems.end(),
                                            [](const System& s) { return s.nframes > 0; });
@@ -123,16 +164,15 @@ void run_test(const TestArgs& args) {
     fmt::print(stderr, "deepkf test: warning: system {} has no frames; left out\n", it->source);
   data.systems.erase(empty, data.systems.end());
   if (data.systems.empty()) throw DataError("deepkf test: the systems given have no frames: nothing to test");
-  std::map<std::string, std::vector<std::int64_t>> orders;
   if (args.shuffle) {
     const std::uint64_t seed =
         args.seed != 0 ? args.seed : static_cast<std::uint64_t>(std::random_device{}());
-    orders = shuffle_frames(data, seed);
+    shuffle_frames(data, seed, positions);
     fmt::print("frames shuffled with seed {}\n", seed);
   }
   ModelTestResult result = test_model(loaded, data, args.batch, args.numb_test);
   for (auto& fr : result.frames) {
-    if (const auto it = orders.find(fr.system); it != orders.end())
+    if (const auto it = positions.find(fr.system); it != positions.end())
       fr.frame = it->second[static_cast<std::size_t>(fr.frame)];
   }
 
@@ -168,11 +208,14 @@ void add_test_command(CLI::App& app) {
   cmd->add_option("-n,--numb-test", args->numb_test, "test the first N frames of each system (0: all)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--train-data", args->train_data,
-                  "test on the training data of this input file (dp test's)")
+  cmd->add_option(
+         "--train-data", args->train_data,
+         "test on the training data of this input file (dp test's; with validation_fraction the frames "
+         "training kept)")
       ->check(CLI::ExistingFile);
   cmd->add_option("--valid-data", args->valid_data,
-                  "test on the validation data of this input file (dp test's)")
+                  "test on the validation data of this input file (dp test's; with validation_fraction the "
+                  "frames training held out)")
       ->check(CLI::ExistingFile);
   cmd->add_flag("--shuffle-test", args->shuffle, "shuffle each system's frames before -n takes the first N");
   cmd->add_option("-r,--rand-seed", args->seed, "seed of --shuffle-test (default: from the clock)");

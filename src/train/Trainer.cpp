@@ -124,6 +124,13 @@ TrainResult Trainer::run() {
   });
   ProgressBar progress(m.step, m.cfg.numb_steps, m.root() ? m.opt.progress : 0);
   m.log->info("training from step {} to {}", m.step, m.cfg.numb_steps);
+  if (!m.data.valid.empty()) {
+    const std::int64_t n = m.display_validation_frames();
+    m.log->info(
+        "display lines: \"val\" on {} validation frame{} each (validation_data.numb_btch batches, "
+        "taken in turn), \"trn\" on the step's batch",
+        n, n == 1 ? "" : "s");
+  }
   const std::int64_t first_step = m.step;
   // "  ETA 12:34" on a display line: this run's time per step so far, validation included, times the steps
   // left; train.log has no progress bar.

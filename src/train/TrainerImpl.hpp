@@ -86,6 +86,8 @@ struct Trainer::Impl {
   // grouped by system.
   std::vector<BatchRef> replay_refs(int count) const;
   ErrorMetrics validate(bool all_frames);
+  // Validation frames a display line's "val" figures cover: numb_btch batches, taken in turn.
+  std::int64_t display_validation_frames() const;
   void write_checkpoint_now(const std::string& path);
   // change_bias_after_training: shifts the energy bias to fit the training frames (EnergyBiasRefit.hpp)
   // and logs the shift. Collective.

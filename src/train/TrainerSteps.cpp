@@ -96,18 +96,20 @@ std::vector<BatchRef> Trainer::Impl::replay_refs(int count) const {
   return refs;
 }
 
+std::int64_t Trainer::Impl::display_validation_frames() const {
+  const int per_batch = cfg.validation_data.batch_rule == DataSection::BatchRule::kFixed
+                            ? std::max(1, cfg.validation_data.batch_size)
+                            : 1;
+  return std::min<std::int64_t>(frame_count(data.valid),
+                                static_cast<std::int64_t>(cfg.validation_data.numb_btch) * per_batch);
+}
+
 ErrorMetrics Trainer::Impl::validate(bool all_frames) {
   ErrorMetrics metrics;
   if (data.valid.empty()) return metrics;
   const std::int64_t total = frame_count(data.valid);
   // numb_btch batches per display, cycling through all validation frames in order.
-  const std::int64_t wanted =
-      all_frames ? total
-                 : std::min<std::int64_t>(
-                       total, static_cast<std::int64_t>(cfg.validation_data.numb_btch) *
-                                  std::max(1, cfg.validation_data.batch_rule == DataSection::BatchRule::kFixed
-                                                  ? cfg.validation_data.batch_size
-                                                  : 1));
+  const std::int64_t wanted = all_frames ? total : display_validation_frames();
   std::int64_t done = 0;
   std::int64_t cursor = all_frames ? 0 : valid_cursor;
   while (done < wanted) {

@@ -56,6 +56,28 @@ cmp -s "$work/by-input.frames.tsv" "$work/by-path.frames.tsv" && ok "--train-dat
   fail "--train-data and -s differ: $(diff "$work/by-input.frames.tsv" "$work/by-path.frames.tsv" | head -3)"
 expect_error "--valid-data of an input without validation data" "has no training.validation_data.systems" \
   "$deepkf" test -m "$work/run/model.pt" --valid-data "$work/input.json"
+# An input that holds out validation_fraction of its training data: --valid-data tests exactly the frames
+# training held out (its figures equal the log's final validation line), --train-data the frames it kept.
+sed 's/"numb_steps": 2,/"numb_steps": 2, "validation_fraction": 0.25, "seed": 5,/' "$work/input.json" >"$work/split.json"
+expect "train with validation_fraction" "step" "$deepkf" train "$work/split.json" -o "$work/split"
+expect "test on the held-out frames" "held-out frames of $work/split.json" \
+  "$deepkf" test -m "$work/split/model.pt" --valid-data "$work/split.json" -o "$work/held"
+cp "$work/out" "$work/held.out"
+"$deepkf" test -m "$work/split/model.pt" --train-data "$work/split.json" -o "$work/kept" >/dev/null 2>&1 ||
+  fail "test on the training part"
+read -r logged_n logged_e logged_f < <(sed -n 's/.*validation on all \([0-9]*\) frames: rmse_e \([^ ]*\) eV\/atom, rmse_f \([^ ]*\) eV.*/\1 \2 \3/p' \
+  "$work/split/train.log")
+read -r tested_n tested_e tested_f < <(awk '$1 == "all" && $2 == "systems" { print $3, $4, $6 }' "$work/held.out")
+same=$(awk -v a="$logged_e" -v b="$tested_e" -v c="$logged_f" -v d="$tested_f" \
+  'BEGIN { print (a > 0 && (a - b) ^ 2 <= (1e-3 * a) ^ 2 && (c - d) ^ 2 <= (1e-3 * c) ^ 2) ? 1 : 0 }')
+[ "${logged_n:-x}" = "${tested_n:-y}" ] && [ "$same" = 1 ] &&
+  ok "held-out test = the log's validation ($tested_n frames, rmse_e $tested_e, rmse_f $tested_f)" ||
+  fail "held-out test ($tested_n frames, $tested_e, $tested_f) against the log ($logged_n frames, $logged_e, $logged_f)"
+overlap=$(awk -F'\t' '!/^#/ { sub(/ \(.*\)$/, "", $1); k = $1 ":" $2; if (FILENAME ~ /held/) h[k] = 1; else if (k in h) n++ }
+  END { print n + 0 }' "$work/held.frames.tsv" "$work/kept.frames.tsv")
+rows=$(grep -vc '^#' "$work/held.frames.tsv" "$work/kept.frames.tsv" | awk -F: '{ n += $2 } END { print n }')
+[ "$overlap" = 0 ] && [ "$rows" = 47 ] && ok "held-out and kept frames: disjoint, 47 in all (38 silicon, 9 water)" ||
+  fail "held-out and kept frames: $overlap shared, $rows in all (expected 0 and 47)"
 # --shuffle-test -r 7 -n 2: the same sample twice, numbered by the frames' places in the files (each row's
 # prediction is the one the unshuffled run gives for that frame).
 for k in 1 2; do
