@@ -106,6 +106,13 @@ RlekfSettings RlekfSettings::read(const OptimizerInput& in) {
   s.energy_share = share("energy_share");
   s.force_share = share("force_share");
   s.virial_share = share("virial_share");
+  const auto decay = in.get<nlohmann::json>(
+      filter_key("share_decay"), nlohmann::json("none"),
+      [](const nlohmann::json& x) {
+        return x == "none" || (x.is_number() && x.get<double>() > 0.0 && std::isfinite(x.get<double>()));
+      },
+      "must be a positive number of steps or \"none\"");
+  s.share_decay = decay == "none" ? 0.0 : decay.get<double>();
   // kalman_lambda not given: forget slowly where the force noise lets forces learn from the first step,
   // as DeePMD-kit does without it (RlekfSettings.hpp).
   if (s.lambda0 == 0.0) s.lambda0 = s.force_noise == 1.0 ? kLambdaWithoutNoise : kLambdaWithNoise;
@@ -144,7 +151,8 @@ nlohmann::json RlekfSettings::to_json() const {
           {"virial_noise", noise_json(virial_noise)},
           {"energy_share", share_json(energy_share)},
           {"force_share", share_json(force_share)},
-          {"virial_share", share_json(virial_share)}};
+          {"virial_share", share_json(virial_share)},
+          {"share_decay", share_decay > 0.0 ? nlohmann::json(share_decay) : nlohmann::json("none")}};
 }
 
 int auto_energy_replay(double frame_atoms, double batch_frames) {

@@ -54,6 +54,10 @@ struct RlekfSettings {
   double energy_share = 0.0;
   double force_share = 0.0;
   double virial_share = 0.0;
+  // share_decay T (steps): the shares above fall as s / (1 + t / T) at step t, halved at t = T, the 1/t of a
+  // recursive average, so that late updates average over frames instead of chasing each one (docs/rlekf.md,
+  // "Noise by share"). 0 ("none"): constant shares.
+  double share_decay = 0.0;
 
   // Every key read, with the sections it may be in: the "optimizer" section, or where DeePMD-kit's PyTorch
   // backend writes them (training.kf_blocksize, training.kalman_lambda, loss.kf_start_pref_e, ...).

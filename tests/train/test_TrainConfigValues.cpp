@@ -306,3 +306,31 @@ TEST_CASE("kf_update, force_noise and virial_noise are read and checked, and kal
                     Catch::Contains("force_noise") && Catch::Contains("positive"));
   CHECK_THROWS_AS(read({{"type", "RLEKF"}, {"virial_noise", "some"}}), deepkf::ConfigError);
 }
+
+TEST_CASE("energy_share, force_share and share_decay are read, checked and written back", "[train][config]") {
+  using deepkf::OptimizerInput;
+  using deepkf::RlekfSettings;
+  const auto read = [](const nlohmann::json& optimizer) {
+    const nlohmann::json doc = {{"optimizer", optimizer}};
+    return RlekfSettings::read(OptimizerInput(doc, "in.json"));
+  };
+  const auto defaults = read({{"type", "RLEKF"}});
+  CHECK(defaults.energy_share == 0.0);
+  CHECK(defaults.share_decay == 0.0);
+  CHECK(defaults.to_json()["share_decay"] == "none");
+  const auto decayed =
+      read({{"type", "RLEKF"}, {"energy_share", 0.3}, {"force_share", 0.1}, {"share_decay", 150}});
+  CHECK(decayed.energy_share == 0.3);
+  CHECK(decayed.force_share == 0.1);
+  CHECK(decayed.share_decay == 150.0);
+  // The resolved input reads back to the same settings.
+  const auto again = read(decayed.to_json());
+  CHECK(again.share_decay == 150.0);
+  CHECK(again.force_share == 0.1);
+  CHECK_THROWS_WITH(
+      read({{"type", "RLEKF"}, {"share_decay", 0}}),
+      Catch::Contains("'optimizer.share_decay'") && Catch::Contains("positive number of steps"));
+  CHECK_THROWS_WITH(read({{"type", "RLEKF"}, {"force_share", 1.0}}),
+                    Catch::Contains("force_share") && Catch::Contains("(0, 1)"));
+  CHECK_THROWS_AS(read({{"type", "RLEKF"}, {"share_decay", "fast"}}), deepkf::ConfigError);
+}

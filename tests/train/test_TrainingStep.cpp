@@ -175,3 +175,34 @@ TEST_CASE("RLEKF tells where a step's time went: the filter's updates and the re
   CHECK(deepkf::kalman_updates_per_step(virial, false) == 6);
   CHECK(deepkf::kalman_updates_per_step(config_with({{"type", "Adam"}}), true) == 0);
 }
+
+TEST_CASE("share_decay lowers every share of a joint step as s / (1 + t / T)", "[train][step]") {
+  // A joint update by share gives measurement k the noise q_k (1 / s_k - 1): its share q_k / A_kk is s_k
+  // exactly, and the display line shows it. With T = 1 the step that follows t = 3 steps takes a quarter.
+  const auto systems = deepkf::read_systems(std::string(DEEPKF_SOURCE_DIR) + "/data/si_cp2k.h5");
+  REQUIRE_FALSE(systems.empty());
+  deepkf::SystemInfo info;
+  static_cast<deepkf::SystemAtoms&>(info) = systems.front();
+  info.has_force = true;
+  for (const auto& [decay, step, energy, force] :
+       {std::tuple{json(1.0), 3, "10%", "5%"}, std::tuple{json(6.0), 3, "26.7%", "13.3%"},
+        std::tuple{json("none"), 3, "40%", "20%"}, std::tuple{json(1.0), 0, "40%", "20%"}}) {
+    INFO("share_decay " << decay << ", step " << step);
+    const auto cfg = config_with({{"type", "RLEKF"},
+                                  {"kf_blocksize", 64},
+                                  {"log_filter", true},
+                                  {"kf_update", "joint"},
+                                  {"energy_share", 0.4},
+                                  {"force_share", 0.2},
+                                  {"share_decay", decay},
+                                  {"nselect", 4},
+                                  {"groupsize", 4}});
+    const auto mc = deepkf::ModelConfig::from_json(cfg.model);
+    const auto local = deepkf::make_batch(systems.front(), {0}, mc, torch::kCPU, mc.precision);
+    auto step_ = deepkf::make_training_step(cfg, model_of(cfg), deepkf::make_serial_communicator());
+    step_->take(deepkf::StepInput{local, info, 1, 0, step});
+    const std::string line = step_->status_line(step + 1);
+    INFO(line);
+    CHECK_THAT(line, Contains(std::string("shares ") + energy + " " + force));
+  }
+}
