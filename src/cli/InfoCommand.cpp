@@ -60,13 +60,18 @@ void print_info(const std::string& path) {
   fmt::print("model file      {}\n", path);
   fmt::print("format version  {}\n", loaded.format_version);
   fmt::print("checksum        {}\n", loaded.checksum);
-  fmt::print("descriptor      se_e2_a, type_one_side {}, resnet_dt {}\n", c.type_one_side,
+  fmt::print("descriptor      {}, type_one_side {}, resnet_dt {}\n", c.descriptor, c.type_one_side,
              c.embedding_resnet_dt);
   fmt::print("type map        {}\n", fmt::join(c.type_map, " "));
   fmt::print("rcut            {} A (switch from rcut_smth {} A)\n", c.rcut, c.rcut_smth);
   fmt::print("sel             {} (N_c = {})\n", fmt::join(c.sel, " "), c.nnei());
-  fmt::print("embedding net   1 -> {}, axis_neuron {} (descriptor {} numbers)\n",
-             fmt::join(c.embedding_neuron, " -> "), c.axis_neuron, c.descriptor_dim());
+  if (c.radial()) {
+    fmt::print("embedding net   1 -> {} (descriptor {} numbers)\n", fmt::join(c.embedding_neuron, " -> "),
+               c.descriptor_dim());
+  } else {
+    fmt::print("embedding net   1 -> {}, axis_neuron {} (descriptor {} numbers)\n",
+               fmt::join(c.embedding_neuron, " -> "), c.axis_neuron, c.descriptor_dim());
+  }
   fmt::print("fitting net     {} -> {} -> 1, resnet_dt {}\n", c.descriptor_dim(),
              fmt::join(c.fitting_neuron, " -> "), c.fitting_resnet_dt);
   fmt::print("precision       {}\n", c.precision_name());

@@ -139,6 +139,7 @@ torch::Tensor DeepPotImpl::energy_from_pairs(const torch::Tensor& rij, const tor
   const auto nc = static_cast<double>(config_.nnei());
   const auto axis = config_.axis_neuron;
   const auto m = config_.embedding_width();
+  const bool radial = config_.radial();
 
   // R~: (nf nloc) x nnei x 4
   const auto env = environment_matrix(rij, config_.rcut, config_.rcut_smth).reshape({nf * nloc, nnei, 4});
@@ -149,8 +150,8 @@ torch::Tensor DeepPotImpl::energy_from_pairs(const torch::Tensor& rij, const tor
     const auto n = idx.size(0);
     // R^ = (R~ - davg[c]) / dstd[c] : n x nnei x 4
     const auto env_c = (env.index_select(0, idx) - davg_[c]) / dstd_[c];
-    // T = (1/N_c) sum_t R^_t^T G_t : n x 4 x M
-    auto t_mat = torch::zeros({n, 4, m}, rij.options());
+    // se_e2_a: T = (1/N_c) sum_t R^_t^T G_t : n x 4 x M ; se_e2_r: the sum of G over the slots, n x M
+    auto t_mat = radial ? torch::zeros({n, m}, rij.options()) : torch::zeros({n, 4, m}, rij.options());
     for (int t = 0; t < nt; ++t) {
       const auto sel_t = config_.sel[static_cast<std::size_t>(t)];
       if (sel_t == 0) continue;
@@ -159,11 +160,14 @@ torch::Tensor DeepPotImpl::energy_from_pairs(const torch::Tensor& rij, const tor
       const auto net = static_cast<std::size_t>(net_index(c, t));
       const auto g = compressed() ? table_->values(net, x.squeeze(2), beyond_end)
                                   : embedding(c, t)->forward(x);  // n x sel_t x M
-      t_mat = t_mat + torch::matmul(block.transpose(1, 2), g);
+      t_mat = radial ? t_mat + g.sum(1) : t_mat + torch::matmul(block.transpose(1, 2), g);
     }
-    t_mat = t_mat / nc;
-    // D = T^T T[:, :M<] : n x M x M< -> n x (M M<)
-    const auto d = torch::matmul(t_mat.transpose(1, 2), t_mat.narrow(2, 0, axis)).reshape({n, m * axis});
+    // se_e2_r: D = (1/5) (1/N_c) sum_j G(s^_ij), DeePMD-kit's scale : n x M
+    // se_e2_a: D = T^T T[:, :M<] : n x M x M< -> n x (M M<)
+    const auto d = radial ? t_mat / (5.0 * nc) : [&] {
+      const auto tn = t_mat / nc;
+      return torch::matmul(tn.transpose(1, 2), tn.narrow(2, 0, axis)).reshape({n, m * axis});
+    }();
     // E_i = F_c(D_i) + bias[c]
     const auto e = fitting_[static_cast<std::size_t>(c)]->forward(d).squeeze(-1) + energy_bias_[c];
     atom_energy = atom_energy.index_add(0, idx, e);
@@ -185,7 +189,8 @@ ModelOutput DeepPotImpl::evaluate(const torch::Tensor& coord, const torch::Tenso
   check_inputs(config_, coord, atype, nlist, shift);
   if (compressed()) {
     if (create_graph) refuse_training("outputs differentiable with respect to the weights");
-    if (table_kernel_ && coord.device().is_cpu())
+    // The tables' kernel computes se_e2_a's T; se_e2_r evaluates its tables by LibTorch operations.
+    if (table_kernel_ && coord.device().is_cpu() && !config_.radial())
       return evaluate_compressed(coord, atype, nlist, shift, need_atom_virial);
   }
   torch::AutoGradMode grad_mode(true);

@@ -1,5 +1,5 @@
 #pragma once
-// The Deep Potential model DeepPot-SE (descriptor se_e2_a, fitting "ener"), as defined in
+// The Deep Potential model DeepPot-SE (descriptor se_e2_a or se_e2_r, fitting "ener"), as defined in
 // docs/deep-potential.md: per-atom energies from the smooth environment of each atom, forces and virials by
 // autograd. Batched over frames, vectorised over atoms and neighbours, device- and precision-agnostic.
 // A compressed model (compress(), docs/compression.md) evaluates its embedding nets from tables instead,

@@ -124,7 +124,10 @@ void ModelConfig::check() const {
     if (n < 1)
       throw ConfigError("model key 'model.descriptor.neuron' has a width " + std::to_string(n) + " < 1");
   }
-  if (axis_neuron < 1 || axis_neuron > embedding_width()) {
+  if (descriptor != "se_e2_a" && descriptor != "se_e2_r")
+    throw ConfigError("model key 'model.descriptor.type' must be \"se_e2_a\" or \"se_e2_r\", got \"" +
+                      descriptor + "\"");
+  if (!radial() && (axis_neuron < 1 || axis_neuron > embedding_width())) {
     throw ConfigError("model key 'model.descriptor.axis_neuron' must lie in [1, " +
                       std::to_string(embedding_width()) + "], got " + std::to_string(axis_neuron));
   }
@@ -196,15 +199,16 @@ ModelConfig ModelConfig::parse(const nlohmann::json& model, const std::string& f
   for (const auto& [key, what] : other_models) {
     if (find(model, key) != nullptr) {
       throw ConfigError("model key 'model." + std::string(key) + "' in " + file + " asks for " + what +
-                        ", which deepkf does not build: it trains one se_e2_a energy model");
+                        ", which deepkf does not build: it trains one se_e2_a or se_e2_r energy model");
     }
   }
   if (const auto* d = find(model, "descriptor"); d != nullptr && d->is_object()) {
     const auto* type = find(*d, "type");
-    if (type == nullptr || !type->is_string() || (*type != "se_e2_a" && *type != "se_a")) {
+    if (type == nullptr || !type->is_string() ||
+        (*type != "se_e2_a" && *type != "se_a" && *type != "se_e2_r" && *type != "se_r")) {
       throw ConfigError("model key 'model.descriptor.type' in " + file + " is " +
                         (type ? dump(*type) : std::string("missing")) +
-                        ": deepkf builds the se_e2_a descriptor (also written se_a) only");
+                        ": deepkf builds the descriptors se_e2_a (also written se_a) and se_e2_r (se_r)");
     }
   }
   if (const auto* f = find(model, "fitting_net"); f != nullptr && f->is_object()) {
@@ -221,11 +225,14 @@ ModelConfig ModelConfig::parse(const nlohmann::json& model, const std::string& f
     throw ConfigError("model key 'model.type' must be \"standard\", got " + dump(*t));
   }
   if (const auto* d = find(model, "descriptor"); d != nullptr && d->is_object()) {
-    check_keys(
-        *d, "model.descriptor",
-        {"type", "sel", "rcut", "rcut_smth", "neuron", "axis_neuron", "type_one_side", "resnet_dt", "seed",
-         "precision", "activation_function", "set_davg_zero", "exclude_types", "trainable", "env_protection"},
-        file);
+    // se_e2_r has every key of se_e2_a but axis_neuron (DeePMD-kit's argument check).
+    std::vector<std::string> keys = {
+        "type",          "sel",           "rcut",      "rcut_smth",     "neuron",
+        "type_one_side", "resnet_dt",     "seed",      "precision",     "activation_function",
+        "set_davg_zero", "exclude_types", "trainable", "env_protection"};
+    const auto type = (*d)["type"].get<std::string>();
+    if (type == "se_e2_a" || type == "se_a") keys.push_back("axis_neuron");
+    check_keys(*d, "model.descriptor", keys, file);
   }
   if (const auto* f = find(model, "fitting_net"); f != nullptr && f->is_object()) {
     check_keys(*f, "model.fitting_net",
@@ -252,6 +259,8 @@ ModelConfig ModelConfig::parse(const nlohmann::json& model, const std::string& f
   if (const auto* x = find(*desc, "exclude_types"); x != nullptr && !(x->is_array() && x->empty())) {
     throw ConfigError("model key 'model.descriptor.exclude_types' is not supported, got " + dump(*x));
   }
+  const auto type = (*desc)["type"].get<std::string>();
+  c.descriptor = type == "se_e2_r" || type == "se_r" ? "se_e2_r" : "se_e2_a";
   c.rcut = read_number(*desc, "rcut", c.rcut, dp);
   c.rcut_smth = read_number(*desc, "rcut_smth", c.rcut_smth, dp);
   const nlohmann::json* sel = find(*desc, "sel");
@@ -275,7 +284,7 @@ ModelConfig ModelConfig::parse(const nlohmann::json& model, const std::string& f
     c.sel = read_int_list(*desc, "sel", {}, dp, file);
   }
   c.embedding_neuron = read_int_list(*desc, "neuron", c.embedding_neuron, dp, file);
-  c.axis_neuron = read_int(*desc, "axis_neuron", c.axis_neuron, dp, file);
+  if (!c.radial()) c.axis_neuron = read_int(*desc, "axis_neuron", c.axis_neuron, dp, file);
   c.type_one_side = read_bool(*desc, "type_one_side", c.type_one_side, dp);
   c.embedding_resnet_dt = read_bool(*desc, "resnet_dt", c.embedding_resnet_dt, dp);
   c.descriptor_trainable = read_bool(*desc, "trainable", c.descriptor_trainable, dp);
@@ -342,15 +351,15 @@ ModelConfig ModelConfig::parse(const nlohmann::json& model, const std::string& f
 }
 
 nlohmann::json ModelConfig::to_json() const {
-  nlohmann::json desc = {{"type", "se_e2_a"},
+  nlohmann::json desc = {{"type", descriptor},
                          {"rcut", rcut},
                          {"rcut_smth", rcut_smth},
                          {"neuron", embedding_neuron},
-                         {"axis_neuron", axis_neuron},
                          {"type_one_side", type_one_side},
                          {"resnet_dt", embedding_resnet_dt},
                          {"seed", seed},
                          {"precision", precision_name()}};
+  if (!radial()) desc["axis_neuron"] = axis_neuron;
   if (!descriptor_trainable) desc["trainable"] = false;
   if (sel_auto && sel.empty()) {
     desc["sel"] = "auto:" + std::to_string(sel_auto_factor);

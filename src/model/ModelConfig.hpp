@@ -1,6 +1,6 @@
 #pragma once
-// Settings of a DeepPot-SE model (descriptor se_e2_a, fitting "ener"), read from DeePMD-kit's "model"
-// section of input.json with DeePMD-kit's defaults for missing keys.
+// Settings of a DeepPot-SE model (descriptor se_e2_a or se_e2_r, fitting "ener"), read from DeePMD-kit's
+// "model" section of input.json with DeePMD-kit's defaults for missing keys.
 #include <c10/core/ScalarType.h>
 
 #include <cstdint>
@@ -11,6 +11,9 @@
 namespace deepkf {
 
 struct ModelConfig {
+  // The descriptor (docs/deep-potential.md): "se_e2_a" (angular and radial: D = T^T T[:, :M<]) or "se_e2_r"
+  // (radial only: D = mean_j G(s_ij) / 5). DeePMD-kit's spellings se_a and se_r are read as these.
+  std::string descriptor = "se_e2_a";
   std::vector<std::string> type_map;  // element names; type index t means type_map[t]
   double rcut = 6.0;                  // cutoff radius (A)
   double rcut_smth = 0.5;             // the switch starts here (A)
@@ -18,7 +21,7 @@ struct ModelConfig {
   bool sel_auto = false;              // input said "auto": the caller fills `sel` from the data
   double sel_auto_factor = 1.1;       // "auto:1.2" -> 1.2
   std::vector<int> embedding_neuron{10, 20, 40};
-  int axis_neuron = 4;         // M< of the descriptor D = T^T T[:, :M<]
+  int axis_neuron = 4;         // M< of the descriptor D = T^T T[:, :M<] (se_e2_a only)
   bool type_one_side = false;  // true: one embedding net per neighbour type
   bool embedding_resnet_dt = false;
   std::vector<int> fitting_neuron{120, 120, 120};
@@ -41,8 +44,11 @@ struct ModelConfig {
   std::int64_t sel_offset(int t) const;
   // M = last embedding width
   std::int64_t embedding_width() const { return embedding_neuron.empty() ? 0 : embedding_neuron.back(); }
-  // Descriptor length M * M<.
-  std::int64_t descriptor_dim() const { return embedding_width() * axis_neuron; }
+  bool radial() const { return descriptor == "se_e2_r"; }
+  // Descriptor length: M * M< (se_e2_a), M (se_e2_r).
+  std::int64_t descriptor_dim() const {
+    return radial() ? embedding_width() : embedding_width() * axis_neuron;
+  }
   // "float64" or "float32".
   std::string precision_name() const;
 

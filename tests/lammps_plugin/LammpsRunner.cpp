@@ -90,8 +90,9 @@ Frame water_frame(int index, bool tilt) {
   return f;
 }
 
-void write_water_model(const std::string& path, std::int64_t seed) {
+void write_water_model(const std::string& path, std::int64_t seed, const std::string& descriptor) {
   ModelConfig mc;
+  mc.descriptor = descriptor;
   mc.type_map = {"O", "H"};
   mc.rcut = 6.0;
   mc.rcut_smth = 0.5;

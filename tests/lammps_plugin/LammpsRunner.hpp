@@ -25,7 +25,7 @@ Frame water_frame(int index, bool tilt);
 
 // Writes a random DeepPot-SE model for O/H (rcut 6, sel 46/92, small nets, non-trivial statistics and
 // energy bias) with the given seed to `path`.
-void write_water_model(const std::string& path, std::int64_t seed);
+void write_water_model(const std::string& path, std::int64_t seed, const std::string& descriptor = "se_e2_a");
 
 // The model file `from`, compressed with the default table settings (deepkf compress), written to `to`.
 void write_compressed_model(const std::string& from, const std::string& to);

@@ -60,9 +60,10 @@ run 0
 }
 
 // With `compressed`, the model is compressed (deepkf compress defaults) before both evaluations.
-void check_run0(const Frame& frame, int np, bool compressed = false) {
+void check_run0(const Frame& frame, int np, bool compressed = false,
+                const std::string& descriptor = "se_e2_a") {
   const auto dir = make_temp_dir("lammps-run0");
-  write_water_model(dir + "/model.pt", 11);
+  write_water_model(dir + "/model.pt", 11, descriptor);
   if (compressed) {
     write_compressed_model(dir + "/model.pt", dir + "/compressed.pt");
     std::filesystem::rename(dir + "/compressed.pt", dir + "/model.pt");
@@ -151,6 +152,27 @@ TEST_CASE("run 0 energies, forces and virials equal the direct evaluation", "[la
     check_run0(water_frame(0, false), 1, true);
   }
   SECTION("compressed model, triclinic water frame, 4 ranks") { check_run0(water_frame(2, true), 4, true); }
+  SECTION("se_e2_r model, triclinic water frame, 1 rank") {
+    check_run0(water_frame(1, true), 1, false, "se_e2_r");
+  }
+  SECTION("se_e2_r model, triclinic water frame, 2 ranks") {
+    check_run0(water_frame(2, true), 2, false, "se_e2_r");
+  }
+  SECTION("compressed se_e2_r model, orthorhombic water frame, 2 ranks") {
+    check_run0(water_frame(0, false), 2, true, "se_e2_r");
+  }
+}
+
+TEST_CASE("an se_e2_r model gives the same 100 MD steps on 1 and 2 ranks", "[lammps]") {
+  const auto frame = water_frame(0, false);
+  std::vector<std::vector<std::vector<double>>> ends;
+  for (int np : {1, 2}) {
+    const auto dir = make_temp_dir("lammps-se-e2-r-np" + std::to_string(np));
+    write_water_model(dir + "/model.pt", 11, "se_e2_r");
+    write_data_file(dir + "/data.lmp", frame);
+    ends.push_back(trajectory_end(dir, np, 100));
+  }
+  CHECK(max_row_diff(ends[0], ends[1]) < 1e-7);
 }
 
 TEST_CASE("100 MD steps give the same trajectory on 1, 2 and 4 ranks", "[lammps]") {

@@ -187,8 +187,10 @@ inline Config jittered_cell(const std::vector<double>& h, int per_side, int ntyp
 
 // A small two-type model with non-trivial statistics (constant over each centre type's slots, different
 // per type and column).
-inline ModelConfig small_config(bool type_one_side, bool resnet_dt) {
+inline ModelConfig small_config(bool type_one_side, bool resnet_dt,
+                                const std::string& descriptor = "se_e2_a") {
   ModelConfig mc;
+  mc.descriptor = descriptor;
   mc.type_map = {"A", "B"};
   mc.rcut = 3.0;
   mc.rcut_smth = 1.0;
@@ -203,8 +205,9 @@ inline ModelConfig small_config(bool type_one_side, bool resnet_dt) {
   return mc;
 }
 
-inline DeepPot small_model(bool type_one_side, bool resnet_dt, c10::ScalarType precision = torch::kFloat64) {
-  auto mc = small_config(type_one_side, resnet_dt);
+inline DeepPot small_model(bool type_one_side, bool resnet_dt, c10::ScalarType precision = torch::kFloat64,
+                           const std::string& descriptor = "se_e2_a") {
+  auto mc = small_config(type_one_side, resnet_dt, descriptor);
   mc.precision = precision;
   DeepPot model(mc);
   const auto nnei = mc.nnei();
@@ -255,7 +258,8 @@ inline torch::Tensor reference_net(const DeepPot& model, const std::string& net,
 }
 
 // Total energy by brute force: every image within rcut (images n in [-m, m]^3), per-type slots sorted by
-// distance, padded with zero rows, normalised, embedded, contracted and fitted atom by atom.
+// distance, padded with zero rows, normalised, embedded, contracted (se_e2_a: T^T T<; se_e2_r: the sum of
+// the embeddings over the slots / (5 N_c)) and fitted atom by atom.
 inline double reference_energy(const DeepPot& model, const Config& c, int images = 3) {
   const auto& mc = model->config();
   const auto n = c.natoms();
@@ -297,15 +301,18 @@ inline double reference_energy(const DeepPot& model, const Config& c, int images
     }
     const auto env_hat = (env - davg[ti]) / dstd[ti];
     auto tmat = torch::zeros({4, mc.embedding_width()}, torch::kFloat64);
+    auto gsum = torch::zeros({mc.embedding_width()}, torch::kFloat64);
     for (int t = 0; t < mc.ntypes(); ++t) {
       const auto block = env_hat.narrow(0, mc.sel_offset(t), mc.sel[t]);
       const std::string net = mc.type_one_side ? "embedding_" + std::to_string(t)
                                                : "embedding_" + std::to_string(ti) + "_" + std::to_string(t);
       const auto g = reference_net(model, net, block.narrow(1, 0, 1), false, mc.embedding_resnet_dt);
       tmat += block.t().matmul(g);
+      for (std::int64_t k = 0; k < g.size(0); ++k) gsum += g[k];
     }
     tmat /= static_cast<double>(mc.nnei());
-    const auto d = tmat.t().matmul(tmat.narrow(1, 0, mc.axis_neuron)).reshape({1, -1});
+    const auto d = mc.radial() ? (gsum / (5.0 * static_cast<double>(mc.nnei()))).reshape({1, -1})
+                               : tmat.t().matmul(tmat.narrow(1, 0, mc.axis_neuron)).reshape({1, -1});
     const auto e = reference_net(model, "fitting_" + std::to_string(ti), d, true, mc.fitting_resnet_dt);
     total += e.item<double>() + bias[ti].item<double>();
   }

@@ -26,7 +26,8 @@ Evaluated evaluate_on(DeepPot& model, const Inputs& in, const torch::Device& dev
   e.out.energy.sum().backward();
   std::vector<torch::Tensor> g;
   for (const auto& p : model->parameters())
-    g.push_back(p.grad().defined() ? p.grad().reshape(-1).to(torch::kCPU) : torch::zeros({p.numel()}, p.options().device(torch::kCPU)));
+    g.push_back(p.grad().defined() ? p.grad().reshape(-1).to(torch::kCPU)
+                                   : torch::zeros({p.numel()}, p.options().device(torch::kCPU)));
   e.grad = torch::cat(g);
   return e;
 }
@@ -36,10 +37,12 @@ Evaluated evaluate_on(DeepPot& model, const Inputs& in, const torch::Device& dev
 TEST_CASE("the model on the GPU equals the model on the CPU to round-off", "[model][cuda]") {
   REQUIRE(torch::cuda::is_available());  // a CUDA build is tested on a machine with a GPU
   const auto cell = jittered_cell({7.2, 0, 0, 1.1, 6.9, 0, -0.8, 0.9, 7.1}, 3, 2, 11);
+  const std::string descriptor = GENERATE(as<std::string>{}, "se_e2_a", "se_e2_r");
+  INFO("descriptor " << descriptor);
   for (const auto precision : {torch::kFloat64, torch::kFloat32}) {
     for (bool one_side : {true, false}) {
       INFO("precision " << c10::toString(precision) << ", type_one_side " << one_side);
-      auto model = small_model(one_side, !one_side, precision);
+      auto model = small_model(one_side, !one_side, precision, descriptor);
       model->set_energy_bias(torch::tensor({-1.5, 0.25}, torch::kFloat64));
       const auto in = make_inputs(cell, model->config());
       const auto cpu = evaluate_on(model, in, torch::kCPU);
@@ -71,8 +74,8 @@ TEST_CASE("a compressed model on the GPU equals the CPU kernel to round-off", "[
       const auto in = make_inputs(cell, model->config());
       const auto cpu = model->evaluate(in.coord, in.atype, in.nlist, in.shift, false, true);
       model->to(torch::kCUDA);
-      const auto gpu = model->evaluate(in.coord.cuda(), in.atype.cuda(), in.nlist.cuda(), in.shift.cuda(),
-                                       false, true);
+      const auto gpu =
+          model->evaluate(in.coord.cuda(), in.atype.cuda(), in.nlist.cuda(), in.shift.cuda(), false, true);
       REQUIRE(gpu.force.device().is_cuda());
       const double tol = precision == torch::kFloat64 ? 1e-11 : 2e-4;
       CHECK(gpu.beyond_table == cpu.beyond_table);

@@ -169,15 +169,28 @@ TEST_CASE("ModelConfig reads DeePMD-kit's keys and defaults and rejects bad valu
     CHECK_THROWS_WITH(
         ModelConfig::from_json(model, "in.json"),
         "model key 'model.type_embedding' in in.json asks for a type embedding (se_atten and DPA "
-        "descriptors), which deepkf does not build: it trains one se_e2_a energy model");
+        "descriptors), which deepkf does not build: it trains one se_e2_a or se_e2_r energy model");
     model = water_reference_model();
     model["models"] = nlohmann::json::array();
     CHECK_THROWS_WITH(ModelConfig::from_json(model, "in.json"), Catch::Contains("'model.models' in in.json"));
     model = water_reference_model();
     model["descriptor"] = {{"type", "hybrid"}, {"list", nlohmann::json::array()}};
     CHECK_THROWS_WITH(ModelConfig::from_json(model, "in.json"),
-                      "model key 'model.descriptor.type' in in.json is \"hybrid\": deepkf builds the se_e2_a "
-                      "descriptor (also written se_a) only");
+                      "model key 'model.descriptor.type' in in.json is \"hybrid\": deepkf builds the "
+                      "descriptors se_e2_a (also written se_a) and se_e2_r (se_r)");
+    // se_e2_r (se_r) is read with se_e2_a's keys but axis_neuron, and written back as se_e2_r.
+    model = water_reference_model();
+    model["descriptor"]["type"] = "se_r";
+    model["descriptor"].erase("axis_neuron");
+    const auto radial = ModelConfig::from_json(model, "in.json");
+    CHECK(radial.descriptor == "se_e2_r");
+    CHECK(radial.descriptor_dim() == radial.embedding_width());
+    CHECK(radial.to_json()["descriptor"]["type"] == "se_e2_r");
+    CHECK_FALSE(radial.to_json()["descriptor"].contains("axis_neuron"));
+    CHECK(ModelConfig::from_json(radial.to_json(), "again.json").differences(radial).empty());
+    model["descriptor"]["axis_neuron"] = 4;
+    CHECK_THROWS_WITH(ModelConfig::from_json(model, "in.json"),
+                      Catch::Contains("unknown key 'axis_neuron' in model.descriptor of in.json"));
     model = water_reference_model();
     model["fitting_net"]["type"] = "dipole";
     CHECK_THROWS_WITH(ModelConfig::from_json(model, "in.json"),

@@ -167,6 +167,41 @@ TEST_CASE("the water reference settings (M = 100, sel 46/92) agree at the defaul
   }
 }
 
+TEST_CASE(
+    "a compressed se_e2_r model agrees with the uncompressed one and its forces are its energy derivatives",
+    "[model][compress]") {
+  // DeePMD-kit's se_e2_r water example's settings (embedding 5-10-20, sel 46/92) with random weights and the
+  // frames' statistics; its tables are evaluated by LibTorch operations (the kernel is se_e2_a's).
+  const auto water = Dataset::load({require_shared_dataset("water/data_3")}, {"O", "H"});
+  auto doc = water_reference_model();
+  doc["descriptor"]["type"] = "se_e2_r";
+  doc["descriptor"]["neuron"] = {5, 10, 20};
+  doc["descriptor"].erase("axis_neuron");
+  const auto mc = ModelConfig::from_json(doc);
+  const auto b = make_batch(water.systems.at(0), {3, 50}, mc, torch::kCPU, torch::kFloat64);
+  REQUIRE(b.ndropped == 0);
+  auto plain = model_with_data_statistics(mc, b);
+  auto compressed = model_with_data_statistics(mc, b);
+  compressed->compress(TableSettings{});
+  const auto ref = evaluate(plain, b);
+  const auto d = deviation(evaluate(compressed, b), ref, b);
+  INFO("energy " << d.energy << " eV/atom, force " << d.force << " eV/A, virial " << d.virial << " eV/atom");
+  CHECK(d.energy < 1e-10 * max_abs(ref.energy) / static_cast<double>(b.natoms));
+  CHECK(d.force < 1e-10 * max_abs(ref.force));
+  CHECK(d.virial < 1e-10 * max_abs(ref.virial) / static_cast<double>(b.natoms));
+  // Forces of the compressed model against finite differences of its own energy, on a small cell.
+  auto small = small_model(false, true, torch::kFloat64, "se_e2_r");
+  TrainingRange r(2);
+  r.add({0.9, 1.0, 1.0, 1.1}, 1);
+  small->set_training_range(r);
+  small->compress(with_step(0.01));
+  const auto c = triclinic_cell();
+  const auto f = run(small, c).force[0];
+  const auto fd = fd_forces(small, c);
+  REQUIRE(max_abs(fd) > 1e-4);
+  CHECK(max_abs(f - fd) < 1e-6 * max_abs(fd));
+}
+
 TEST_CASE("compressed forces and virials are the exact derivatives of the compressed energy",
           "[model][compress]") {
   SECTION("synthetic cells, both net layouts") {
