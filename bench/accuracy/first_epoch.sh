@@ -13,7 +13,8 @@
 # in the environment adds those keys to every run's optimizer section; EPOCHS=10 trains 10 epochs instead
 # of one. ADAM=1 trains with Adam instead, on the schedule of the time-to-accuracy benchmark (DeePMD-kit's:
 # learning rate 1e-3 to 1e-5 over the run, force prefactor 1000 to 1, energy 0.02 to 1); the p0 list is
-# then ignored and the p0 columns read "-".
+# then ignored and the p0 columns read "-". DESCRIPTOR=se_e2_r trains the radial descriptor with the same
+# embedding and fitting nets (no axis_neuron) instead of se_e2_a.
 set -euo pipefail
 deepkf=$(realpath "$1"); datasets=$(realpath "$2"); out=$3; shift 3
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -40,7 +41,7 @@ for name in "${names[@]}"; do
   steps=$((steps * ${EPOCHS:-1}))
   [ -z "${ADAM:-}" ] || p0s=(-)
   for p0 in "${p0s[@]}"; do for seed in ${SEEDS:-1}; do
-    dir="$out/$name-${ADAM:+adam-}p0-$p0-seed-$seed"; mkdir -p "$dir"
+    dir="$out/$name-${DESCRIPTOR:+$DESCRIPTOR-}${ADAM:+adam-}p0-$p0-seed-$seed"; mkdir -p "$dir"
     p0_key=""; [ "$p0" = auto ] || p0_key="\"p0\": $p0,"
     optimizer="{\"type\": \"RLEKF\", $p0_key ${OPTIMIZER:+$OPTIMIZER,} \"log_filter\": true}"
     schedule=""
@@ -49,10 +50,11 @@ for name in "${names[@]}"; do
       schedule='"learning_rate": {"type": "exp", "start_lr": 0.001, "stop_lr": 1e-5, "decay_steps": 100},
  "loss": {"type": "ener", "start_pref_e": 0.02, "limit_pref_e": 1, "start_pref_f": 1000, "limit_pref_f": 1},'
     fi
+    axis='"axis_neuron": 8,'; [ "${DESCRIPTOR:-se_e2_a}" = se_e2_a ] || axis=""
     cat > "$dir/input.json" <<EOF
 {"model": {"type_map": $types,
-  "descriptor": {"type": "se_e2_a", "sel": "auto", "rcut_smth": 0.5, "rcut": 5.0, "neuron": [8, 16, 32],
-                 "axis_neuron": 8, "seed": 1},
+  "descriptor": {"type": "${DESCRIPTOR:-se_e2_a}", "sel": "auto", "rcut_smth": 0.5, "rcut": 5.0, "neuron": [8, 16, 32],
+                 $axis "seed": 1},
   "fitting_net": {"neuron": [32, 32, 32], "resnet_dt": true, "seed": 1}},
  "optimizer": $optimizer, $schedule
  "training": {"training_data": {"systems": $train, "batch_size": 1}, $valid

@@ -13,6 +13,10 @@
 // Each rank gets cores / R torch threads (OMP_NUM_THREADS), unless OMP_NUM_THREADS is set already, so that
 // R ranks share the machine's cores instead of each taking all of them.
 //
+// DEEPKF_BENCH_DESCRIPTOR=se_e2_r measures DeePMD-kit's se_e2_r water example instead (examples/water/
+// se_e2_r: embedding 5/10/20 type_one_side, fitting 120/120/120, the same rcut and sel); its compressed
+// model evaluates its tables by LibTorch operations (docs/compression.md), and no GFLOP/s is printed.
+//
 // For the uncompressed model the achieved GFLOP/s (5.708 MFLOP per atom-step, bench/support/ModelFlops.hpp,
 // times atom-steps/s) is printed as before; "speed-up" is compressed over uncompressed atom-steps/s of the
 // same system, ranks and precision, measured in this run.
@@ -39,9 +43,10 @@ namespace {
 
 // The reference-settings model in `precision` with the statistics, bias and training range of `b`, written
 // uncompressed to `plain` and compressed (default settings) to `compressed`.
-void write_models(const deepkf::Batch& b, c10::ScalarType precision, const std::string& plain,
-                  const std::string& compressed) {
-  auto model = deepkf::bench::water_reference_model(b, precision);
+void write_models(deepkf::ModelConfig mc, const deepkf::Batch& b, c10::ScalarType precision,
+                  const std::string& plain, const std::string& compressed) {
+  mc.precision = precision;
+  auto model = deepkf::test::model_with_data_statistics(mc, b);
   const nlohmann::json provenance{{"source", "bench_lammps (random weights, statistics of water/data_0)"}};
   deepkf::save_model(plain, model, provenance);
   model->compress(deepkf::TableSettings{});
@@ -93,24 +98,39 @@ int main(int argc, char** argv) {
       deepkf::Dataset::load({deepkf::test::require_shared_dataset("water/data_0")}, {"O", "H"});
   std::vector<std::int64_t> frames(10);
   std::iota(frames.begin(), frames.end(), std::int64_t{0});
-  const auto mc = deepkf::bench::water_reference_config();
+  auto mc = deepkf::bench::water_reference_config();
+  const char* descriptor = std::getenv("DEEPKF_BENCH_DESCRIPTOR");
+  const bool radial = descriptor != nullptr && std::string(descriptor) == "se_e2_r";
+  if (radial) {
+    mc.descriptor = "se_e2_r";
+    mc.embedding_neuron = {5, 10, 20};
+    mc.type_one_side = true;
+    mc.fitting_neuron = {120, 120, 120};
+  }
   const auto batch = deepkf::make_batch(water.systems.at(0), frames, mc, torch::kCPU, torch::kFloat64);
   const std::map<std::string, c10::ScalarType> precisions = {{"float64", torch::kFloat64},
                                                              {"float32", torch::kFloat32}};
   for (const auto& dtype : dtypes) {
     if (precisions.count(dtype) == 0) {
-      std::fprintf(stderr, "bench_lammps: DTYPES must name float64, float32 or both, not '%s'\n", dtype.c_str());
+      std::fprintf(stderr, "bench_lammps: DTYPES must name float64, float32 or both, not '%s'\n",
+                   dtype.c_str());
       return 2;
     }
   }
   for (const auto& [name, precision] : precisions)
-    write_models(batch, precision, dir + "/" + name + ".pt", dir + "/" + name + "-compressed.pt");
+    write_models(mc, batch, precision, dir + "/" + name + ".pt", dir + "/" + name + "-compressed.pt");
   deepkf::test::write_data_file(dir + "/data.lmp", deepkf::test::water_frame(0, false));
-  const double fpas = 2 * deepkf::bench::energy_flops_per_atom(mc);  // F_EF = 2 F_E
-  std::printf(
-      "model: water reference settings, random weights, statistics and training range of 10 frames of "
-      "water/data_0; uncompressed %.3f MFLOP per atom-step\n",
-      fpas / 1e6);
+  const double fpas = radial ? 0.0 : 2 * deepkf::bench::energy_flops_per_atom(mc);  // F_EF = 2 F_E
+  if (radial) {
+    std::printf(
+        "model: DeePMD-kit's se_e2_r water example settings, random weights, statistics and training range "
+        "of 10 frames of water/data_0\n");
+  } else {
+    std::printf(
+        "model: water reference settings, random weights, statistics and training range of 10 frames of "
+        "water/data_0; uncompressed %.3f MFLOP per atom-step\n",
+        fpas / 1e6);
+  }
   std::printf("%-9s %3s %6s %8s %12s %6s %14s %9s %9s\n", "system", "np", "atoms", "dtype", "model", "steps",
               "atom-steps/s", "GFLOP/s", "speed-up");
   for (int rep : reps) {
@@ -138,12 +158,12 @@ int main(int argc, char** argv) {
           char gflops[32] = "-", speedup[32] = "1";
           if (compressed) {
             std::snprintf(speedup, sizeof speedup, "%.2f", rate / plain_rate);
-          } else {
+          } else if (fpas > 0) {
             std::snprintf(gflops, sizeof gflops, "%.2f", rate * fpas / 1e9);
           }
           std::printf("%-9s %3d %6d %8s %12s %6d %14.1f %9s %9s\n", rep == 1 ? "water" : "water4^3", np,
-                      192 * rep * rep * rep, dtype.c_str(), compressed ? "compressed" : "uncompressed", steps, rate,
-                      gflops, speedup);
+                      192 * rep * rep * rep, dtype.c_str(), compressed ? "compressed" : "uncompressed", steps,
+                      rate, gflops, speedup);
           std::fflush(stdout);
         }
       }
