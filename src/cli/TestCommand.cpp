@@ -26,7 +26,7 @@
 #include "src/data/DatasetSplit.hpp"
 #include "src/data/FrameSource.hpp"
 #include "src/eval/DetailFiles.hpp"
-#include "src/eval/ModelTest.hpp"
+#include "src/eval/LabelledErrors.hpp"
 #include "src/model/ModelFile.hpp"
 #include "src/train/DataSetup.hpp"
 #include "src/train/TrainConfig.hpp"
@@ -170,7 +170,7 @@ void run_test(const TestArgs& args) {
     shuffle_frames(data, seed, positions);
     fmt::print("frames shuffled with seed {}\n", seed);
   }
-  ModelTestResult result = test_model(loaded, data, args.batch, args.numb_test);
+  LabelledErrors result = labelled_errors(loaded, data, args.batch, args.numb_test);
   for (auto& fr : result.frames) {
     if (const auto it = positions.find(fr.system); it != positions.end())
       fr.frame = it->second[static_cast<std::size_t>(fr.frame)];

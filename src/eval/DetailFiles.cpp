@@ -41,7 +41,7 @@ struct DetailText {
 
 }  // namespace
 
-std::vector<std::string> write_detail_files(const ModelTestResult& result, const std::string& prefix) {
+std::vector<std::string> write_detail_files(const LabelledErrors& result, const std::string& prefix) {
   DetailText text;
   std::size_t next = 0;  // result.frames holds the systems' frames one system after the other
   for (const auto& sys : result.systems) {

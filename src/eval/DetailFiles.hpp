@@ -14,11 +14,11 @@
 #include <string>
 #include <vector>
 
-#include "src/eval/ModelTest.hpp"
+#include "src/eval/LabelledErrors.hpp"
 
 namespace deepkf {
 
 // Writes the detail files of `result` (each atomically) and returns their paths.
-std::vector<std::string> write_detail_files(const ModelTestResult& result, const std::string& prefix);
+std::vector<std::string> write_detail_files(const LabelledErrors& result, const std::string& prefix);
 
 }  // namespace deepkf

@@ -1,4 +1,4 @@
-#include "src/eval/ModelTest.hpp"
+#include "src/eval/LabelledErrors.hpp"
 
 #include <fmt/format.h>
 #include <torch/torch.h>
@@ -31,11 +31,11 @@ void check_finite_prediction(const ModelOutput& out, const std::vector<std::int6
   }
 }
 
-ModelTestResult test_model(const LoadedModel& loaded, const Dataset& data, int batch,
-                           std::int64_t max_frames) {
+LabelledErrors labelled_errors(const LoadedModel& loaded, const Dataset& data, int batch,
+                               std::int64_t max_frames) {
   const ModelConfig& config = loaded.config;
   DeepPot model = loaded.model;  // a handle: evaluation is not const
-  ModelTestResult r;
+  LabelledErrors r;
   for (const auto& sys : data.systems) {
     ErrorMetrics m;
     const std::int64_t tested = max_frames > 0 ? std::min(max_frames, sys.nframes) : sys.nframes;
@@ -85,7 +85,7 @@ ModelTestResult test_model(const LoadedModel& loaded, const Dataset& data, int b
   return r;
 }
 
-std::string frames_table(const ModelTestResult& result) {
+std::string frames_table(const LabelledErrors& result) {
   std::string table = "# system\tframe\tnatoms\te_ref\te_pred\tde_per_atom\tf_rmse\tv_rmse_per_atom\n";
   for (const auto& f : result.frames) {
     table += fmt::format("{}\t{}\t{}\t{:.10g}\t{:.10g}\t{:.6e}\t{:.6e}\t{:.6e}\n", f.system, f.frame,
@@ -95,7 +95,7 @@ std::string frames_table(const ModelTestResult& result) {
   return table;
 }
 
-std::string parity_svg(const ModelTestResult& result) {
+std::string parity_svg(const LabelledErrors& result) {
   // One colour per system where there are a few (the palette has six), with each system's RMSE; otherwise
   // one series of all points with the overall RMSE.
   const bool by_system = result.systems.size() >= 2 && result.systems.size() <= kParitySystemColours;

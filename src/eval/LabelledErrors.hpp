@@ -18,7 +18,7 @@ struct FrameResult {
   double e_ref = 0.0, e_pred = 0.0;  // total energies (eV)
   double f_rmse = 0.0;               // force RMSE over the frame's components (eV/A); NaN without forces
   double v_rmse_per_atom = 0.0;      // virial RMSE per atom (eV/atom); NaN without virials
-  // The frame's force components in ModelTestResult::f_ref / f_pred start here (-1 without forces).
+  // The frame's force components in LabelledErrors::f_ref / f_pred start here (-1 without forces).
   std::int64_t force_begin = -1;
   std::vector<double> v_ref, v_pred;  // the 9 virial components (eV), row-major; empty without virials
 };
@@ -30,7 +30,7 @@ struct SystemResult {
   std::vector<int> atom_types;  // the model's type index of each atom, in the data's order
 };
 
-struct ModelTestResult {
+struct LabelledErrors {
   std::vector<SystemResult> systems;
   ErrorMetrics total;
   std::int64_t total_frames = 0;
@@ -47,14 +47,14 @@ void check_finite_prediction(const ModelOutput& out, const std::vector<std::int6
 // Evaluates `model` on every frame of `data` (the first `max_frames` of each system when it is positive),
 // `batch` frames at a time, on the CPU. Throws ModelError naming the frame and system when a predicted
 // energy, force or virial is not finite.
-ModelTestResult test_model(const LoadedModel& model, const Dataset& data, int batch,
-                           std::int64_t max_frames = 0);
+LabelledErrors labelled_errors(const LoadedModel& model, const Dataset& data, int batch,
+                               std::int64_t max_frames = 0);
 
 // The per-frame table, tab-separated with a commented header.
-std::string frames_table(const ModelTestResult& result);
+std::string frames_table(const LabelledErrors& result);
 // Energy (and, with forces, force) parity plots as one SVG document; with 2 to kParitySystemColours systems
 // each system has its own colour and its RMSE in the legend.
 constexpr std::size_t kParitySystemColours = 6;
-std::string parity_svg(const ModelTestResult& result);
+std::string parity_svg(const LabelledErrors& result);
 
 }  // namespace deepkf

@@ -8,7 +8,7 @@
 #include <cmath>
 
 #include "src/core/Error.hpp"
-#include "src/eval/ModelTest.hpp"
+#include "src/eval/LabelledErrors.hpp"
 #include "src/model/Batch.hpp"
 
 namespace deepkf {

@@ -11,7 +11,7 @@
 #include "src/core/AtomicFile.hpp"
 #include "src/core/Error.hpp"
 #include "src/data/Dataset.hpp"
-#include "src/eval/ModelTest.hpp"
+#include "src/eval/LabelledErrors.hpp"
 #include "src/learn/Cp2kInput.hpp"
 #include "src/learn/EnsembleTraining.hpp"
 #include "src/learn/Exploration.hpp"
@@ -45,7 +45,7 @@ bool before(Stage done, Stage s) { return static_cast<int>(done) < static_cast<i
 json errors_of(const std::string& model_path, const std::vector<std::string>& paths) {
   const LoadedModel model = load_model(model_path);
   const Dataset data = Dataset::load(paths, model.config.type_map);
-  const ModelTestResult r = test_model(model, data, 8);
+  const LabelledErrors r = labelled_errors(model, data, 8);
   json e{{"frames", r.total_frames}, {"rmse_e", r.total.rmse_e()}, {"rmse_f", r.total.rmse_f()}};
   if (r.total.has_virial()) e["rmse_v"] = r.total.rmse_v();
   return e;

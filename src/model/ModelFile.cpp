@@ -12,6 +12,7 @@
 #include "src/core/AtomicFile.hpp"
 #include "src/core/Checksum.hpp"
 #include "src/core/Error.hpp"
+#include "src/core/FileMagic.hpp"
 
 namespace deepkf {
 
@@ -32,8 +33,8 @@ constexpr const char* kUncertaintyKey = "uncertainty_calibration";  // a metadat
 // Checkpoints of format 2 and later start with these bytes (src/train/Checkpoint.hpp).
 bool starts_like_checkpoint(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  char magic[8] = {};
-  return in.read(magic, 8) && std::string(magic, 8) == "DEEPKFCK";
+  char magic[sizeof kCheckpointMagic] = {};
+  return in.read(magic, sizeof magic) && std::equal(magic, magic + sizeof magic, kCheckpointMagic);
 }
 
 // The CRC-32 of each part of a model file: the metadata text, and every parameter and buffer by name (its

@@ -9,6 +9,7 @@
 #include "optim/PackedSweep.hpp"
 #include "src/core/Checksum.hpp"
 #include "src/core/Error.hpp"
+#include "src/core/FileMagic.hpp"
 #include "src/core/Together.hpp"
 #include "src/model/ModelFile.hpp"
 
@@ -18,7 +19,6 @@ namespace {
 constexpr const char* kMeta = "deepkf_checkpoint";
 constexpr const char* kModel = "model";
 constexpr const char* kOptimizer = "optimizer";
-constexpr char kMagic[8] = {'D', 'E', 'E', 'P', 'K', 'F', 'C', 'K'};
 constexpr const char* kNoChecksum = "00000000";  // a block's place in the header until commit()
 
 std::uint64_t to_little_endian(std::uint64_t v) {
@@ -136,7 +136,7 @@ CheckpointWriter::CheckpointWriter(const std::string& path, const DeepPot& model
   if (!out_) fail(std::strerror(errno));
   std::FILE* out = out_.get();
   const std::uint64_t length = to_little_endian(text.size());
-  const bool ok = std::fwrite(kMagic, 1, 8, out) == 8 && std::fwrite(&length, 1, 8, out) == 8 &&
+  const bool ok = std::fwrite(kCheckpointMagic, 1, 8, out) == 8 && std::fwrite(&length, 1, 8, out) == 8 &&
                   std::fwrite(text.data(), 1, text.size(), out) == text.size() &&
                   std::fwrite(archive.data(), 1, archive.size(), out) == archive.size();
   if (!ok) fail(std::strerror(errno));
@@ -183,7 +183,7 @@ LoadedCheckpoint read_checkpoint(const std::string& path, torch::Device device) 
   FilePtr f(std::fopen(path.c_str(), "rb"));
   if (!f) throw ModelError("cannot open checkpoint '" + path + "': " + std::strerror(errno));
   char magic[8] = {};
-  const bool streamed = std::fread(magic, 1, 8, f.get()) == 8 && std::memcmp(magic, kMagic, 8) == 0;
+  const bool streamed = std::fread(magic, 1, 8, f.get()) == 8 && std::memcmp(magic, kCheckpointMagic, 8) == 0;
   torch::serialize::InputArchive archive;
   if (!streamed) {
     // Format 1: the whole file is a LibTorch archive.

@@ -5,7 +5,7 @@
 // covariance goes to the file one block at a time, so the writer never holds a second copy of P.
 //
 // Layout (format 4):
-//   "DEEPKFCK"          8 bytes
+//   "DEEPKFCK"          8 bytes (kCheckpointMagic, src/core/FileMagic.hpp)
 //   header length H     uint64, little-endian
 //   header              H bytes of JSON: {"format_version": 4, "archive_bytes": A, "archive_crc32": "8 hex",
 //                       "covariance": {"dtype": "float64" | "float32", "layout": "packed_upper",

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "src/eval/DetailFiles.hpp"
-#include "src/eval/ModelTest.hpp"
+#include "src/eval/LabelledErrors.hpp"
 #include "tests/support/Catch.hpp"
 #include "tests/support/TestData.hpp"
 
@@ -96,7 +96,7 @@ TEST_CASE("the detail files hold the data's labels and the model's predictions a
   data.systems.push_back(interleave(original));
   data.systems.back().source = "interleaved";
   const std::int64_t tested = 3;  // -n 3
-  const auto r = deepkf::test_model(model, data, 2, tested);
+  const auto r = deepkf::labelled_errors(model, data, 2, tested);
   REQUIRE(r.systems.size() == 2);
   CHECK(r.systems[0].frames == tested);
   CHECK(r.total_frames == 2 * tested);
@@ -178,7 +178,7 @@ TEST_CASE("detail files leave out what no system has labels for", "[eval]") {
   const auto model = water_model();
   auto data = deepkf::Dataset::load({std::string(DEEPKF_SOURCE_DIR) + "/data/water_cp2k.h5"}, {"O", "H"});
   data.systems.front().virial.clear();
-  const auto r = deepkf::test_model(model, data, 4, 2);
+  const auto r = deepkf::labelled_errors(model, data, 4, 2);
   const std::string dir = deepkf::test::make_temp_dir("detail-files-no-virial");
   const auto written = deepkf::write_detail_files(r, dir + "/d");
   CHECK(written == std::vector<std::string>{dir + "/d.e.out", dir + "/d.e_peratom.out", dir + "/d.f.out"});

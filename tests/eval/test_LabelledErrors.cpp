@@ -10,7 +10,7 @@
 #include <string>
 
 #include "src/core/Error.hpp"
-#include "src/eval/ModelTest.hpp"
+#include "src/eval/LabelledErrors.hpp"
 #include "tests/support/Catch.hpp"
 #include "tests/support/SmallModel.hpp"
 
@@ -28,7 +28,7 @@ deepkf::LoadedModel small_model() {
 TEST_CASE("model test rows, metrics and parity points agree", "[eval]") {
   const auto model = small_model();
   const auto data = deepkf::Dataset::load({std::string(DEEPKF_SOURCE_DIR) + "/data/si_cp2k.h5"}, {"Si"});
-  const auto r = deepkf::test_model(model, data, 4);  // batches of 4 leave partial last batches
+  const auto r = deepkf::labelled_errors(model, data, 4);  // batches of 4 leave partial last batches
 
   std::int64_t frames = 0, components = 0;
   for (const auto& s : data.systems) {
@@ -92,8 +92,8 @@ TEST_CASE("a non-finite prediction stops the model test, naming the frame and th
   const std::string file = std::string(DEEPKF_SOURCE_DIR) + "/data/si_cp2k.h5";
   const auto data = deepkf::Dataset::load({file}, {"Si"});
   // Formerly: every error printed as -nan, exit status 0.
-  CHECK_THROWS_AS(deepkf::test_model(model, data, 4), deepkf::ModelError);
-  CHECK_THROWS_WITH(deepkf::test_model(model, data, 4),
+  CHECK_THROWS_AS(deepkf::labelled_errors(model, data, 4), deepkf::ModelError);
+  CHECK_THROWS_WITH(deepkf::labelled_errors(model, data, 4),
                     Catch::Matchers::StartsWith("the model predicts non-finite energy for frame 0 of " +
                                                 data.systems.front().source));
 }

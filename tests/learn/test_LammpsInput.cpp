@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "src/data/Dataset.hpp"
-#include "src/eval/ModelTest.hpp"
+#include "src/eval/LabelledErrors.hpp"
 #include "src/geometry/Cell.hpp"
 #include "src/learn/ExternalProgram.hpp"
 #include "src/learn/LammpsInput.hpp"
@@ -174,7 +174,7 @@ TEST_CASE("a start structure gives LAMMPS the frame's energy and distances", "[l
   data.systems = {frame};
   data.type_map = {"Si"};
   const LoadedModel loaded = load_model(model_path);
-  const double direct = test_model(loaded, data, 1).frames.at(0).e_pred;
+  const double direct = labelled_errors(loaded, data, 1).frames.at(0).e_pred;
   CHECK(pe == Approx(direct).epsilon(1e-10));
 
   const ExploredFrames t = read_explored_frames(dir + "/traj.dump", {"Si"});
