@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "optim/InnovationMatrix.hpp"
 #include "optim/PackedSweep.hpp"
 #include "optim/SmallCholesky.hpp"
 #include "src/core/Error.hpp"
@@ -248,34 +249,9 @@ void KalmanFilter::update_joint(const std::vector<double>& e,
   std::copy(gram.data_ptr<double>(), gram.data_ptr<double>() + gram.numel(),
             terms.begin() + first_block_ * m * m);
   comm_->allreduce_sum(terms.data(), terms.size());
-  // A = sum_i (lambda I + H_i^T Y_i) in block order, symmetrised (H_i^T Y_i is symmetric up to rounding).
-  std::vector<double> A(static_cast<std::size_t>(m * m), 0.0);
-  for (std::size_t i = 0; i < blocks.size(); ++i) {
-    for (std::int64_t a = 0; a < m; ++a) {
-      for (std::int64_t b = 0; b < m; ++b) {
-        const double t = terms[i * static_cast<std::size_t>(m * m) + static_cast<std::size_t>(a * m + b)];
-        A[static_cast<std::size_t>(a * m + b)] += (a == b ? lambda_ : 0.0) + t;
-      }
-    }
-  }
-  for (std::int64_t a = 0; a < m; ++a) {
-    for (std::int64_t b = 0; b < a; ++b) {
-      const double s =
-          0.5 * (A[static_cast<std::size_t>(a * m + b)] + A[static_cast<std::size_t>(b * m + a)]);
-      A[static_cast<std::size_t>(a * m + b)] = A[static_cast<std::size_t>(b * m + a)] = s;
-    }
-  }
-  // Noise by share: A_kk = q_k / s_k, i.e. the noise q_k (1 / s_k - 1) in place of L lambda. A stays
-  // positive definite: H^T P H plus a positive diagonal. A measurement without gradient (q_k = 0) keeps
-  // L lambda.
-  const double noise = static_cast<double>(blocks.size()) * lambda_;
-  std::vector<double> q(static_cast<std::size_t>(m));
-  for (std::int64_t k = 0; k < m; ++k) {
-    double& a_kk = A[static_cast<std::size_t>(k * m + k)];
-    q[static_cast<std::size_t>(k)] = a_kk - noise;
-    const double s = by_share ? shares[static_cast<std::size_t>(k)] : 0.0;
-    if (s > 0.0 && q[static_cast<std::size_t>(k)] > 0.0) a_kk = q[static_cast<std::size_t>(k)] / s;
-  }
+  // A = sum_i (lambda I + H_i^T Y_i) in block order, symmetrised, with the noise by share.
+  const auto [A, q] =
+      innovation_matrix(terms, blocks.size(), m, lambda_, by_share ? shares : std::vector<double>{});
   // Each measurement's share h_k^T P h_k / A_kk, for the diagnostics.
   if (interval_share_.size() < static_cast<std::size_t>(m)) {
     interval_share_.resize(static_cast<std::size_t>(m), 0.0);
