@@ -23,7 +23,6 @@
 #include "src/core/Error.hpp"
 #include "src/core/Random.hpp"
 #include "src/data/Dataset.hpp"
-#include "src/data/DatasetSplit.hpp"
 #include "src/data/FrameSource.hpp"
 #include "src/eval/DetailFiles.hpp"
 #include "src/eval/LabelledErrors.hpp"
@@ -95,9 +94,7 @@ std::vector<System> input_data(const std::string& input, const std::string& whic
   if (!split) return std::move(data.systems);
   std::vector<std::int64_t> nframes;
   for (const auto& sys : data.systems) nframes.push_back(sys.nframes);
-  const auto parts =
-      split_frames(nframes, cfg.validation_fraction,
-                   cfg.validation_split == "system" ? SplitMode::kSystem : SplitMode::kFrame, cfg.seed);
+  const auto parts = validation_split(cfg, nframes);
   std::vector<System> out;
   std::int64_t frames = 0;
   for (const auto& part : valid ? parts.validation : parts.train) {
@@ -107,8 +104,7 @@ std::vector<System> input_data(const std::string& input, const std::string& whic
     frames += sys.nframes;
     out.push_back(std::move(sys));
   }
-  std::int64_t total = 0;
-  for (const auto n : nframes) total += n;
+  const std::int64_t total = std::accumulate(nframes.begin(), nframes.end(), std::int64_t{0});
   fmt::print("{} of {}: {} of its {} frames (validation_fraction {}, training.seed {})\n",
              valid ? "held-out frames" : "training frames", input, frames, total, cfg.validation_fraction,
              cfg.seed);

@@ -65,9 +65,7 @@ std::vector<std::pair<std::vector<FrameSubset>, std::string>> Setup::load_data()
   } else if (cfg.validation_fraction > 0.0) {
     std::vector<std::int64_t> nframes;
     for (const auto& s : data.train) nframes.push_back(s.nframes());
-    const auto split =
-        split_frames(nframes, cfg.validation_fraction,
-                     cfg.validation_split == "system" ? SplitMode::kSystem : SplitMode::kFrame, cfg.seed);
+    const auto split = validation_split(cfg, nframes);
     std::vector<FrameSubset> whole_train = std::move(data.train);
     std::vector<std::size_t> whole_paths = std::move(path_of_train);
     data.train.clear();
@@ -168,6 +166,11 @@ void Setup::check_same_data() const {
 }
 
 }  // namespace
+
+SplitIndices validation_split(const TrainConfig& cfg, const std::vector<std::int64_t>& nframes) {
+  return split_frames(nframes, cfg.validation_fraction,
+                      cfg.validation_split == "system" ? SplitMode::kSystem : SplitMode::kFrame, cfg.seed);
+}
 
 std::vector<std::string> resolve_system_paths(const std::vector<std::string>& paths, const std::string& base,
                                               const std::string& key, const std::string& file) {

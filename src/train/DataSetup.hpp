@@ -13,6 +13,7 @@
 
 #include "src/core/Communicator.hpp"
 #include "src/data/Dataset.hpp"
+#include "src/data/DatasetSplit.hpp"
 #include "src/model/DeepPot.hpp"
 #include "src/train/TrainConfig.hpp"
 
@@ -30,6 +31,11 @@ struct TrainingData {
 // Opens, splits and checks cfg's data. Throws DataError or ConfigError naming the file, or ParallelError
 // when another rank failed or the ranks see different data.
 TrainingData open_training_data(const TrainConfig& cfg, Communicator& comm, spdlog::logger& log);
+
+// The validation split training.validation_fraction makes of training systems with nframes[i] frames: the
+// input's split mode (validation_split) and training.seed, as training takes it and `deepkf test
+// --valid-data` repeats it.
+SplitIndices validation_split(const TrainConfig& cfg, const std::vector<std::int64_t>& nframes);
 
 // Absolute forms of an input's system paths: a relative path is looked up next to the input file (base)
 // first, then in the current directory (where DeePMD-kit looks); "file.h5#group" keeps its group. Throws
