@@ -141,33 +141,39 @@ torch::Tensor DeepPotImpl::energy_from_pairs(const torch::Tensor& rij, const tor
   const auto m = config_.embedding_width();
   const bool radial = config_.radial();
 
-  // R~: (nf nloc) x nnei x 4
-  const auto env = environment_matrix(rij, config_.rcut, config_.rcut_smth).reshape({nf * nloc, nnei, 4});
+  // R~: (nf nloc) x nnei x 4; se_e2_r keeps column 0 (s), the only one it uses.
+  const std::int64_t cols = radial ? 1 : 4;
+  const auto env = environment_matrix(rij, config_.rcut, config_.rcut_smth)
+                       .reshape({nf * nloc, nnei, 4})
+                       .narrow(2, 0, cols);
   const auto types = centre_types.reshape({nf * nloc});
   auto atom_energy = torch::zeros({nf * nloc}, rij.options());
   for (int c = 0; c < nt; ++c) {
     const auto idx = torch::nonzero(types.eq(c)).squeeze(1);
     const auto n = idx.size(0);
-    // R^ = (R~ - davg[c]) / dstd[c] : n x nnei x 4
-    const auto env_c = (env.index_select(0, idx) - davg_[c]) / dstd_[c];
+    // R^ = (R~ - davg[c]) / dstd[c] : n x nnei x cols
+    const auto env_c = (env.index_select(0, idx) - davg_[c].narrow(1, 0, cols)) / dstd_[c].narrow(1, 0, cols);
     // se_e2_a: T = (1/N_c) sum_t R^_t^T G_t : n x 4 x M ; se_e2_r: the sum of G over the slots, n x M
     auto t_mat = radial ? torch::zeros({n, m}, rij.options()) : torch::zeros({n, 4, m}, rij.options());
     for (int t = 0; t < nt; ++t) {
       const auto sel_t = config_.sel[static_cast<std::size_t>(t)];
       if (sel_t == 0) continue;
-      const auto block = env_c.narrow(1, config_.sel_offset(t), sel_t);  // n x sel_t x 4
+      const auto block = env_c.narrow(1, config_.sel_offset(t), sel_t);  // n x sel_t x cols
       const auto x = block.narrow(2, 0, 1);                              // n x sel_t x 1
       const auto net = static_cast<std::size_t>(net_index(c, t));
       const auto g = compressed() ? table_->values(net, x.squeeze(2), beyond_end)
                                   : embedding(c, t)->forward(x);  // n x sel_t x M
       t_mat = radial ? t_mat + g.sum(1) : t_mat + torch::matmul(block.transpose(1, 2), g);
     }
-    // se_e2_r: D = (1/5) (1/N_c) sum_j G(s^_ij), DeePMD-kit's scale : n x M
-    // se_e2_a: D = T^T T[:, :M<] : n x M x M< -> n x (M M<)
-    const auto d = radial ? t_mat / (5.0 * nc) : [&] {
-      const auto tn = t_mat / nc;
-      return torch::matmul(tn.transpose(1, 2), tn.narrow(2, 0, axis)).reshape({n, m * axis});
-    }();
+    torch::Tensor d;
+    if (radial) {
+      // D = (1/5) (1/N_c) sum_j G(s^_ij), DeePMD-kit's scale : n x M
+      d = t_mat / (5.0 * nc);
+    } else {
+      // D = T^T T[:, :M<] : n x M x M< -> n x (M M<)
+      t_mat = t_mat / nc;
+      d = torch::matmul(t_mat.transpose(1, 2), t_mat.narrow(2, 0, axis)).reshape({n, m * axis});
+    }
     // E_i = F_c(D_i) + bias[c]
     const auto e = fitting_[static_cast<std::size_t>(c)]->forward(d).squeeze(-1) + energy_bias_[c];
     atom_energy = atom_energy.index_add(0, idx, e);

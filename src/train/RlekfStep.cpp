@@ -302,7 +302,8 @@ ErrorMetrics RlekfStep::take_joint(const StepInput& in) {
     const auto first = all.begin() + static_cast<std::ptrdiff_t>(k * params_.size());
     grads[k].assign(first, first + static_cast<std::ptrdiff_t>(params_.size()));
   }
-  for (double& s : shares) s *= share_factor(in.step);
+  const double decay = share_factor(in.step);
+  for (double& s : shares) s *= decay;
   timing_.begin_filter();
   filter_.update_joint(e, grads, shares);
   timing_.end_filter();
