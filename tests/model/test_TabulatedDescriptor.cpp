@@ -95,6 +95,26 @@ nlohmann::json water_reference_model() {
   return nlohmann::json::parse(in)["model"];
 }
 
+// A model of `mc` with random weights and the statistics and training range of frames 3 and 50 of `water`,
+// evaluated on those frames in mc.precision uncompressed and compressed at the default settings: the
+// compressed energies, forces and virials must lie within `tol` of the uncompressed ones (relative to the
+// largest of each).
+void check_default_tables(const ModelConfig& mc, const System& water, double tol) {
+  const auto stats = make_batch(water, {3, 50}, mc, torch::kCPU, torch::kFloat64);
+  const auto b = make_batch(water, {3, 50}, mc, torch::kCPU, mc.precision);
+  REQUIRE(b.ndropped == 0);
+  auto plain = model_with_data_statistics(mc, stats);
+  auto compressed = model_with_data_statistics(mc, stats);
+  compressed->compress(TableSettings{});
+  const auto ref = evaluate(plain, b);
+  const auto d = deviation(evaluate(compressed, b), ref, b);
+  INFO(mc.descriptor << ", " << mc.precision_name() << ": energy " << d.energy << " eV/atom, force "
+                     << d.force << " eV/A, virial " << d.virial << " eV/atom");
+  CHECK(d.energy < tol * max_abs(ref.energy.to(torch::kFloat64)) / static_cast<double>(b.natoms));
+  CHECK(d.force < tol * max_abs(ref.force.to(torch::kFloat64)));
+  CHECK(d.virial < tol * max_abs(ref.virial.to(torch::kFloat64)) / static_cast<double>(b.natoms));
+}
+
 Config frame_config(const System& s, std::int64_t frame) {
   Config c;
   c.coord.assign(s.coord.begin() + frame * s.natoms * 3, s.coord.begin() + (frame + 1) * s.natoms * 3);
@@ -150,20 +170,7 @@ TEST_CASE("the water reference settings (M = 100, sel 46/92) agree at the defaul
   for (const auto precision : {torch::kFloat64, torch::kFloat32}) {
     auto mc = ModelConfig::from_json(water_reference_model());
     mc.precision = precision;
-    const auto stats = make_batch(water.systems.at(0), {3, 50}, mc, torch::kCPU, torch::kFloat64);
-    const auto b = make_batch(water.systems.at(0), {3, 50}, mc, torch::kCPU, precision);
-    REQUIRE(b.ndropped == 0);
-    auto plain = model_with_data_statistics(mc, stats);
-    auto compressed = model_with_data_statistics(mc, stats);
-    compressed->compress(TableSettings{});
-    const auto ref = evaluate(plain, b);
-    const auto d = deviation(evaluate(compressed, b), ref, b);
-    const double tol = precision == torch::kFloat64 ? 1e-10 : 1e-4;
-    INFO(mc.precision_name() << ": energy " << d.energy << " eV/atom, force " << d.force << " eV/A, virial "
-                             << d.virial << " eV/atom");
-    CHECK(d.energy < tol * max_abs(ref.energy.to(torch::kFloat64)) / static_cast<double>(b.natoms));
-    CHECK(d.force < tol * max_abs(ref.force.to(torch::kFloat64)));
-    CHECK(d.virial < tol * max_abs(ref.virial.to(torch::kFloat64)) / static_cast<double>(b.natoms));
+    check_default_tables(mc, water.systems.at(0), precision == torch::kFloat64 ? 1e-10 : 1e-4);
   }
 }
 
@@ -177,18 +184,7 @@ TEST_CASE(
   doc["descriptor"]["type"] = "se_e2_r";
   doc["descriptor"]["neuron"] = {5, 10, 20};
   doc["descriptor"].erase("axis_neuron");
-  const auto mc = ModelConfig::from_json(doc);
-  const auto b = make_batch(water.systems.at(0), {3, 50}, mc, torch::kCPU, torch::kFloat64);
-  REQUIRE(b.ndropped == 0);
-  auto plain = model_with_data_statistics(mc, b);
-  auto compressed = model_with_data_statistics(mc, b);
-  compressed->compress(TableSettings{});
-  const auto ref = evaluate(plain, b);
-  const auto d = deviation(evaluate(compressed, b), ref, b);
-  INFO("energy " << d.energy << " eV/atom, force " << d.force << " eV/A, virial " << d.virial << " eV/atom");
-  CHECK(d.energy < 1e-10 * max_abs(ref.energy) / static_cast<double>(b.natoms));
-  CHECK(d.force < 1e-10 * max_abs(ref.force));
-  CHECK(d.virial < 1e-10 * max_abs(ref.virial) / static_cast<double>(b.natoms));
+  check_default_tables(ModelConfig::from_json(doc), water.systems.at(0), 1e-10);
   // Forces of the compressed model against finite differences of its own energy, on a small cell.
   auto small = small_model(false, true, torch::kFloat64, "se_e2_r");
   TrainingRange r(2);

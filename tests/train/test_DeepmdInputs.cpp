@@ -52,6 +52,21 @@ deepkf::TrainResult train_two_steps(json doc, const std::string& path, const std
   return result;
 }
 
+// DeePMD-kit's layout of its water examples in a new temporary folder (root): the folder
+// examples/water/<name> (example) with the shared water data at examples/water/data, where the examples'
+// "../data/data_*" find it. Skips the test without the shared dataset.
+struct WaterExample {
+  std::string root, example;
+};
+WaterExample water_example(const std::string& temp_name, const std::string& name) {
+  const std::string water = deepkf::test::require_shared_dataset("water");
+  WaterExample w{deepkf::test::make_temp_dir(temp_name), ""};
+  w.example = w.root + "/examples/water/" + name;
+  fs::create_directories(w.example);
+  fs::create_directory_symlink(water, w.root + "/examples/water/data");
+  return w;
+}
+
 }  // namespace
 
 TEST_CASE("DeePMD-kit's LKF test input trains unchanged", "[train][deepmd]") {
@@ -82,12 +97,8 @@ TEST_CASE("DeePMD-kit's water example with num_epoch is read as it is", "[train]
 }
 
 TEST_CASE("DeePMD-kit's PyTorch water example trains unchanged but for its length", "[train][deepmd]") {
-  const std::string water = deepkf::test::require_shared_dataset("water");
   // examples/water/se_e2_a/input_torch.json with the data in examples/water/data.
-  const std::string root = deepkf::test::make_temp_dir("torch-input");
-  const std::string example = root + "/examples/water/se_e2_a";
-  fs::create_directories(example);
-  fs::create_directory_symlink(water, root + "/examples/water/data");
+  const auto [root, example] = water_example("torch-input", "se_e2_a");
   const auto result =
       train_two_steps(read_json(kInputs + "/input_torch.json"), example + "/input_torch.json", root + "/out");
   CHECK(result.steps == 2);
@@ -106,12 +117,8 @@ TEST_CASE("DeePMD-kit's PyTorch water example trains unchanged but for its lengt
 }
 
 TEST_CASE("DeePMD-kit's se_e2_r water example trains unchanged but for its length", "[train][deepmd]") {
-  const std::string water = deepkf::test::require_shared_dataset("water");
   // examples/water/se_e2_r/input.json with the data in examples/water/data.
-  const std::string root = deepkf::test::make_temp_dir("se-e2-r-input");
-  const std::string example = root + "/examples/water/se_e2_r";
-  fs::create_directories(example);
-  fs::create_directory_symlink(water, root + "/examples/water/data");
+  const auto [root, example] = water_example("se-e2-r-input", "se_e2_r");
   const auto result =
       train_two_steps(read_json(kInputs + "/se_e2_r_input.json"), example + "/input.json", root + "/out");
   CHECK(result.steps == 2);

@@ -274,16 +274,20 @@ TEST_CASE("energy_replay \"auto\" fills an energy measurement to 128 atoms with 
   CHECK(auto_energy_replay(0, 1) == 4);  // no frames: the most
 }
 
+namespace {
+
+// The RLEKF settings of an input whose optimizer section is `optimizer`.
+deepkf::RlekfSettings read_rlekf(const nlohmann::json& optimizer) {
+  const nlohmann::json doc = {{"optimizer", optimizer}};
+  return deepkf::RlekfSettings::read(deepkf::OptimizerInput(doc, "in.json"));
+}
+
+}  // namespace
+
 TEST_CASE("kf_update, force_noise and virial_noise are read and checked, and kalman_lambda follows the noise",
           "[train][config]") {
-  using deepkf::OptimizerInput;
-  using deepkf::RlekfSettings;
-  const auto read = [](const nlohmann::json& optimizer) {
-    const nlohmann::json doc = {{"optimizer", optimizer}};
-    return RlekfSettings::read(OptimizerInput(doc, "in.json"));
-  };
   // The defaults: DeePMD-kit's filter, no noise of its own, its forgetting factor.
-  const auto defaults = read({{"type", "RLEKF"}});
+  const auto defaults = read_rlekf({{"type", "RLEKF"}});
   CHECK(defaults.update == "sequential");
   CHECK(defaults.force_noise == 1.0);  // "none"
   CHECK(defaults.virial_noise == 1.0);
@@ -291,46 +295,40 @@ TEST_CASE("kf_update, force_noise and virial_noise are read and checked, and kal
   CHECK(defaults.to_json()["force_noise"] == "none");
   CHECK(defaults.to_json()["kf_update"] == "sequential");
   // The joint update with the automatic noise: the slow forgetting that goes with it.
-  const auto joint = read({{"type", "LKF"}, {"kf_update", "joint"}, {"force_noise", "auto"}});
+  const auto joint = read_rlekf({{"type", "LKF"}, {"kf_update", "joint"}, {"force_noise", "auto"}});
   CHECK(joint.update == "joint");
   CHECK(joint.force_noise == 0.0);
   CHECK(joint.lambda0 == deepkf::kLambdaWithNoise);
   CHECK(joint.to_json()["force_noise"] == "auto");
-  CHECK(read({{"type", "RLEKF"}, {"force_noise", 3e-4}}).to_json()["force_noise"] == 3e-4);
+  CHECK(read_rlekf({{"type", "RLEKF"}, {"force_noise", 3e-4}}).to_json()["force_noise"] == 3e-4);
   // An explicit kalman_lambda is used as given, whatever the noise.
-  CHECK(read({{"type", "RLEKF"}, {"kalman_lambda", 0.97}}).lambda0 == 0.97);
-  CHECK(read({{"type", "RLEKF"}, {"force_noise", 2e-3}, {"virial_noise", 0.5}}).virial_noise == 0.5);
-  CHECK_THROWS_WITH(read({{"type", "RLEKF"}, {"kf_update", "vector"}}),
+  CHECK(read_rlekf({{"type", "RLEKF"}, {"kalman_lambda", 0.97}}).lambda0 == 0.97);
+  CHECK(read_rlekf({{"type", "RLEKF"}, {"force_noise", 2e-3}, {"virial_noise", 0.5}}).virial_noise == 0.5);
+  CHECK_THROWS_WITH(read_rlekf({{"type", "RLEKF"}, {"kf_update", "vector"}}),
                     Catch::Contains("kf_update") && Catch::Contains("vector") && Catch::Contains("joint"));
-  CHECK_THROWS_WITH(read({{"type", "RLEKF"}, {"force_noise", -1}}),
+  CHECK_THROWS_WITH(read_rlekf({{"type", "RLEKF"}, {"force_noise", -1}}),
                     Catch::Contains("force_noise") && Catch::Contains("positive"));
-  CHECK_THROWS_AS(read({{"type", "RLEKF"}, {"virial_noise", "some"}}), deepkf::ConfigError);
+  CHECK_THROWS_AS(read_rlekf({{"type", "RLEKF"}, {"virial_noise", "some"}}), deepkf::ConfigError);
 }
 
 TEST_CASE("energy_share, force_share and share_decay are read, checked and written back", "[train][config]") {
-  using deepkf::OptimizerInput;
-  using deepkf::RlekfSettings;
-  const auto read = [](const nlohmann::json& optimizer) {
-    const nlohmann::json doc = {{"optimizer", optimizer}};
-    return RlekfSettings::read(OptimizerInput(doc, "in.json"));
-  };
-  const auto defaults = read({{"type", "RLEKF"}});
+  const auto defaults = read_rlekf({{"type", "RLEKF"}});
   CHECK(defaults.energy_share == 0.0);
   CHECK(defaults.share_decay == 0.0);
   CHECK(defaults.to_json()["share_decay"] == "none");
   const auto decayed =
-      read({{"type", "RLEKF"}, {"energy_share", 0.3}, {"force_share", 0.1}, {"share_decay", 150}});
+      read_rlekf({{"type", "RLEKF"}, {"energy_share", 0.3}, {"force_share", 0.1}, {"share_decay", 150}});
   CHECK(decayed.energy_share == 0.3);
   CHECK(decayed.force_share == 0.1);
   CHECK(decayed.share_decay == 150.0);
   // The resolved input reads back to the same settings.
-  const auto again = read(decayed.to_json());
+  const auto again = read_rlekf(decayed.to_json());
   CHECK(again.share_decay == 150.0);
   CHECK(again.force_share == 0.1);
   CHECK_THROWS_WITH(
-      read({{"type", "RLEKF"}, {"share_decay", 0}}),
+      read_rlekf({{"type", "RLEKF"}, {"share_decay", 0}}),
       Catch::Contains("'optimizer.share_decay'") && Catch::Contains("positive number of steps"));
-  CHECK_THROWS_WITH(read({{"type", "RLEKF"}, {"force_share", 1.0}}),
+  CHECK_THROWS_WITH(read_rlekf({{"type", "RLEKF"}, {"force_share", 1.0}}),
                     Catch::Contains("force_share") && Catch::Contains("(0, 1)"));
-  CHECK_THROWS_AS(read({{"type", "RLEKF"}, {"share_decay", "fast"}}), deepkf::ConfigError);
+  CHECK_THROWS_AS(read_rlekf({{"type", "RLEKF"}, {"share_decay", "fast"}}), deepkf::ConfigError);
 }
