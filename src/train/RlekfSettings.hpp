@@ -58,6 +58,10 @@ struct RlekfSettings {
   // recursive average, so that late updates average over frames instead of chasing each one (docs/rlekf.md,
   // "Noise by share"). 0 ("none"): constant shares.
   double share_decay = 0.0;
+  // The factor share_decay puts on every share at step t (steps done before it): 1 / (1 + t / T), 1 without.
+  double share_factor(std::int64_t step) const {
+    return share_decay > 0.0 ? 1.0 / (1.0 + static_cast<double>(step) / share_decay) : 1.0;
+  }
 
   // Every key read, with the sections it may be in: the "optimizer" section, or where DeePMD-kit's PyTorch
   // backend writes them (training.kf_blocksize, training.kalman_lambda, loss.kf_start_pref_e, ...).

@@ -163,12 +163,6 @@ Measurement RlekfStep::virial_of(const StepInput& in, double pv) {
   return virial_measurement(out.virial, b.virial, natoms(b), pv);
 }
 
-double RlekfStep::share_factor(std::int64_t step) const {
-  // s_t = s / (1 + t / T): constant shares are a constant step, whose error stops falling where successive
-  // frames pull the weights apart; a falling share averages over them (docs/rlekf.md, "Noise by share").
-  return options_.share_decay > 0.0 ? 1.0 / (1.0 + static_cast<double>(step) / options_.share_decay) : 1.0;
-}
-
 Measurement RlekfStep::with_noise(Measurement m, double rho) {
   // Noise rho L lambda is noise L lambda for the measurement y / sqrt(rho), with e / sqrt(rho). "auto" (0)
   // before prepare() chose it (a step taken without the probe) is no noise of its own: 1.
@@ -197,7 +191,7 @@ ErrorMetrics RlekfStep::take(const StepInput& in) {
   const Batch& b = in.local;
   const SystemInfo& info = in.info;
   const Prefactors pref = prefactors(in.step);
-  const double decay = share_factor(in.step);
+  const double decay = options_.share_factor(in.step);
   timing_.begin_step();
 
   auto update = [&](const Measurement& m, std::int64_t frames, double share) {
@@ -302,7 +296,7 @@ ErrorMetrics RlekfStep::take_joint(const StepInput& in) {
     const auto first = all.begin() + static_cast<std::ptrdiff_t>(k * params_.size());
     grads[k].assign(first, first + static_cast<std::ptrdiff_t>(params_.size()));
   }
-  const double decay = share_factor(in.step);
+  const double decay = options_.share_factor(in.step);
   for (double& s : shares) s *= decay;
   timing_.begin_filter();
   filter_.update_joint(e, grads, shares);

@@ -69,8 +69,6 @@ class RlekfStep final : public TrainingStep {
   Measurement virial_of(const StepInput& in, double pv);
   // The measurement with relative noise rho (RlekfSettings::force_noise): y and its error pieces / sqrt(rho).
   static Measurement with_noise(Measurement m, double rho);
-  // The factor share_decay puts on every share at step t (steps done before it): 1 / (1 + t / T).
-  double share_factor(std::int64_t step) const;
   // e of a measurement over the global batch of `frames` frames. Collective.
   double innovation(const Measurement& m, std::int64_t frames) const;
   // kf_update "joint": every measurement of the step in one Kalman update (KalmanFilter::update_joint).
