@@ -60,12 +60,17 @@ void print_info(const std::string& path) {
   fmt::print("model file      {}\n", path);
   fmt::print("format version  {}\n", loaded.format_version);
   fmt::print("checksum        {}\n", loaded.checksum);
-  fmt::print("descriptor      {}, type_one_side {}, resnet_dt {}\n", c.descriptor, c.type_one_side,
-             c.embedding_resnet_dt);
+  if (c.three_body()) {
+    fmt::print("descriptor      {} (nets per pair of neighbour types), resnet_dt {}\n", c.descriptor,
+               c.embedding_resnet_dt);
+  } else {
+    fmt::print("descriptor      {}, type_one_side {}, resnet_dt {}\n", c.descriptor, c.type_one_side,
+               c.embedding_resnet_dt);
+  }
   fmt::print("type map        {}\n", fmt::join(c.type_map, " "));
   fmt::print("rcut            {} A (switch from rcut_smth {} A)\n", c.rcut, c.rcut_smth);
   fmt::print("sel             {} (N_c = {})\n", fmt::join(c.sel, " "), c.nnei());
-  if (c.radial()) {
+  if (c.descriptor != "se_e2_a") {
     fmt::print("embedding net   1 -> {} (descriptor {} numbers)\n", fmt::join(c.embedding_neuron, " -> "),
                c.descriptor_dim());
   } else {

@@ -73,19 +73,21 @@ void DeepPotImpl::build() {
   const auto dtype = config_.precision;
   auto gen = at::detail::createCPUGenerator(static_cast<uint64_t>(config_.seed));
   const auto& tm = config_.type_map;
-  // embedding nets: per neighbour type, or per (centre, neighbour) pair, centre-major
-  const int ncentre = config_.type_one_side ? 1 : nt;
-  for (int c = 0; c < ncentre; ++c) {
-    for (int n = 0; n < nt; ++n) {
-      const std::string name = config_.type_one_side
-                                   ? "embedding_" + std::to_string(n)
-                                   : "embedding_" + std::to_string(c) + "_" + std::to_string(n);
-      net_names_.push_back(config_.type_one_side ? "embedding[" + tm[n] + "]"
-                                                 : "embedding[" + tm[c] + "," + tm[n] + "]");
-      embedding_.push_back(
-          register_module(name, DenseNet(DenseNetImpl::Kind::Embedding, 1, config_.embedding_neuron,
-                                         config_.embedding_resnet_dt, gen, dtype)));
+  // embedding nets in embedding_index order: per neighbour type, per (centre, neighbour) pair centre-major,
+  // or (se_e3) per pair of neighbour types a <= b
+  const auto add_net = [&](const std::string& suffix, const std::string& label) {
+    net_names_.push_back("embedding[" + label + "]");
+    embedding_.push_back(register_module("embedding_" + suffix,
+                                         DenseNet(DenseNetImpl::Kind::Embedding, 1, config_.embedding_neuron,
+                                                  config_.embedding_resnet_dt, gen, dtype)));
+  };
+  for (int a = 0; a < nt; ++a) {
+    if (config_.type_one_side) {
+      add_net(std::to_string(a), tm[a]);
+      continue;
     }
+    for (int b = config_.three_body() ? a : 0; b < nt; ++b)
+      add_net(std::to_string(a) + "_" + std::to_string(b), tm[a] + "," + tm[b]);
   }
   for (int c = 0; c < nt; ++c) {
     net_names_.push_back("fitting[" + tm[c] + "]");
@@ -99,14 +101,6 @@ void DeepPotImpl::build() {
   davg_ = register_buffer("davg", torch::zeros({nt, config_.nnei(), 4}, opts));
   dstd_ = register_buffer("dstd", torch::ones({nt, config_.nnei(), 4}, opts));
   energy_bias_ = register_buffer("energy_bias", torch::zeros({nt}, opts));
-}
-
-int DeepPotImpl::net_index(int centre_type, int neighbour_type) const {
-  return config_.type_one_side ? neighbour_type : centre_type * config_.ntypes() + neighbour_type;
-}
-
-DenseNet& DeepPotImpl::embedding(int centre_type, int neighbour_type) {
-  return embedding_[static_cast<std::size_t>(net_index(centre_type, neighbour_type))];
 }
 
 void DeepPotImpl::set_statistics(const torch::Tensor& davg, const torch::Tensor& dstd) {
@@ -130,52 +124,90 @@ void DeepPotImpl::set_energy_bias(const torch::Tensor& bias) {
   energy_bias_.copy_(bias);
 }
 
+torch::Tensor DeepPotImpl::embed(int first, int second, const torch::Tensor& x, torch::Tensor* beyond_end) {
+  const auto net = static_cast<std::size_t>(config_.embedding_index(first, second));
+  return compressed() ? table_->values(net, x, beyond_end) : embedding_[net]->forward(x.unsqueeze(-1));
+}
+
+torch::Tensor DeepPotImpl::descriptor(int c, const torch::Tensor& env_c, torch::Tensor* beyond_end) {
+  const auto n = env_c.size(0);
+  const int nt = config_.ntypes();
+  const auto nc = static_cast<double>(config_.nnei());
+  const auto m = config_.embedding_width();
+  const auto block = [&](const torch::Tensor& t, int type) {  // the slots of neighbour type `type`
+    return t.narrow(1, config_.sel_offset(type), config_.sel[static_cast<std::size_t>(type)]);
+  };
+  if (config_.three_body()) {
+    // D = sum_{a <= b} (1 / (sel_a sel_b)) sum_{j in a, k in b} g_jk G_ab(g_jk), g_jk = r^_j . r^_k with
+    // r^ the normalised columns 1..3 : n x M. Padding slots have r^ = 0, so g = 0 and g G(g) = 0: each
+    // type's slots are cut after the last one any of the n centres fills. For a = b, g is symmetric: the
+    // nets see the pairs j <= k once, off-diagonal terms counted twice.
+    const auto dirs = env_c.narrow(2, 1, 3);
+    std::vector<torch::Tensor> filled(static_cast<std::size_t>(nt));
+    for (int a = 0; a < nt; ++a) {
+      const auto used = torch::nonzero(block(dirs, a).ne(0.0).any(2).any(0));  // slots any centre fills
+      const auto len = used.numel() == 0 ? 0 : used.max().item<std::int64_t>() + 1;
+      filled[static_cast<std::size_t>(a)] = block(dirs, a).narrow(1, 0, len);
+    }
+    auto d = torch::zeros({n, m}, env_c.options());
+    for (int a = 0; a < nt; ++a) {
+      for (int b = a; b < nt; ++b) {
+        const auto& ra = filled[static_cast<std::size_t>(a)];
+        const auto& rb = filled[static_cast<std::size_t>(b)];
+        const auto la = ra.size(1), lb = rb.size(1);
+        if (la == 0 || lb == 0) continue;
+        auto g = torch::matmul(ra, rb.transpose(1, 2)).reshape({n, la * lb});  // n x (la lb)
+        torch::Tensor weighted = g;
+        if (a == b) {
+          const auto upper = torch::triu_indices(la, la, 0, torch::TensorOptions().device(g.device()));
+          g = g.index_select(1, upper[0] * la + upper[1]);  // the pairs j <= k
+          weighted = torch::where(upper[0].eq(upper[1]), g, 2.0 * g);
+        }
+        const auto emb = embed(a, b, g, beyond_end);  // n x K x M
+        const double pairs = static_cast<double>(config_.sel[static_cast<std::size_t>(a)]) *
+                             static_cast<double>(config_.sel[static_cast<std::size_t>(b)]);
+        d = d + torch::matmul(weighted.unsqueeze(1), emb).squeeze(1) / pairs;
+      }
+    }
+    return d;
+  }
+  // se_e2_a: T = (1/N_c) sum_t R^_t^T G_t : n x 4 x M ; se_e2_r: the sum of G over the slots, n x M
+  const bool radial = config_.radial();
+  auto t_mat = radial ? torch::zeros({n, m}, env_c.options()) : torch::zeros({n, 4, m}, env_c.options());
+  for (int t = 0; t < nt; ++t) {
+    if (config_.sel[static_cast<std::size_t>(t)] == 0) continue;
+    const auto rows = block(env_c, t);                          // n x sel_t x cols
+    const auto g = embed(c, t, rows.select(2, 0), beyond_end);  // n x sel_t x M
+    t_mat = radial ? t_mat + g.sum(1) : t_mat + torch::matmul(rows.transpose(1, 2), g);
+  }
+  // se_e2_r: D = (1/5) (1/N_c) sum_j G(s^_ij), DeePMD-kit's scale : n x M
+  if (radial) return t_mat / (5.0 * nc);
+  // se_e2_a: D = T^T T[:, :M<] : n x M x M< -> n x (M M<)
+  t_mat = t_mat / nc;
+  const auto axis = config_.axis_neuron;
+  return torch::matmul(t_mat.transpose(1, 2), t_mat.narrow(2, 0, axis)).reshape({n, m * axis});
+}
+
 torch::Tensor DeepPotImpl::energy_from_pairs(const torch::Tensor& rij, const torch::Tensor& centre_types,
                                              torch::Tensor* beyond_end) {
   const auto nf = rij.size(0);
   const auto nloc = rij.size(1);
   const auto nnei = rij.size(2);
-  const int nt = config_.ntypes();
-  const auto nc = static_cast<double>(config_.nnei());
-  const auto axis = config_.axis_neuron;
-  const auto m = config_.embedding_width();
-  const bool radial = config_.radial();
-
   // R~: (nf nloc) x nnei x 4; se_e2_r keeps column 0 (s), the only one it uses.
-  const std::int64_t cols = radial ? 1 : 4;
+  const std::int64_t cols = config_.radial() ? 1 : 4;
   const auto env = environment_matrix(rij, config_.rcut, config_.rcut_smth)
                        .reshape({nf * nloc, nnei, 4})
                        .narrow(2, 0, cols);
   const auto types = centre_types.reshape({nf * nloc});
   auto atom_energy = torch::zeros({nf * nloc}, rij.options());
-  for (int c = 0; c < nt; ++c) {
+  for (int c = 0; c < config_.ntypes(); ++c) {
     const auto idx = torch::nonzero(types.eq(c)).squeeze(1);
-    const auto n = idx.size(0);
     // R^ = (R~ - davg[c]) / dstd[c] : n x nnei x cols
     const auto env_c = (env.index_select(0, idx) - davg_[c].narrow(1, 0, cols)) / dstd_[c].narrow(1, 0, cols);
-    // se_e2_a: T = (1/N_c) sum_t R^_t^T G_t : n x 4 x M ; se_e2_r: the sum of G over the slots, n x M
-    auto t_mat = radial ? torch::zeros({n, m}, rij.options()) : torch::zeros({n, 4, m}, rij.options());
-    for (int t = 0; t < nt; ++t) {
-      const auto sel_t = config_.sel[static_cast<std::size_t>(t)];
-      if (sel_t == 0) continue;
-      const auto block = env_c.narrow(1, config_.sel_offset(t), sel_t);  // n x sel_t x cols
-      const auto x = block.narrow(2, 0, 1);                              // n x sel_t x 1
-      const auto net = static_cast<std::size_t>(net_index(c, t));
-      const auto g = compressed() ? table_->values(net, x.squeeze(2), beyond_end)
-                                  : embedding(c, t)->forward(x);  // n x sel_t x M
-      t_mat = radial ? t_mat + g.sum(1) : t_mat + torch::matmul(block.transpose(1, 2), g);
-    }
-    torch::Tensor d;
-    if (radial) {
-      // D = (1/5) (1/N_c) sum_j G(s^_ij), DeePMD-kit's scale : n x M
-      d = t_mat / (5.0 * nc);
-    } else {
-      // D = T^T T[:, :M<] : n x M x M< -> n x (M M<)
-      t_mat = t_mat / nc;
-      d = torch::matmul(t_mat.transpose(1, 2), t_mat.narrow(2, 0, axis)).reshape({n, m * axis});
-    }
     // E_i = F_c(D_i) + bias[c]
-    const auto e = fitting_[static_cast<std::size_t>(c)]->forward(d).squeeze(-1) + energy_bias_[c];
+    const auto e =
+        fitting_[static_cast<std::size_t>(c)]->forward(descriptor(c, env_c, beyond_end)).squeeze(-1) +
+        energy_bias_[c];
     atom_energy = atom_energy.index_add(0, idx, e);
   }
   return atom_energy.reshape({nf, nloc});
@@ -195,8 +227,9 @@ ModelOutput DeepPotImpl::evaluate(const torch::Tensor& coord, const torch::Tenso
   check_inputs(config_, coord, atype, nlist, shift);
   if (compressed()) {
     if (create_graph) refuse_training("outputs differentiable with respect to the weights");
-    // The tables' kernel computes se_e2_a's T; se_e2_r evaluates its tables by LibTorch operations.
-    if (table_kernel_ && coord.device().is_cpu() && !config_.radial())
+    // The tables' kernel computes se_e2_a's T; se_e2_r and se_e3 evaluate their tables by LibTorch
+    // operations.
+    if (table_kernel_ && coord.device().is_cpu() && config_.descriptor == "se_e2_a")
       return evaluate_compressed(coord, atype, nlist, shift, need_atom_virial);
   }
   torch::AutoGradMode grad_mode(true);

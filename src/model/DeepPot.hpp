@@ -1,5 +1,5 @@
 #pragma once
-// The Deep Potential model DeepPot-SE (descriptor se_e2_a or se_e2_r, fitting "ener"), as defined in
+// The Deep Potential model DeepPot-SE (descriptor se_e2_a, se_e2_r or se_e3, fitting "ener"), as defined in
 // docs/deep-potential.md: per-atom energies from the smooth environment of each atom, forces and virials by
 // autograd. Batched over frames, vectorised over atoms and neighbours, device- and precision-agnostic.
 // A compressed model (compress(), docs/compression.md) evaluates its embedding nets from tables instead,
@@ -34,8 +34,9 @@ class DeepPotImpl : public torch::nn::Module {
  public:
   // Builds the networks from `config` (validated; sel must be resolved) with random weights drawn from
   // config.seed, in config.precision, on the CPU (move with ->to(device)). Registration order of the
-  // parameters: embedding nets (type_one_side: per neighbour type; else per (centre, neighbour) pair,
-  // centre-major), then the fitting nets per centre type; each net layer by layer (w, b, dt).
+  // parameters: embedding nets (type_one_side: per neighbour type; se_e3: per pair of neighbour types
+  // a <= b; else per (centre, neighbour) pair, centre-major), then the fitting nets per centre type; each
+  // net layer by layer (w, b, dt).
   // Statistics davg = 0, dstd = 1 ([ntypes, nnei, 4]) and the energy bias 0 ([ntypes]) are buffers.
   explicit DeepPotImpl(const ModelConfig& config);
 
@@ -106,8 +107,12 @@ class DeepPotImpl : public torch::nn::Module {
   // beyond their table's end).
   torch::Tensor energy_from_pairs(const torch::Tensor& rij, const torch::Tensor& centre_types,
                                   torch::Tensor* beyond_end = nullptr);
-  int net_index(int centre_type, int neighbour_type) const;
-  DenseNet& embedding(int centre_type, int neighbour_type);
+  // The embedding net of (first, second) (ModelConfig::embedding_index) at inputs x (any shape): x.sizes()
+  // + [M], from the tables when compressed.
+  torch::Tensor embed(int first, int second, const torch::Tensor& x, torch::Tensor* beyond_end);
+  // The descriptor D of n centres of type c from their normalised environment rows env_c (n x nnei x
+  // cols): n x descriptor_dim().
+  torch::Tensor descriptor(int c, const torch::Tensor& env_c, torch::Tensor* beyond_end);
   // evaluate() of a compressed model: T by the tables' kernel, the fitting nets and dE/dT written out,
   // forces and virials by the kernel's backward pass.
   ModelOutput evaluate_compressed(const torch::Tensor& coord, const torch::Tensor& atype,

@@ -20,9 +20,7 @@ constexpr std::int64_t kMaxIntervals = std::int64_t{1} << 22;
 // Points per interval at which the table is compared with its net: t = k h / 8, k = 1 .. 7.
 constexpr int kErrorPoints = 7;
 
-std::int64_t net_count(const ModelConfig& c) {
-  return c.type_one_side ? c.ntypes() : static_cast<std::int64_t>(c.ntypes()) * c.ntypes();
-}
+std::int64_t net_count(const ModelConfig& c) { return c.embedding_count(); }
 
 std::string pair_name(const ModelConfig& c, int centre, int neighbour) {
   return c.type_map[static_cast<std::size_t>(centre)] + "-" + c.type_map[static_cast<std::size_t>(neighbour)];
@@ -80,34 +78,7 @@ std::pair<std::vector<double>, std::string> covered_distances(const ModelConfig&
   return {d, where};
 }
 
-// The grid of one net: its input x = (s - davg) / dstd over every (centre type, slot) that uses it, s in
-// [0, s(r_min)] on the fine grid and up to extrapolate * s(r_min) on the coarse one.
-tabulated::Grid plan_grid(const ModelConfig& c, const torch::Tensor& davg, const torch::Tensor& dstd,
-                          const std::vector<double>& distances, const TableSettings& s, int net) {
-  const int nt = c.ntypes();
-  const auto mean = davg.to(torch::kCPU, torch::kFloat64).contiguous();
-  const auto dev = dstd.to(torch::kCPU, torch::kFloat64).contiguous();
-  const auto m = mean.accessor<double, 3>();
-  const auto d = dev.accessor<double, 3>();
-  double lo = std::numeric_limits<double>::infinity();
-  double hi = -lo, ext = -lo;
-  for (int centre = 0; centre < nt; ++centre) {
-    for (int t = 0; t < nt; ++t) {
-      const int uses = c.type_one_side ? t : centre * nt + t;
-      if (uses != net) continue;
-      double ds = 0.0;
-      const double s_max =
-          switched_inverse(distances[static_cast<std::size_t>(centre * nt + t)], c.rcut, c.rcut_smth, ds);
-      for (std::int64_t slot = c.sel_offset(t); slot < c.sel_offset(t) + c.sel[static_cast<std::size_t>(t)];
-           ++slot) {
-        // x = (s - davg) / dstd increases with s
-        const double m0 = m[centre][slot][0], d0 = d[centre][slot][0];
-        lo = std::min(lo, (0.0 - m0) / d0);
-        hi = std::max(hi, (s_max - m0) / d0);
-        ext = std::max(ext, (s.extrapolate * s_max - m0) / d0);
-      }
-    }
-  }
+tabulated::Grid make_grid(double lo, double hi, double ext, const TableSettings& s, int net) {
   if (!std::isfinite(lo) || !std::isfinite(hi) || !std::isfinite(ext)) {
     throw ModelError("compression: the statistics give a non-finite input range for embedding net " +
                      std::to_string(net) + " (dstd 0?)");
@@ -120,6 +91,65 @@ tabulated::Grid plan_grid(const ModelConfig& c, const torch::Tensor& davg, const
   g.ncoarse =
       std::max<std::int64_t>(0, static_cast<std::int64_t>(std::ceil((ext - g.fine_end()) / g.coarse_step)));
   return g;
+}
+
+// The grid of one net: its input x over every (centre type, slot) that uses it, on the fine grid over the
+// range the training data reached (s in [0, s(r_min)]) and on the coarse one up to extrapolate * s(r_min).
+//  se_e2_a, se_e2_r: x = (s - davg) / dstd, increasing with s.
+//  se_e3: x = r^_j . r^_k with |r^_j| = s_j / dstd (columns 1..3), so |x| <= X = max over centres of
+//  s_max,a s_max,b / (dstd_a dstd_b): fine over [-X, X], coarse up to extrapolate^2 X; below -X (both
+//  neighbours closer than the training data's closest and opposite) the tangent line at -X.
+tabulated::Grid plan_grid(const ModelConfig& c, const torch::Tensor& davg, const torch::Tensor& dstd,
+                          const std::vector<double>& distances, const TableSettings& s, int net) {
+  const int nt = c.ntypes();
+  const auto mean = davg.to(torch::kCPU, torch::kFloat64).contiguous();
+  const auto dev = dstd.to(torch::kCPU, torch::kFloat64).contiguous();
+  const auto m = mean.accessor<double, 3>();
+  const auto d = dev.accessor<double, 3>();
+  // s(r_min) of (centre, t) and the largest 1 / dstd of column k over t's slots
+  const auto s_max = [&](int centre, int t) {
+    double ds = 0.0;
+    return switched_inverse(distances[static_cast<std::size_t>(centre * nt + t)], c.rcut, c.rcut_smth, ds);
+  };
+  const auto inv_std = [&](int centre, int t, int col) {
+    double out = 0.0;
+    for (std::int64_t slot = c.sel_offset(t); slot < c.sel_offset(t) + c.sel[static_cast<std::size_t>(t)];
+         ++slot)
+      out = std::max(out, 1.0 / d[centre][slot][col]);
+    return out;
+  };
+  double lo = std::numeric_limits<double>::infinity();
+  double hi = -lo, ext = -lo;
+  if (c.three_body()) {
+    for (int centre = 0; centre < nt; ++centre) {
+      for (int a = 0; a < nt; ++a) {
+        for (int b = a; b < nt; ++b) {
+          if (c.embedding_index(a, b) != net) continue;
+          const double x =
+              s_max(centre, a) * inv_std(centre, a, 1) * s_max(centre, b) * inv_std(centre, b, 1);
+          lo = std::min(lo, -x);
+          hi = std::max(hi, x);
+          ext = std::max(ext, s.extrapolate * s.extrapolate * x);
+        }
+      }
+    }
+    return make_grid(lo, hi, ext, s, net);
+  }
+  for (int centre = 0; centre < nt; ++centre) {
+    for (int t = 0; t < nt; ++t) {
+      if (c.embedding_index(centre, t) != net) continue;
+      const double top = s_max(centre, t);
+      for (std::int64_t slot = c.sel_offset(t); slot < c.sel_offset(t) + c.sel[static_cast<std::size_t>(t)];
+           ++slot) {
+        // x = (s - davg) / dstd increases with s
+        const double m0 = m[centre][slot][0], d0 = d[centre][slot][0];
+        lo = std::min(lo, (0.0 - m0) / d0);
+        hi = std::max(hi, (top - m0) / d0);
+        ext = std::max(ext, (s.extrapolate * top - m0) / d0);
+      }
+    }
+  }
+  return make_grid(lo, hi, ext, s, net);
 }
 
 // Quintic Hermite coefficients of every interval from the net's value, first and second derivative at the

@@ -1,8 +1,9 @@
 #pragma once
 // The tables of a compressed model (docs/compression.md): every embedding net G(x) of a DeepPot-SE model as
-// piecewise quintic polynomials in its input x = (s - davg) / dstd, C2 at the knots (value, first and
-// second derivative of the net there), on a fine grid over the range of x the training data reached and a
-// coarser one beyond it up to `extrapolate` times the largest s. The coefficients are buffers of this
+// piecewise quintic polynomials in its input x (se_e2_a, se_e2_r: x = (s - davg) / dstd; se_e3: the product
+// g_jk of two normalised directions), C2 at the knots (value, first and second derivative of the net
+// there), on a fine grid over the range of x the training data reached and a coarser one beyond it up to
+// `extrapolate` times the largest s. The coefficients are buffers of this
 // module (saved in the model file and covered by its checksums); the layout (knots, settings) is the
 // "compression" entry of the model file's metadata.
 #include <torch/nn/module.h>
@@ -38,10 +39,9 @@ struct TableError {
 
 class EmbeddingTableImpl : public torch::nn::Module {
  public:
-  // Tabulates `nets` (in embedding-net order: per neighbour type, or per (centre, neighbour) pair,
-  // centre-major) for a model with `config`, statistics davg/dstd (ntypes x nnei x 4) and the training
-  // range `range` (may be empty), with `settings`. Throws ConfigError for settings out of range or a table
-  // too large to hold.
+  // Tabulates `nets` (in ModelConfig::embedding_index order) for a model with `config`, statistics davg/dstd
+  // (ntypes x nnei x 4) and the training range `range` (may be empty), with `settings`. Throws ConfigError
+  // for settings out of range or a table too large to hold.
   EmbeddingTableImpl(const std::vector<DenseNet>& nets, const std::vector<std::string>& names,
                      const ModelConfig& config, const torch::Tensor& davg, const torch::Tensor& dstd,
                      const TrainingRange& range, const TableSettings& settings);
@@ -61,7 +61,7 @@ class EmbeddingTableImpl : public torch::nn::Module {
   // operations on x's device (EmbeddingTableValues.cpp): the interval, polynomial and tangent line beyond
   // the ends of the CPU kernel (TabulatedKernel.hpp), differentiable with respect to x (the derivative is
   // the polynomial's). Where given, beyond_end (an int64 scalar on x's device) counts the x beyond the
-  // table's end. The path of devices without the kernel.
+  // table's end or more than a fine step before its start. The path of devices without the kernel.
   torch::Tensor values(std::size_t k, const torch::Tensor& x, torch::Tensor* beyond_end = nullptr) const;
   // Bytes of all coefficients.
   std::int64_t bytes() const;

@@ -39,7 +39,9 @@ torch::Tensor EmbeddingTableImpl::values(std::size_t k, const torch::Tensor& x,
     const auto zero = torch::zeros_like(xv);
     const auto t64 = torch::where(inside, xv - knot, torch::where(before, zero, zero + last_width));
     const auto beyond = torch::where(before, xv - g.x0, torch::where(inside, zero, xv - end));
-    if (beyond_end != nullptr) *beyond_end = *beyond_end + beyond.gt(0.0).sum();
+    // Counted: beyond the end, or more than a fine step before x0 (only se_e3's input reaches below x0;
+    // the step keeps a float32 input's rounding at x0 from counting).
+    if (beyond_end != nullptr) *beyond_end = *beyond_end + (beyond.gt(0.0) | beyond.lt(-g.step)).sum();
 
     // G = p(t) + e p'(t) and G' = p'(t), by Horner's rule (the kernel's poly and dpoly), one power's
     // coefficients gathered at a time: P x M each.

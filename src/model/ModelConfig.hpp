@@ -1,6 +1,6 @@
 #pragma once
-// Settings of a DeepPot-SE model (descriptor se_e2_a or se_e2_r, fitting "ener"), read from DeePMD-kit's
-// "model" section of input.json with DeePMD-kit's defaults for missing keys.
+// Settings of a DeepPot-SE model (descriptor se_e2_a, se_e2_r or se_e3, fitting "ener"), read from
+// DeePMD-kit's "model" section of input.json with DeePMD-kit's defaults for missing keys.
 #include <c10/core/ScalarType.h>
 
 #include <cstdint>
@@ -11,8 +11,10 @@
 namespace deepkf {
 
 struct ModelConfig {
-  // The descriptor (docs/deep-potential.md): "se_e2_a" (angular and radial: D = T^T T[:, :M<]) or "se_e2_r"
-  // (radial only: D = mean_j G(s_ij) / 5). DeePMD-kit's spellings se_a and se_r are read as these.
+  // The descriptor (docs/deep-potential.md): "se_e2_a" (angular and radial: D = T^T T[:, :M<]), "se_e2_r"
+  // (radial only: D = mean_j G(s_ij) / 5) or "se_e3" (three-body: D = sum over neighbour-type pairs of the
+  // mean of g_jk G(g_jk), g_jk = r^_j . r^_k). DeePMD-kit's other spellings (se_a, se_r, se_at, se_a_3be,
+  // se_t) are read as these.
   std::string descriptor = "se_e2_a";
   std::vector<std::string> type_map;  // element names; type index t means type_map[t]
   double rcut = 6.0;                  // cutoff radius (A)
@@ -22,7 +24,7 @@ struct ModelConfig {
   double sel_auto_factor = 1.1;       // "auto:1.2" -> 1.2
   std::vector<int> embedding_neuron{10, 20, 40};
   int axis_neuron = 4;         // M< of the descriptor D = T^T T[:, :M<] (se_e2_a only)
-  bool type_one_side = false;  // true: one embedding net per neighbour type
+  bool type_one_side = false;  // true: one embedding net per neighbour type (se_e2_a, se_e2_r)
   bool embedding_resnet_dt = false;
   std::vector<int> fitting_neuron{120, 120, 120};
   bool fitting_resnet_dt = true;
@@ -45,10 +47,17 @@ struct ModelConfig {
   // M = last embedding width
   std::int64_t embedding_width() const { return embedding_neuron.empty() ? 0 : embedding_neuron.back(); }
   bool radial() const { return descriptor == "se_e2_r"; }
-  // Descriptor length: M * M< (se_e2_a), M (se_e2_r).
+  bool three_body() const { return descriptor == "se_e3"; }
+  // Descriptor length: M * M< (se_e2_a), M (se_e2_r, se_e3).
   std::int64_t descriptor_dim() const {
-    return radial() ? embedding_width() : embedding_width() * axis_neuron;
+    return descriptor == "se_e2_a" ? embedding_width() * axis_neuron : embedding_width();
   }
+  // Embedding nets: ntypes (type_one_side), ntypes^2 (per centre and neighbour type), or ntypes (ntypes + 1)
+  // / 2 (se_e3: per unordered pair of neighbour types).
+  int embedding_count() const;
+  // The net of a (centre type, neighbour type) pair (se_e2_a, se_e2_r), or of a pair of neighbour types
+  // (se_e3, either order), as an index into the embedding nets.
+  int embedding_index(int first, int second) const;
   // "float64" or "float32".
   std::string precision_name() const;
 

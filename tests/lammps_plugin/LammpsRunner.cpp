@@ -97,6 +97,11 @@ void write_water_model(const std::string& path, std::int64_t seed, const std::st
   mc.rcut = 6.0;
   mc.rcut_smth = 0.5;
   mc.sel = {46, 92};
+  if (descriptor == "se_e3") {
+    // a shorter cutoff: se_e3 evaluates its nets on every pair of neighbours
+    mc.rcut = 4.0;
+    mc.sel = {16, 32};
+  }
   mc.embedding_neuron = {8, 16};
   mc.axis_neuron = 4;
   mc.fitting_neuron = {16, 16};

@@ -197,7 +197,7 @@ inline ModelConfig small_config(bool type_one_side, bool resnet_dt,
   mc.sel = {20, 20};
   mc.embedding_neuron = {4, 8, 8, 16};
   mc.axis_neuron = 3;
-  mc.type_one_side = type_one_side;
+  mc.type_one_side = type_one_side && descriptor != "se_e3";  // se_e3's nets are per neighbour-type pair
   mc.embedding_resnet_dt = resnet_dt;
   mc.fitting_neuron = {12, 12};
   mc.fitting_resnet_dt = resnet_dt;
@@ -302,7 +302,7 @@ inline double reference_energy(const DeepPot& model, const Config& c, int images
     const auto env_hat = (env - davg[ti]) / dstd[ti];
     auto tmat = torch::zeros({4, mc.embedding_width()}, torch::kFloat64);
     auto gsum = torch::zeros({mc.embedding_width()}, torch::kFloat64);
-    for (int t = 0; t < mc.ntypes(); ++t) {
+    for (int t = 0; t < mc.ntypes() && !mc.three_body(); ++t) {
       const auto block = env_hat.narrow(0, mc.sel_offset(t), mc.sel[t]);
       const std::string net = mc.type_one_side ? "embedding_" + std::to_string(t)
                                                : "embedding_" + std::to_string(ti) + "_" + std::to_string(t);
@@ -311,8 +311,28 @@ inline double reference_energy(const DeepPot& model, const Config& c, int images
       for (std::int64_t k = 0; k < g.size(0); ++k) gsum += g[k];
     }
     tmat /= static_cast<double>(mc.nnei());
-    const auto d = mc.radial() ? (gsum / (5.0 * static_cast<double>(mc.nnei()))).reshape({1, -1})
-                               : tmat.t().matmul(tmat.narrow(1, 0, mc.axis_neuron)).reshape({1, -1});
+    auto three = torch::zeros({1, mc.embedding_width()}, torch::kFloat64);
+    for (int a = 0; a < mc.ntypes() && mc.three_body(); ++a) {
+      for (int b = a; b < mc.ntypes(); ++b) {
+        std::vector<double> g;
+        for (int j = 0; j < mc.sel[a]; ++j) {
+          for (int k = 0; k < mc.sel[b]; ++k) {
+            double dot = 0;
+            for (int d = 1; d < 4; ++d)
+              dot += env_hat[mc.sel_offset(a) + j][d].item<double>() *
+                     env_hat[mc.sel_offset(b) + k][d].item<double>();
+            g.push_back(dot);
+          }
+        }
+        const auto x = torch::tensor(g, torch::kFloat64).unsqueeze(1);
+        const auto emb = reference_net(model, "embedding_" + std::to_string(a) + "_" + std::to_string(b), x,
+                                       false, mc.embedding_resnet_dt);
+        three += (x * emb).sum(0, true) / static_cast<double>(mc.sel[a] * mc.sel[b]);
+      }
+    }
+    const auto d = mc.three_body() ? three
+                   : mc.radial()   ? (gsum / (5.0 * static_cast<double>(mc.nnei()))).reshape({1, -1})
+                                   : tmat.t().matmul(tmat.narrow(1, 0, mc.axis_neuron)).reshape({1, -1});
     const auto e = reference_net(model, "fitting_" + std::to_string(ti), d, true, mc.fitting_resnet_dt);
     total += e.item<double>() + bias[ti].item<double>();
   }

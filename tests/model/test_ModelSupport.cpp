@@ -133,8 +133,8 @@ TEST_CASE("ModelConfig reads DeePMD-kit's keys and defaults and rejects bad valu
     model["descriptor"]["precision"] = "float16";
     CHECK_THROWS_WITH(ModelConfig::from_json(model), Catch::Contains("float16"));
     model = water_reference_model();
-    model["descriptor"]["type"] = "se_e3";
-    CHECK_THROWS_WITH(ModelConfig::from_json(model), Catch::Contains("se_e3"));
+    model["descriptor"]["type"] = "se_atten";
+    CHECK_THROWS_WITH(ModelConfig::from_json(model), Catch::Contains("se_atten"));
     model = water_reference_model();
     model["descriptor"]["axis_neuron"] = 200;
     CHECK_THROWS_WITH(ModelConfig::from_json(model),
@@ -169,7 +169,7 @@ TEST_CASE("ModelConfig reads DeePMD-kit's keys and defaults and rejects bad valu
     CHECK_THROWS_WITH(
         ModelConfig::from_json(model, "in.json"),
         "model key 'model.type_embedding' in in.json asks for a type embedding (se_atten and DPA "
-        "descriptors), which deepkf does not build: it trains one se_e2_a or se_e2_r energy model");
+        "descriptors), which deepkf does not build: it trains one se_e2_a, se_e2_r or se_e3 energy model");
     model = water_reference_model();
     model["models"] = nlohmann::json::array();
     CHECK_THROWS_WITH(ModelConfig::from_json(model, "in.json"), Catch::Contains("'model.models' in in.json"));
@@ -177,7 +177,8 @@ TEST_CASE("ModelConfig reads DeePMD-kit's keys and defaults and rejects bad valu
     model["descriptor"] = {{"type", "hybrid"}, {"list", nlohmann::json::array()}};
     CHECK_THROWS_WITH(ModelConfig::from_json(model, "in.json"),
                       "model key 'model.descriptor.type' in in.json is \"hybrid\": deepkf builds the "
-                      "descriptors se_e2_a (also written se_a) and se_e2_r (se_r)");
+                      "descriptors se_e2_a (also written se_a), se_e2_r (se_r) and se_e3 (se_at, se_a_3be, "
+                      "se_t)");
     // se_e2_r (se_r) is read with se_e2_a's keys but axis_neuron, and written back as se_e2_r.
     model = water_reference_model();
     model["descriptor"]["type"] = "se_r";
@@ -191,6 +192,25 @@ TEST_CASE("ModelConfig reads DeePMD-kit's keys and defaults and rejects bad valu
     model["descriptor"]["axis_neuron"] = 4;
     CHECK_THROWS_WITH(ModelConfig::from_json(model, "in.json"),
                       Catch::Contains("unknown key 'axis_neuron' in model.descriptor of in.json"));
+    // se_e3 (also se_at, se_a_3be, se_t) has neither axis_neuron nor type_one_side; its nets are one per
+    // pair of neighbour types; a missing sel is DeePMD-kit's "auto".
+    model = water_reference_model();
+    model["descriptor"]["type"] = "se_at";
+    model["descriptor"].erase("axis_neuron");
+    model["descriptor"].erase("type_one_side");
+    const auto three = ModelConfig::from_json(model, "in.json");
+    CHECK(three.descriptor == "se_e3");
+    CHECK(three.descriptor_dim() == three.embedding_width());
+    CHECK(three.embedding_count() == 3);
+    CHECK(three.embedding_index(1, 0) == 1);
+    CHECK(three.embedding_index(1, 1) == 2);
+    CHECK_FALSE(three.to_json()["descriptor"].contains("type_one_side"));
+    CHECK(ModelConfig::from_json(three.to_json(), "again.json").differences(three).empty());
+    model["descriptor"].erase("sel");
+    CHECK(ModelConfig::from_json(model, "in.json").sel_auto);
+    model["descriptor"]["type_one_side"] = true;
+    CHECK_THROWS_WITH(ModelConfig::from_json(model, "in.json"),
+                      Catch::Contains("unknown key 'type_one_side' in model.descriptor of in.json"));
     model = water_reference_model();
     model["fitting_net"]["type"] = "dipole";
     CHECK_THROWS_WITH(ModelConfig::from_json(model, "in.json"),

@@ -79,7 +79,9 @@ TEST_CASE("a table by LibTorch operations gives the kernel's values and the poly
     const auto nan = table.values(k, torch::tensor({std::numeric_limits<double>::quiet_NaN()}), &beyond);
     CHECK(torch::isnan(nan).all().item<bool>());
     table.values(k, x.detach(), &beyond);
-    CHECK(beyond.item<std::int64_t>() == 1);  // g.end() + 0.7 only: the end itself is on the last interval
+    // x0 - 0.3 (more than a step before x0) and g.end() + 0.7: the end itself is on the last interval
+    REQUIRE(0.3 > g.step);
+    CHECK(beyond.item<std::int64_t>() == 2);
   }
 }
 

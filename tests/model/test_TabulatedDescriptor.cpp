@@ -175,18 +175,24 @@ TEST_CASE("the water reference settings (M = 100, sel 46/92) agree at the defaul
 }
 
 TEST_CASE(
-    "a compressed se_e2_r model agrees with the uncompressed one and its forces are its energy derivatives",
+    "compressed se_e2_r and se_e3 models agree with the uncompressed ones and their forces are their energy "
+    "derivatives",
     "[model][compress]") {
-  // DeePMD-kit's se_e2_r water example's settings (embedding 5-10-20, sel 46/92) with random weights and the
-  // frames' statistics; its tables are evaluated by LibTorch operations (the kernel is se_e2_a's).
+  // DeePMD-kit's se_e2_r and se_e3 water examples' settings (embedding 5-10-20 and 2-4-8; sel 46/92) with
+  // random weights and the frames' statistics; their tables are evaluated by LibTorch operations (the
+  // kernel is se_e2_a's).
+  const std::string descriptor = GENERATE(as<std::string>{}, "se_e2_r", "se_e3");
+  INFO("descriptor " << descriptor);
   const auto water = Dataset::load({require_shared_dataset("water/data_3")}, {"O", "H"});
   auto doc = water_reference_model();
-  doc["descriptor"]["type"] = "se_e2_r";
-  doc["descriptor"]["neuron"] = {5, 10, 20};
+  doc["descriptor"]["type"] = descriptor;
+  doc["descriptor"]["neuron"] =
+      descriptor == "se_e3" ? std::vector<int>{2, 4, 8} : std::vector<int>{5, 10, 20};
   doc["descriptor"].erase("axis_neuron");
+  if (descriptor == "se_e3") doc["descriptor"].erase("type_one_side");
   check_default_tables(ModelConfig::from_json(doc), water.systems.at(0), 1e-10);
   // Forces of the compressed model against finite differences of its own energy, on a small cell.
-  auto small = small_model(false, true, torch::kFloat64, "se_e2_r");
+  auto small = small_model(false, true, torch::kFloat64, descriptor);
   TrainingRange r(2);
   r.add({0.9, 1.0, 1.0, 1.1}, 1);
   small->set_training_range(r);

@@ -1,0 +1,284 @@
+// ModelConfig::parse and read_type_map: DeePMD-kit's "model" section read with its defaults, each bad value
+// named by its key.
+#include <algorithm>
+
+#include "src/core/Error.hpp"
+#include "src/core/JsonKeys.hpp"
+#include "src/model/ModelConfig.hpp"
+
+namespace deepkf {
+
+namespace {
+
+std::string dump(const nlohmann::json& v) { return v.dump(); }
+
+const nlohmann::json* find(const nlohmann::json& section, const std::string& key) {
+  auto it = section.find(key);
+  return it == section.end() ? nullptr : &*it;
+}
+
+double read_number(const nlohmann::json& section, const std::string& key, double fallback,
+                   const std::string& path) {
+  const nlohmann::json* v = find(section, key);
+  if (v == nullptr) return fallback;
+  if (!v->is_number()) {
+    throw ConfigError("model key '" + path + "." + key + "' must be a number, got " + dump(*v));
+  }
+  return v->get<double>();
+}
+
+bool read_bool(const nlohmann::json& section, const std::string& key, bool fallback,
+               const std::string& path) {
+  const nlohmann::json* v = find(section, key);
+  if (v == nullptr) return fallback;
+  if (!v->is_boolean()) {
+    throw ConfigError("model key '" + path + "." + key + "' must be true or false, got " + dump(*v));
+  }
+  return v->get<bool>();
+}
+
+std::vector<int> read_int_list(const nlohmann::json& section, const std::string& key,
+                               const std::vector<int>& fallback, const std::string& path,
+                               const std::string& file) {
+  const nlohmann::json* v = find(section, key);
+  if (v == nullptr) return fallback;
+  if (!v->is_array()) {
+    throw ConfigError("model key '" + path + "." + key + "' must be a list of integers, got " + dump(*v));
+  }
+  std::vector<int> out;
+  for (const auto& x : *v) {
+    if (!x.is_number()) {
+      throw ConfigError("model key '" + path + "." + key + "' must be a list of integers, got " + dump(*v));
+    }
+    out.push_back(json_value<int>(x, path + "." + key + "[" + std::to_string(out.size()) + "]", file));
+  }
+  return out;
+}
+
+// An integer key: a whole number inside int's range (0.5 is an error, not 0).
+int read_int(const nlohmann::json& section, const std::string& key, int fallback, const std::string& path,
+             const std::string& file) {
+  const nlohmann::json* v = find(section, key);
+  if (v == nullptr) return fallback;
+  if (!v->is_number())
+    throw ConfigError("model key '" + path + "." + key + "' must be an integer, got " + dump(*v));
+  return json_value<int>(*v, path + "." + key, file);
+}
+
+c10::ScalarType read_precision(const nlohmann::json& section, const std::string& path) {
+  const nlohmann::json* v = find(section, "precision");
+  if (v == nullptr) return c10::ScalarType::Double;
+  if (v->is_string()) {
+    const auto s = v->get<std::string>();
+    if (s == "float64" || s == "default") return c10::ScalarType::Double;
+    if (s == "float32") return c10::ScalarType::Float;
+  }
+  throw ConfigError("model key '" + path + ".precision' must be \"float64\" or \"float32\", got " + dump(*v));
+}
+
+// The descriptor a DeePMD-kit type names, in its canonical spelling; empty when deepkf does not build it.
+std::string canonical_descriptor(const nlohmann::json& type) {
+  if (!type.is_string()) return "";
+  const auto t = type.get<std::string>();
+  if (t == "se_e2_a" || t == "se_a") return "se_e2_a";
+  if (t == "se_e2_r" || t == "se_r") return "se_e2_r";
+  if (t == "se_e3" || t == "se_at" || t == "se_a_3be" || t == "se_t") return "se_e3";
+  return "";
+}
+
+constexpr const char* kBuilt = "one se_e2_a, se_e2_r or se_e3 energy model";
+
+}  // namespace
+
+std::vector<std::string> ModelConfig::read_type_map(const nlohmann::json& model, const std::string& file) {
+  const nlohmann::json* tm = model.is_object() ? find(model, "type_map") : nullptr;
+  if (tm == nullptr || !tm->is_array() || tm->empty()) {
+    throw ConfigError("model key 'model.type_map' in " + file +
+                      " must be a non-empty list of element names, got " +
+                      (tm ? dump(*tm) : std::string("nothing")));
+  }
+  std::vector<std::string> names;
+  for (const auto& name : *tm) {
+    if (!name.is_string())
+      throw ConfigError("model key 'model.type_map' in " + file + " has a non-string entry " + dump(name));
+    const auto same = std::find(names.begin(), names.end(), name.get<std::string>());
+    if (same != names.end()) {
+      throw ConfigError("model key 'model.type_map' in " + file + " names '" + *same + "' twice (entries " +
+                        std::to_string(same - names.begin()) + " and " + std::to_string(names.size()) +
+                        "): each element once");
+    }
+    names.push_back(name.get<std::string>());
+  }
+  return names;
+}
+
+ModelConfig ModelConfig::parse(const nlohmann::json& model, const std::string& file) {
+  if (!model.is_object()) throw ConfigError("model section must be an object, got " + dump(model));
+  // Every key of DeePMD-kit's se_e2_a energy model; those for options not built here are refused below
+  // unless they hold their defaults, and data_stat_* (statistics sampling), rcond, env_protection take no
+  // effect.
+  // DeePMD-kit models deepkf does not build, refused by name rather than as unknown keys.
+  const std::pair<const char*, const char*> other_models[] = {
+      {"models", "several models combined (DeePMD-kit's linear energy model, e.g. with a D3 or pair table)"},
+      {"modifier", "a long-range modifier (DPLR)"},
+      {"spin", "a spin model"},
+      {"use_srtab", "a tabulated short-range pair potential added to the model"},
+      {"type_embedding", "a type embedding (se_atten and DPA descriptors)"},
+      {"fitting_net_dict", "a multi-task model"}};
+  for (const auto& [key, what] : other_models) {
+    if (find(model, key) != nullptr) {
+      throw ConfigError("model key 'model." + std::string(key) + "' in " + file + " asks for " + what +
+                        ", which deepkf does not build: it trains " + kBuilt);
+    }
+  }
+  if (const auto* d = find(model, "descriptor"); d != nullptr && d->is_object()) {
+    const auto* type = find(*d, "type");
+    if (type == nullptr || canonical_descriptor(*type).empty()) {
+      throw ConfigError("model key 'model.descriptor.type' in " + file + " is " +
+                        (type ? dump(*type) : std::string("missing")) +
+                        ": deepkf builds the descriptors se_e2_a (also written se_a), se_e2_r (se_r) and "
+                        "se_e3 (se_at, se_a_3be, se_t)");
+    }
+  }
+  if (const auto* f = find(model, "fitting_net"); f != nullptr && f->is_object()) {
+    const auto* type = find(*f, "type");
+    if (type != nullptr && *type != "ener") {
+      throw ConfigError("model key 'model.fitting_net.type' in " + file + " is " + dump(*type) +
+                        ": deepkf fits energies, forces and virials (type \"ener\") only");
+    }
+  }
+  check_keys(model, "model",
+             {"type", "type_map", "descriptor", "fitting_net", "data_stat_nbatch", "data_stat_protect"},
+             file);
+  if (const auto* t = find(model, "type"); t != nullptr && *t != "standard") {
+    throw ConfigError("model key 'model.type' must be \"standard\", got " + dump(*t));
+  }
+  if (const auto* d = find(model, "descriptor"); d != nullptr && d->is_object()) {
+    // DeePMD-kit's argument check: se_e2_r has every key of se_e2_a but axis_neuron, se_e3 neither
+    // axis_neuron nor type_one_side (its nets are per neighbour-type pair).
+    std::vector<std::string> keys = {
+        "type",          "sel",       "rcut",          "rcut_smth",           "neuron",
+        "resnet_dt",     "seed",      "precision",     "activation_function", "set_davg_zero",
+        "exclude_types", "trainable", "env_protection"};
+    const auto type = canonical_descriptor((*d)["type"]);
+    if (type != "se_e3") keys.push_back("type_one_side");
+    if (type == "se_e2_a") keys.push_back("axis_neuron");
+    check_keys(*d, "model.descriptor", keys, file);
+  }
+  if (const auto* f = find(model, "fitting_net"); f != nullptr && f->is_object()) {
+    check_keys(*f, "model.fitting_net",
+               {"type", "neuron", "resnet_dt", "seed", "precision", "activation_function", "numb_fparam",
+                "numb_aparam", "trainable", "rcond", "atom_ener", "use_aparam_as_mask"},
+               file);
+    if (const auto* a = find(*f, "atom_ener"); a != nullptr && !(a->is_array() && a->empty())) {
+      throw ConfigError("model key 'model.fitting_net.atom_ener' is not supported, got " + dump(*a));
+    }
+  }
+  ModelConfig c;
+  c.type_map = read_type_map(model, file);
+
+  const nlohmann::json* desc = find(model, "descriptor");
+  if (desc == nullptr || !desc->is_object()) throw ConfigError("model key 'model.descriptor' is missing");
+  const std::string dp = "model.descriptor";  // its type was checked with the keys above
+  // DeePMD-kit options this model does not implement: refuse values other than their defaults
+  if (const auto* a = find(*desc, "activation_function"); a != nullptr && *a != "tanh" && *a != "default") {
+    throw ConfigError("model key 'model.descriptor.activation_function' must be \"tanh\", got " + dump(*a));
+  }
+  if (const auto* z = find(*desc, "set_davg_zero"); z != nullptr && *z != false) {
+    throw ConfigError("model key 'model.descriptor.set_davg_zero' is not supported, got " + dump(*z));
+  }
+  if (const auto* x = find(*desc, "exclude_types"); x != nullptr && !(x->is_array() && x->empty())) {
+    throw ConfigError("model key 'model.descriptor.exclude_types' is not supported, got " + dump(*x));
+  }
+  c.descriptor = canonical_descriptor((*desc)["type"]);
+  c.rcut = read_number(*desc, "rcut", c.rcut, dp);
+  c.rcut_smth = read_number(*desc, "rcut_smth", c.rcut_smth, dp);
+  const nlohmann::json* sel = find(*desc, "sel");
+  if (sel == nullptr) {
+    c.sel_auto = true;  // DeePMD-kit's default: "auto"
+  } else if (sel->is_string()) {
+    const auto s = sel->get<std::string>();
+    if (s == "auto") {
+      c.sel_auto = true;
+    } else if (s.rfind("auto:", 0) == 0) {
+      c.sel_auto = true;
+      try {
+        c.sel_auto_factor = std::stod(s.substr(5));
+      } catch (const std::exception&) {
+        throw ConfigError("model key 'model.descriptor.sel' has a bad factor in " + dump(*sel));
+      }
+    } else {
+      throw ConfigError("model key 'model.descriptor.sel' must be a list of integers or \"auto\", got " +
+                        dump(*sel));
+    }
+  } else {
+    c.sel = read_int_list(*desc, "sel", {}, dp, file);
+  }
+  c.embedding_neuron = read_int_list(*desc, "neuron", c.embedding_neuron, dp, file);
+  if (c.descriptor == "se_e2_a") c.axis_neuron = read_int(*desc, "axis_neuron", c.axis_neuron, dp, file);
+  c.type_one_side = read_bool(*desc, "type_one_side", c.type_one_side, dp);
+  c.embedding_resnet_dt = read_bool(*desc, "resnet_dt", c.embedding_resnet_dt, dp);
+  c.descriptor_trainable = read_bool(*desc, "trainable", c.descriptor_trainable, dp);
+  if (const auto* s = find(*desc, "seed"); s != nullptr && !s->is_null()) {
+    if (!s->is_number_integer())
+      throw ConfigError("model key 'model.descriptor.seed' must be an integer, got " + dump(*s));
+    c.seed = s->get<std::int64_t>();
+  }
+  c.precision = read_precision(*desc, dp);
+
+  const nlohmann::json* fit = find(model, "fitting_net");
+  if (fit != nullptr) {
+    const std::string fp = "model.fitting_net";
+    if (!fit->is_object())
+      throw ConfigError("model key 'model.fitting_net' must be an object, got " + dump(*fit));
+    if (const auto* t = find(*fit, "type");
+        t != nullptr && !(t->is_string() && t->get<std::string>() == "ener")) {
+      throw ConfigError("model key 'model.fitting_net.type' must be \"ener\", got " + dump(*t));
+    }
+    if (const auto* a = find(*fit, "activation_function"); a != nullptr && *a != "tanh" && *a != "default") {
+      throw ConfigError("model key 'model.fitting_net.activation_function' must be \"tanh\", got " +
+                        dump(*a));
+    }
+    for (const char* key : {"numb_fparam", "numb_aparam"}) {
+      if (const auto* n = find(*fit, key); n != nullptr && *n != 0) {
+        throw ConfigError("model key 'model.fitting_net." + std::string(key) + "' is not supported, got " +
+                          dump(*n));
+      }
+    }
+    // Checked, not used: the nets are initialised from one generator seeded by model.descriptor.seed.
+    if (const auto* s = find(*fit, "seed"); s != nullptr && !s->is_null() && !s->is_number_integer())
+      throw ConfigError("model key 'model.fitting_net.seed' must be an integer, got " + dump(*s));
+    c.fitting_neuron = read_int_list(*fit, "neuron", c.fitting_neuron, fp, file);
+    c.fitting_resnet_dt = read_bool(*fit, "resnet_dt", c.fitting_resnet_dt, fp);
+    if (const auto* t = find(*fit, "trainable"); t != nullptr) {
+      // One flag for the whole net, or one per layer: the hidden layers, then the output layer.
+      const std::size_t layers = c.fitting_neuron.size() + 1;
+      const bool ok =
+          t->is_boolean() ||
+          (t->is_array() && t->size() == layers &&
+           std::all_of(t->begin(), t->end(), [](const nlohmann::json& x) { return x.is_boolean(); }));
+      if (!ok) {
+        throw ConfigError("model key 'model.fitting_net.trainable' must be true, false or a list of " +
+                          std::to_string(layers) +
+                          " of them (one per layer of fitting_net.neuron, then the " + "output layer), got " +
+                          dump(*t));
+      }
+      if (t->is_boolean()) {
+        if (!t->get<bool>()) c.fitting_trainable.assign(layers, false);
+      } else {
+        for (const auto& x : *t) c.fitting_trainable.push_back(x.get<bool>());
+      }
+      if (std::all_of(c.fitting_trainable.begin(), c.fitting_trainable.end(), [](bool b) { return b; }))
+        c.fitting_trainable.clear();
+    }
+    if (find(*fit, "precision") != nullptr && read_precision(*fit, fp) != c.precision) {
+      throw ConfigError("model keys 'model.descriptor.precision' and 'model.fitting_net.precision' differ (" +
+                        dump((*desc).value("precision", nlohmann::json("float64"))) + " vs " +
+                        dump((*fit)["precision"]) + ")");
+    }
+  }
+  if (!c.sel_auto) c.check();
+  return c;
+}
+
+}  // namespace deepkf

@@ -1,0 +1,46 @@
+// pair_style deepkf with the descriptors beside se_e2_a (se_e2_r, se_e3): run 0 against the direct
+// evaluation on 1 and 2 ranks, compressed too, and the same MD trajectory on 1 and 2 ranks.
+#include <string>
+#include <vector>
+
+#include "tests/lammps_plugin/LammpsRunner.hpp"
+#include "tests/lammps_plugin/PairChecks.hpp"
+#include "tests/support/Catch.hpp"
+#include "tests/support/TestData.hpp"
+
+using namespace deepkf::test;
+
+TEST_CASE("se_e2_r and se_e3 models: run 0 equals the direct evaluation", "[lammps]") {
+  SECTION("se_e2_r model, triclinic water frame, 1 rank") {
+    check_run0(water_frame(1, true), 1, false, "se_e2_r");
+  }
+  SECTION("se_e2_r model, triclinic water frame, 2 ranks") {
+    check_run0(water_frame(2, true), 2, false, "se_e2_r");
+  }
+  SECTION("compressed se_e2_r model, orthorhombic water frame, 2 ranks") {
+    check_run0(water_frame(0, false), 2, true, "se_e2_r");
+  }
+  SECTION("se_e3 model, triclinic water frame, 1 rank") {
+    check_run0(water_frame(1, true), 1, false, "se_e3");
+  }
+  SECTION("se_e3 model, orthorhombic water frame, 2 ranks") {
+    check_run0(water_frame(3, false), 2, false, "se_e3");
+  }
+  SECTION("compressed se_e3 model, triclinic water frame, 2 ranks") {
+    check_run0(water_frame(2, true), 2, true, "se_e3");
+  }
+}
+
+TEST_CASE("se_e2_r and se_e3 models give the same 100 MD steps on 1 and 2 ranks", "[lammps]") {
+  const std::string descriptor = GENERATE(as<std::string>{}, "se_e2_r", "se_e3");
+  INFO("descriptor " << descriptor);
+  const auto frame = water_frame(0, false);
+  std::vector<std::vector<std::vector<double>>> ends;
+  for (int np : {1, 2}) {
+    const auto dir = make_temp_dir("lammps-" + descriptor + "-np" + std::to_string(np));
+    write_water_model(dir + "/model.pt", 11, descriptor);
+    write_data_file(dir + "/data.lmp", frame);
+    ends.push_back(trajectory_end(dir, np, 100));
+  }
+  CHECK(max_row_diff(ends[0], ends[1]) < 1e-7);
+}
