@@ -16,6 +16,8 @@
 // DEEPKF_BENCH_DESCRIPTOR=se_e2_r measures DeePMD-kit's se_e2_r water example instead (examples/water/
 // se_e2_r: embedding 5/10/20 type_one_side, fitting 120/120/120, the same rcut and sel); its compressed
 // model evaluates its tables by LibTorch operations (docs/compression.md), and no GFLOP/s is printed.
+// DEEPKF_BENCH_DESCRIPTOR=se_e3 measures DeePMD-kit's se_e3 water example (examples/water/se_e3: rcut 5.8,
+// embedding 2/4/8, fitting 240/240/240, sel "auto", which gives 40/76 on the water data) the same way.
 //
 // For the uncompressed model the achieved GFLOP/s (5.708 MFLOP per atom-step, bench/support/ModelFlops.hpp,
 // times atom-steps/s) is printed as before; "speed-up" is compressed over uncompressed atom-steps/s of the
@@ -100,12 +102,24 @@ int main(int argc, char** argv) {
   std::iota(frames.begin(), frames.end(), std::int64_t{0});
   auto mc = deepkf::bench::water_reference_config();
   const char* descriptor = std::getenv("DEEPKF_BENCH_DESCRIPTOR");
-  const bool radial = descriptor != nullptr && std::string(descriptor) == "se_e2_r";
+  const std::string chosen = descriptor == nullptr ? "se_e2_a" : descriptor;
+  const bool radial = chosen == "se_e2_r", three_body = chosen == "se_e3";
   if (radial) {
     mc.descriptor = "se_e2_r";
     mc.embedding_neuron = {5, 10, 20};
     mc.type_one_side = true;
     mc.fitting_neuron = {120, 120, 120};
+  } else if (three_body) {
+    mc.descriptor = "se_e3";
+    mc.rcut = 5.8;
+    mc.sel = {40, 76};
+    mc.embedding_neuron = {2, 4, 8};
+    mc.type_one_side = false;
+    mc.fitting_neuron = {240, 240, 240};
+  } else if (chosen != "se_e2_a") {
+    std::fprintf(stderr, "bench_lammps: DEEPKF_BENCH_DESCRIPTOR must be se_e2_a, se_e2_r or se_e3, not '%s'\n",
+                 chosen.c_str());
+    return 2;
   }
   const auto batch = deepkf::make_batch(water.systems.at(0), frames, mc, torch::kCPU, torch::kFloat64);
   const std::map<std::string, c10::ScalarType> precisions = {{"float64", torch::kFloat64},
@@ -120,11 +134,13 @@ int main(int argc, char** argv) {
   for (const auto& [name, precision] : precisions)
     write_models(mc, batch, precision, dir + "/" + name + ".pt", dir + "/" + name + "-compressed.pt");
   deepkf::test::write_data_file(dir + "/data.lmp", deepkf::test::water_frame(0, false));
-  const double fpas = radial ? 0.0 : 2 * deepkf::bench::energy_flops_per_atom(mc);  // F_EF = 2 F_E
-  if (radial) {
+  const bool se_a = !radial && !three_body;
+  const double fpas = se_a ? 2 * deepkf::bench::energy_flops_per_atom(mc) : 0.0;  // F_EF = 2 F_E
+  if (!se_a) {
     std::printf(
-        "model: DeePMD-kit's se_e2_r water example settings, random weights, statistics and training range "
-        "of 10 frames of water/data_0\n");
+        "model: DeePMD-kit's %s water example settings, random weights, statistics and training range "
+        "of 10 frames of water/data_0\n",
+        chosen.c_str());
   } else {
     std::printf(
         "model: water reference settings, random weights, statistics and training range of 10 frames of "

@@ -57,4 +57,25 @@ void reject_value(const std::string& path, const nlohmann::json& value, const st
   throw ConfigError("'" + path + "' in " + file + " is " + value.dump() + ": " + rule);
 }
 
+std::string one_of(const nlohmann::json& section, const std::vector<std::string>& names,
+                   const std::string& path, const std::string& file) {
+  std::string found;
+  for (const auto& name : names) {
+    if (!section.contains(name)) continue;
+    if (!found.empty()) {
+      throw ConfigError("'" + path + "." + found + "' and '" + path + "." + name + "' in " + file +
+                        " are the same setting under two names: keep one");
+    }
+    found = name;
+  }
+  return found;
+}
+
+void note_ignored(const nlohmann::json& section, const std::string& path,
+                  const std::vector<std::string>& ignored, std::vector<std::string>& out) {
+  for (const auto& key : ignored) {
+    if (section.contains(key)) out.push_back(path.empty() ? key : path + "." + key);
+  }
+}
+
 }  // namespace deepkf

@@ -24,6 +24,28 @@ void check_keys(const nlohmann::json& section, const std::string& path, const st
 [[noreturn]] void reject_value(const std::string& path, const nlohmann::json& value, const std::string& rule,
                                const std::string& file);
 
+// reject_value unless `ok`.
+inline void require(bool ok, const std::string& file, const std::string& path, const nlohmann::json& value,
+                    const std::string& rule) {
+  if (!ok) reject_value(path, value, rule, file);
+}
+
+// Which of `names` (one key under several names, as DeePMD-kit's aliases) `section` sets: "" for none; two
+// of them are a ConfigError.
+std::string one_of(const nlohmann::json& section, const std::vector<std::string>& names,
+                   const std::string& path, const std::string& file);
+
+// Appends to `out` the dotted path of each key of `ignored` that `section` (at `path`, "" for the top
+// level) sets: keys accepted for compatibility that have no effect.
+void note_ignored(const nlohmann::json& section, const std::string& path,
+                  const std::vector<std::string>& ignored, std::vector<std::string>& out);
+
+// a followed by b.
+inline std::vector<std::string> joined(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
 // Typed access with a clear error naming the key path, the expected type and the value found. An integer
 // type T takes JSON integers and numbers without a fractional part (1e5) inside T's range, checked before
 // converting: "'training.numb_steps' in in.json is 1e+30: must be an integer from ... to ...", and 0.5 is

@@ -1,0 +1,88 @@
+// RlekfStep::take_joint: the step of kf_update "joint", every measurement of the batch from one model graph
+// and one sweep of the covariance (docs/rlekf.md, "Joint measurement update").
+#include <torch/torch.h>
+
+#include <cmath>
+
+#include "optim/KalmanMeasurement.hpp"
+#include "src/train/GradientSum.hpp"
+#include "src/train/RlekfStep.hpp"
+
+namespace deepkf {
+
+ErrorMetrics RlekfStep::take_joint(const StepInput& in) {
+  const Batch& b = in.local;
+  const SystemInfo& info = in.info;
+  const Prefactors pref = prefactors(in.step);
+  timing_.begin_step();
+  // The measurements of the step, all on the current weights and one graph of the batch: the energy (its
+  // replayed frames on energy graphs of their own), the force groups and the virial from the same forward
+  // and first backward pass.
+  std::vector<Measurement> ms;
+  std::vector<std::int64_t> frames;
+  std::vector<double> shares;
+  const bool forces = info.has_force && pref.force > 0.0;
+  const bool virial = info.has_virial && pref.virial > 0.0;
+  const bool has_frames = b.coord.size(0) > 0;
+  // With energies only, energy_of takes their graph alone, without the forces'.
+  ModelOutput out;
+  if (has_frames && (forces || virial))
+    out = model_->evaluate(b.coord, b.atype, b.nlist, b.shift, /*create_graph=*/true);
+  ms.push_back(energy_of(in, pref.energy, out.energy));
+  frames.push_back(in.global_frames + in.replay_frames);
+  shares.push_back(options_.energy_share);
+  if (forces) {
+    const auto groups = selector_.select(in.first_frame, b.coord.size(0), in.global_frames, info.natoms,
+                                         params_.front().device());
+    for (const auto& atoms : groups) {
+      ms.push_back(has_frames ? with_noise(force_of(b, out, atoms, pref.force), options_.force_noise)
+                              : Measurement{});
+      frames.push_back(in.global_frames);
+      shares.push_back(options_.force_share);
+    }
+  }
+  if (virial) {
+    ms.push_back(has_frames ? with_noise(virial_measurement(out.virial, b.virial, natoms(b), pref.virial),
+                                         options_.virial_noise)
+                            : Measurement{});
+    frames.push_back(in.global_frames);
+    shares.push_back(options_.virial_share);
+  }
+  // The m gradients from the one graph (it is kept until the last), summed over ranks in one reduction; the
+  // innovations' pieces in another.
+  const auto m = ms.size();
+  std::vector<torch::Tensor> all;
+  for (std::size_t k = 0; k < m; ++k) {
+    std::vector<torch::Tensor> g(params_.size());
+    if (ms[k].y.defined()) {
+      g = torch::autograd::grad({ms[k].y}, params_, {}, /*retain_graph=*/k + 1 < m, /*create_graph=*/false,
+                                /*allow_unused=*/true);
+    }
+    all.insert(all.end(), g.begin(), g.end());
+  }
+  std::vector<torch::Tensor> shapes;
+  for (std::size_t k = 0; k < m; ++k) shapes.insert(shapes.end(), params_.begin(), params_.end());
+  all = sum_gradients(std::move(all), shapes, *comm_);
+  std::vector<double> sums;
+  for (const auto& x : ms) {
+    sums.push_back(x.abs_sum);
+    sums.push_back(static_cast<double>(x.count));
+  }
+  if (comm_->size() > 1) comm_->allreduce_sum(sums.data(), sums.size());
+  std::vector<double> e(m);
+  std::vector<std::vector<torch::Tensor>> grads(m);
+  for (std::size_t k = 0; k < m; ++k) {
+    e[k] = kalman_error(sums[2 * k], static_cast<std::int64_t>(std::llround(sums[2 * k + 1])), frames[k]);
+    const auto first = all.begin() + static_cast<std::ptrdiff_t>(k * params_.size());
+    grads[k].assign(first, first + static_cast<std::ptrdiff_t>(params_.size()));
+  }
+  const double decay = options_.share_factor(in.step);
+  for (double& s : shares) s *= decay;
+  timing_.begin_filter();
+  filter_.update_joint(e, grads, shares);
+  timing_.end_filter();
+  timing_.end_step();
+  return {};
+}
+
+}  // namespace deepkf
