@@ -88,36 +88,14 @@ std::string canonical_descriptor(const nlohmann::json& type) {
 
 constexpr const char* kBuilt = "one se_e2_a, se_e2_r or se_e3 energy model";
 
-}  // namespace
-
-std::vector<std::string> ModelConfig::read_type_map(const nlohmann::json& model, const std::string& file) {
-  const nlohmann::json* tm = model.is_object() ? find(model, "type_map") : nullptr;
-  if (tm == nullptr || !tm->is_array() || tm->empty()) {
-    throw ConfigError("model key 'model.type_map' in " + file +
-                      " must be a non-empty list of element names, got " +
-                      (tm ? dump(*tm) : std::string("nothing")));
-  }
-  std::vector<std::string> names;
-  for (const auto& name : *tm) {
-    if (!name.is_string())
-      throw ConfigError("model key 'model.type_map' in " + file + " has a non-string entry " + dump(name));
-    const auto same = std::find(names.begin(), names.end(), name.get<std::string>());
-    if (same != names.end()) {
-      throw ConfigError("model key 'model.type_map' in " + file + " names '" + *same + "' twice (entries " +
-                        std::to_string(same - names.begin()) + " and " + std::to_string(names.size()) +
-                        "): each element once");
-    }
-    names.push_back(name.get<std::string>());
-  }
-  return names;
-}
-
-ModelConfig ModelConfig::parse(const nlohmann::json& model, const std::string& file) {
-  if (!model.is_object()) throw ConfigError("model section must be an object, got " + dump(model));
-  // Every key of DeePMD-kit's se_e2_a energy model; those for options not built here are refused below
-  // unless they hold their defaults, and data_stat_* (statistics sampling), rcond, env_protection take no
-  // effect.
-  // DeePMD-kit models deepkf does not build, refused by name rather than as unknown keys.
+// The model section's shape before any value is read: DeePMD-kit models and descriptors deepkf does not
+// build refused by name, then unknown keys (with the nearest known one) in model, model.descriptor and
+// model.fitting_net.
+void check_model_keys(const nlohmann::json& model, const std::string& file) {
+  // The keys are DeePMD-kit's for these models: those of options not built here are refused by
+  // read_descriptor / read_fitting unless they hold their defaults; data_stat_* (statistics sampling),
+  // rcond and env_protection take no effect. DeePMD-kit models deepkf does not build are refused by name
+  // rather than as unknown keys.
   const std::pair<const char*, const char*> other_models[] = {
       {"models", "several models combined (DeePMD-kit's linear energy model, e.g. with a D3 or pair table)"},
       {"modifier", "a long-range modifier (DPLR)"},
@@ -174,12 +152,13 @@ ModelConfig ModelConfig::parse(const nlohmann::json& model, const std::string& f
       throw ConfigError("model key 'model.fitting_net.atom_ener' is not supported, got " + dump(*a));
     }
   }
-  ModelConfig c;
-  c.type_map = read_type_map(model, file);
+}
 
+// model.descriptor into c (its type checked by check_model_keys).
+void read_descriptor(const nlohmann::json& model, const std::string& file, ModelConfig& c) {
   const nlohmann::json* desc = find(model, "descriptor");
   if (desc == nullptr || !desc->is_object()) throw ConfigError("model key 'model.descriptor' is missing");
-  const std::string dp = "model.descriptor";  // its type was checked with the keys above
+  const std::string dp = "model.descriptor";  // its type was checked by check_model_keys
   // DeePMD-kit options this model does not implement: refuse values other than their defaults
   if (const auto* a = find(*desc, "activation_function"); a != nullptr && *a != "tanh" && *a != "default") {
     throw ConfigError("model key 'model.descriptor.activation_function' must be \"tanh\", got " + dump(*a));
@@ -225,7 +204,10 @@ ModelConfig ModelConfig::parse(const nlohmann::json& model, const std::string& f
     c.seed = s->get<std::int64_t>();
   }
   c.precision = read_precision(*desc, dp);
+}
 
+// model.fitting_net into c (after the descriptor, whose precision it must match).
+void read_fitting(const nlohmann::json& model, const std::string& file, ModelConfig& c) {
   const nlohmann::json* fit = find(model, "fitting_net");
   if (fit != nullptr) {
     const std::string fp = "model.fitting_net";
@@ -273,10 +255,43 @@ ModelConfig ModelConfig::parse(const nlohmann::json& model, const std::string& f
     }
     if (find(*fit, "precision") != nullptr && read_precision(*fit, fp) != c.precision) {
       throw ConfigError("model keys 'model.descriptor.precision' and 'model.fitting_net.precision' differ (" +
-                        dump((*desc).value("precision", nlohmann::json("float64"))) + " vs " +
-                        dump((*fit)["precision"]) + ")");
+                        dump(find(model, "descriptor")->value("precision", nlohmann::json("float64"))) +
+                        " vs " + dump((*fit)["precision"]) + ")");
     }
   }
+}
+
+}  // namespace
+
+std::vector<std::string> ModelConfig::read_type_map(const nlohmann::json& model, const std::string& file) {
+  const nlohmann::json* tm = model.is_object() ? find(model, "type_map") : nullptr;
+  if (tm == nullptr || !tm->is_array() || tm->empty()) {
+    throw ConfigError("model key 'model.type_map' in " + file +
+                      " must be a non-empty list of element names, got " +
+                      (tm ? dump(*tm) : std::string("nothing")));
+  }
+  std::vector<std::string> names;
+  for (const auto& name : *tm) {
+    if (!name.is_string())
+      throw ConfigError("model key 'model.type_map' in " + file + " has a non-string entry " + dump(name));
+    const auto same = std::find(names.begin(), names.end(), name.get<std::string>());
+    if (same != names.end()) {
+      throw ConfigError("model key 'model.type_map' in " + file + " names '" + *same + "' twice (entries " +
+                        std::to_string(same - names.begin()) + " and " + std::to_string(names.size()) +
+                        "): each element once");
+    }
+    names.push_back(name.get<std::string>());
+  }
+  return names;
+}
+
+ModelConfig ModelConfig::parse(const nlohmann::json& model, const std::string& file) {
+  if (!model.is_object()) throw ConfigError("model section must be an object, got " + dump(model));
+  check_model_keys(model, file);
+  ModelConfig c;
+  c.type_map = read_type_map(model, file);
+  read_descriptor(model, file, c);
+  read_fitting(model, file, c);
   if (!c.sel_auto) c.check();
   return c;
 }

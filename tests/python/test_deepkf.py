@@ -42,11 +42,14 @@ def water_frames():
                 np.array(s["force.npy"]))
 
 
-def train(work, name, precision="float64", seed=1, steps=4):
+def train(work, name, precision="float64", seed=1, steps=4, descriptor="se_e2_a"):
+    desc = {"type": descriptor, "rcut": 4.0, "rcut_smth": 1.0, "sel": [16, 32], "neuron": [4, 8],
+            "precision": precision, "seed": seed}
+    if descriptor == "se_e2_a":
+        desc["axis_neuron"] = 2
     config = {
         "model": {"type_map": ["O", "H"],
-                  "descriptor": {"type": "se_e2_a", "rcut": 4.0, "rcut_smth": 1.0, "sel": [16, 32],
-                                 "neuron": [4, 8], "axis_neuron": 2, "precision": precision, "seed": seed},
+                  "descriptor": desc,
                   "fitting_net": {"neuron": [8, 8], "precision": precision, "seed": seed}},
         "optimizer": {"type": "RLEKF", "kf_blocksize": 256},
         "training": {"training_data": {"systems": [WATER]}, "numb_steps": steps, "disp_freq": steps,
@@ -83,6 +86,8 @@ class Models(unittest.TestCase):
         cls.f64 = train(cls.work, "f64")
         cls.f64b = train(cls.work, "f64b", seed=2)
         cls.f32 = train(cls.work, "f32", precision="float32")
+        cls.radial = train(cls.work, "se_e2_r", descriptor="se_e2_r")
+        cls.three_body = train(cls.work, "se_e3", descriptor="se_e3")
         cls.compressed = os.path.join(cls.work, "compressed.pt")
         run("compress", cls.f64, "-o", cls.compressed)
         cls.coord, cls.box, cls.types, cls.energy, cls.force = water_frames()
@@ -97,7 +102,9 @@ class DeepPotTest(Models):
         # (model, name, relative tolerance of energies, forces, virials): float32 rounds differently in groups
         for model, name, e_tol, f_tol, v_tol in [(self.f64, "f64", 1e-12, 1e-10, 1e-10),
                                                  (self.compressed, "compressed", 1e-12, 1e-10, 1e-10),
-                                                 (self.f32, "f32", 1e-6, 1e-3, 1e-4)]:
+                                                 (self.f32, "f32", 1e-6, 1e-3, 1e-4),
+                                                 (self.radial, "se_e2_r", 1e-12, 1e-10, 1e-10),
+                                                 (self.three_body, "se_e3", 1e-12, 1e-10, 1e-10)]:
             e_ref, f_ref, v_ref = detail(self.work, model, name)
             e, f, v = DeepPot(model).eval(self.coord, self.box, self.types)
             assert_close(self, e[:, 0], e_ref, e_tol, f"{name} energies against deepkf test")
