@@ -60,22 +60,31 @@ void print_info(const std::string& path) {
   fmt::print("model file      {}\n", path);
   fmt::print("format version  {}\n", loaded.format_version);
   fmt::print("checksum        {}\n", loaded.checksum);
-  if (c.three_body()) {
-    fmt::print("descriptor      {} (nets per pair of neighbour types), resnet_dt {}\n", c.descriptor,
-               c.embedding_resnet_dt);
-  } else {
-    fmt::print("descriptor      {}, type_one_side {}, resnet_dt {}\n", c.descriptor, c.type_one_side,
-               c.embedding_resnet_dt);
-  }
   fmt::print("type map        {}\n", fmt::join(c.type_map, " "));
-  fmt::print("rcut            {} A (switch from rcut_smth {} A)\n", c.rcut, c.rcut_smth);
-  fmt::print("sel             {} (N_c = {})\n", fmt::join(c.sel, " "), c.nnei());
-  if (c.descriptor != "se_e2_a") {
-    fmt::print("embedding net   1 -> {} (descriptor {} numbers)\n", fmt::join(c.embedding_neuron, " -> "),
-               c.descriptor_dim());
-  } else {
-    fmt::print("embedding net   1 -> {}, axis_neuron {} (descriptor {} numbers)\n",
-               fmt::join(c.embedding_neuron, " -> "), c.axis_neuron, c.descriptor_dim());
+  if (c.hybrid()) {
+    fmt::print("descriptor      hybrid of {}, read from one neighbour list of rcut {} A, sel {}\n",
+               c.parts.size(), c.rcut, fmt::join(c.sel, " "));
+  }
+  const auto parts = c.descriptor_parts();
+  for (std::size_t k = 0; k < parts.size(); ++k) {
+    const auto& p = parts[k];
+    const std::string label = c.hybrid() ? fmt::format(" d{}", k) : "";
+    if (p.three_body()) {
+      fmt::print("descriptor{:<6}{} (nets per pair of neighbour types), resnet_dt {}\n", label, p.descriptor,
+                 p.embedding_resnet_dt);
+    } else {
+      fmt::print("descriptor{:<6}{}, type_one_side {}, resnet_dt {}\n", label, p.descriptor, p.type_one_side,
+                 p.embedding_resnet_dt);
+    }
+    fmt::print("  rcut          {} A (switch from rcut_smth {} A)\n", p.rcut, p.rcut_smth);
+    fmt::print("  sel           {} (N_c = {})\n", fmt::join(p.sel, " "), p.nnei());
+    if (p.descriptor != "se_e2_a") {
+      fmt::print("  embedding net 1 -> {} (descriptor {} numbers)\n", fmt::join(p.embedding_neuron, " -> "),
+                 p.descriptor_dim());
+    } else {
+      fmt::print("  embedding net 1 -> {}, axis_neuron {} (descriptor {} numbers)\n",
+                 fmt::join(p.embedding_neuron, " -> "), p.axis_neuron, p.descriptor_dim());
+    }
   }
   fmt::print("fitting net     {} -> {} -> 1, resnet_dt {}\n", c.descriptor_dim(),
              fmt::join(c.fitting_neuron, " -> "), c.fitting_resnet_dt);

@@ -73,21 +73,33 @@ void DeepPotImpl::build() {
   const auto dtype = config_.precision;
   auto gen = at::detail::createCPUGenerator(static_cast<uint64_t>(config_.seed));
   const auto& tm = config_.type_map;
-  // embedding nets in embedding_index order: per neighbour type, per (centre, neighbour) pair centre-major,
-  // or (se_e3) per pair of neighbour types a <= b
-  const auto add_net = [&](const std::string& suffix, const std::string& label) {
-    net_names_.push_back("embedding[" + label + "]");
-    embedding_.push_back(register_module("embedding_" + suffix,
-                                         DenseNet(DenseNetImpl::Kind::Embedding, 1, config_.embedding_neuron,
-                                                  config_.embedding_resnet_dt, gen, dtype)));
-  };
-  for (int a = 0; a < nt; ++a) {
-    if (config_.type_one_side) {
-      add_net(std::to_string(a), tm[a]);
-      continue;
+  // embedding nets descriptor by descriptor (a hybrid's parts in order, their names prefixed d0_, d1_, ...),
+  // each in embedding_index order: per neighbour type, per (centre, neighbour) pair centre-major, or (se_e3)
+  // per pair of neighbour types a <= b
+  parts_ = config_.descriptor_parts();
+  std::int64_t rows = 0;
+  for (std::size_t k = 0; k < parts_.size(); ++k) {
+    const ModelConfig& p = parts_[k];
+    const std::string prefix = config_.hybrid() ? "d" + std::to_string(k) + "_" : "";
+    const std::string label = config_.hybrid() ? "d" + std::to_string(k) + "." : "";
+    first_net_.push_back(static_cast<int>(embedding_.size()));
+    stat_offset_.push_back(rows);
+    rows += p.nnei();
+    part_slots_.push_back(config_.hybrid() ? config_.part_slots(k) : std::vector<std::int64_t>{});
+    const auto add_net = [&](const std::string& suffix, const std::string& pair) {
+      net_names_.push_back(label + "embedding[" + pair + "]");
+      embedding_.push_back(register_module(
+          prefix + "embedding_" + suffix,
+          DenseNet(DenseNetImpl::Kind::Embedding, 1, p.embedding_neuron, p.embedding_resnet_dt, gen, dtype)));
+    };
+    for (int a = 0; a < nt; ++a) {
+      if (p.type_one_side) {
+        add_net(std::to_string(a), tm[a]);
+        continue;
+      }
+      for (int b = p.three_body() ? a : 0; b < nt; ++b)
+        add_net(std::to_string(a) + "_" + std::to_string(b), tm[a] + "," + tm[b]);
     }
-    for (int b = config_.three_body() ? a : 0; b < nt; ++b)
-      add_net(std::to_string(a) + "_" + std::to_string(b), tm[a] + "," + tm[b]);
   }
   for (int c = 0; c < nt; ++c) {
     net_names_.push_back("fitting[" + tm[c] + "]");
@@ -98,15 +110,15 @@ void DeepPotImpl::build() {
   }
   set_trainable(config_.descriptor_trainable, config_.fitting_trainable);
   const auto opts = torch::TensorOptions().dtype(dtype);
-  davg_ = register_buffer("davg", torch::zeros({nt, config_.nnei(), 4}, opts));
-  dstd_ = register_buffer("dstd", torch::ones({nt, config_.nnei(), 4}, opts));
+  davg_ = register_buffer("davg", torch::zeros({nt, config_.statistics_slots(), 4}, opts));
+  dstd_ = register_buffer("dstd", torch::ones({nt, config_.statistics_slots(), 4}, opts));
   energy_bias_ = register_buffer("energy_bias", torch::zeros({nt}, opts));
 }
 
 void DeepPotImpl::set_statistics(const torch::Tensor& davg, const torch::Tensor& dstd) {
-  const std::vector<int64_t> want{config_.ntypes(), config_.nnei(), 4};
+  const std::vector<int64_t> want{config_.ntypes(), config_.statistics_slots(), 4};
   if (davg.sizes() != torch::IntArrayRef(want) || dstd.sizes() != torch::IntArrayRef(want)) {
-    throw ModelError("statistics must be [ntypes, nnei, 4] = [" + std::to_string(want[0]) + ", " +
+    throw ModelError("statistics must be [ntypes, slots, 4] = [" + std::to_string(want[0]) + ", " +
                      std::to_string(want[1]) + ", 4], got davg " + shape_of(davg) + ", dstd " +
                      shape_of(dstd));
   }
@@ -124,20 +136,23 @@ void DeepPotImpl::set_energy_bias(const torch::Tensor& bias) {
   energy_bias_.copy_(bias);
 }
 
-torch::Tensor DeepPotImpl::embed(int first, int second, const torch::Tensor& x, torch::Tensor* beyond_end) {
-  const auto net = static_cast<std::size_t>(config_.embedding_index(first, second));
+torch::Tensor DeepPotImpl::embed(std::size_t part, int first, int second, const torch::Tensor& x,
+                                 torch::Tensor* beyond_end) {
+  const auto net = static_cast<std::size_t>(first_net_[part] + parts_[part].embedding_index(first, second));
   return compressed() ? table_->values(net, x, beyond_end) : embedding_[net]->forward(x.unsqueeze(-1));
 }
 
-torch::Tensor DeepPotImpl::descriptor(int c, const torch::Tensor& env_c, torch::Tensor* beyond_end) {
+torch::Tensor DeepPotImpl::descriptor(std::size_t part, int c, const torch::Tensor& env_c,
+                                      torch::Tensor* beyond_end) {
+  const ModelConfig& config = parts_[part];
   const auto n = env_c.size(0);
-  const int nt = config_.ntypes();
-  const auto nc = static_cast<double>(config_.nnei());
-  const auto m = config_.embedding_width();
+  const int nt = config.ntypes();
+  const auto nc = static_cast<double>(config.nnei());
+  const auto m = config.embedding_width();
   const auto block = [&](const torch::Tensor& t, int type) {  // the slots of neighbour type `type`
-    return t.narrow(1, config_.sel_offset(type), config_.sel[static_cast<std::size_t>(type)]);
+    return t.narrow(1, config.sel_offset(type), config.sel[static_cast<std::size_t>(type)]);
   };
-  if (config_.three_body()) {
+  if (config.three_body()) {
     // D = sum_{a <= b} (1 / (sel_a sel_b)) sum_{j in a, k in b} g_jk G_ab(g_jk), g_jk = r^_j . r^_k with
     // r^ the normalised columns 1..3 : n x M. Padding slots have r^ = 0, so g = 0 and g G(g) = 0: each
     // type's slots are cut after the last one any of the n centres fills. For a = b, g is symmetric: the
@@ -163,28 +178,28 @@ torch::Tensor DeepPotImpl::descriptor(int c, const torch::Tensor& env_c, torch::
           g = g.index_select(1, upper[0] * la + upper[1]);  // the pairs j <= k
           weighted = torch::where(upper[0].eq(upper[1]), g, 2.0 * g);
         }
-        const auto emb = embed(a, b, g, beyond_end);  // n x K x M
-        const double pairs = static_cast<double>(config_.sel[static_cast<std::size_t>(a)]) *
-                             static_cast<double>(config_.sel[static_cast<std::size_t>(b)]);
+        const auto emb = embed(part, a, b, g, beyond_end);  // n x K x M
+        const double pairs = static_cast<double>(config.sel[static_cast<std::size_t>(a)]) *
+                             static_cast<double>(config.sel[static_cast<std::size_t>(b)]);
         d = d + torch::matmul(weighted.unsqueeze(1), emb).squeeze(1) / pairs;
       }
     }
     return d;
   }
   // se_e2_a: T = (1/N_c) sum_t R^_t^T G_t : n x 4 x M ; se_e2_r: the sum of G over the slots, n x M
-  const bool radial = config_.radial();
+  const bool radial = config.radial();
   auto t_mat = radial ? torch::zeros({n, m}, env_c.options()) : torch::zeros({n, 4, m}, env_c.options());
   for (int t = 0; t < nt; ++t) {
-    if (config_.sel[static_cast<std::size_t>(t)] == 0) continue;
-    const auto rows = block(env_c, t);                          // n x sel_t x cols
-    const auto g = embed(c, t, rows.select(2, 0), beyond_end);  // n x sel_t x M
+    if (config.sel[static_cast<std::size_t>(t)] == 0) continue;
+    const auto rows = block(env_c, t);                                // n x sel_t x cols
+    const auto g = embed(part, c, t, rows.select(2, 0), beyond_end);  // n x sel_t x M
     t_mat = radial ? t_mat + g.sum(1) : t_mat + torch::matmul(rows.transpose(1, 2), g);
   }
   // se_e2_r: D = (1/5) (1/N_c) sum_j G(s^_ij), DeePMD-kit's scale : n x M
   if (radial) return t_mat / (5.0 * nc);
   // se_e2_a: D = T^T T[:, :M<] : n x M x M< -> n x (M M<)
   t_mat = t_mat / nc;
-  const auto axis = config_.axis_neuron;
+  const auto axis = config.axis_neuron;
   return torch::matmul(t_mat.transpose(1, 2), t_mat.narrow(2, 0, axis)).reshape({n, m * axis});
 }
 
@@ -192,22 +207,35 @@ torch::Tensor DeepPotImpl::energy_from_pairs(const torch::Tensor& rij, const tor
                                              torch::Tensor* beyond_end) {
   const auto nf = rij.size(0);
   const auto nloc = rij.size(1);
-  const auto nnei = rij.size(2);
-  // R~: (nf nloc) x nnei x 4; se_e2_r keeps column 0 (s), the only one it uses.
-  const std::int64_t cols = config_.radial() ? 1 : 4;
-  const auto env = environment_matrix(rij, config_.rcut, config_.rcut_smth)
-                       .reshape({nf * nloc, nnei, 4})
-                       .narrow(2, 0, cols);
+  // R~ of each descriptor: (nf nloc) x nnei_k x cols, from its own slots (a hybrid's part: the nearest
+  // sel_k[t] of each type) and its own cutoff; se_e2_r keeps column 0 (s), the only one it uses.
+  std::vector<torch::Tensor> envs;
+  for (std::size_t k = 0; k < parts_.size(); ++k) {
+    const ModelConfig& p = parts_[k];
+    const auto pairs =
+        part_slots_[k].empty()
+            ? rij
+            : rij.index_select(2, torch::tensor(part_slots_[k], torch::TensorOptions().dtype(torch::kInt64))
+                                      .to(rij.device()));
+    envs.push_back(environment_matrix(pairs, p.rcut, p.rcut_smth)
+                       .reshape({nf * nloc, p.nnei(), 4})
+                       .narrow(2, 0, p.radial() ? 1 : 4));
+  }
   const auto types = centre_types.reshape({nf * nloc});
   auto atom_energy = torch::zeros({nf * nloc}, rij.options());
   for (int c = 0; c < config_.ntypes(); ++c) {
     const auto idx = torch::nonzero(types.eq(c)).squeeze(1);
-    // R^ = (R~ - davg[c]) / dstd[c] : n x nnei x cols
-    const auto env_c = (env.index_select(0, idx) - davg_[c].narrow(1, 0, cols)) / dstd_[c].narrow(1, 0, cols);
-    // E_i = F_c(D_i) + bias[c]
-    const auto e =
-        fitting_[static_cast<std::size_t>(c)]->forward(descriptor(c, env_c, beyond_end)).squeeze(-1) +
-        energy_bias_[c];
+    std::vector<torch::Tensor> parts;
+    for (std::size_t k = 0; k < parts_.size(); ++k) {
+      // R^ = (R~ - davg[c]) / dstd[c] over this descriptor's rows of the statistics : n x nnei_k x cols
+      const auto cols = envs[k].size(2);
+      const auto mean = davg_[c].narrow(0, stat_offset_[k], parts_[k].nnei()).narrow(1, 0, cols);
+      const auto dev = dstd_[c].narrow(0, stat_offset_[k], parts_[k].nnei()).narrow(1, 0, cols);
+      parts.push_back(descriptor(k, c, (envs[k].index_select(0, idx) - mean) / dev, beyond_end));
+    }
+    // E_i = F_c(D_i) + bias[c], D_i the descriptors side by side
+    const auto d = parts.size() == 1 ? parts.front() : torch::cat(parts, 1);
+    const auto e = fitting_[static_cast<std::size_t>(c)]->forward(d).squeeze(-1) + energy_bias_[c];
     atom_energy = atom_energy.index_add(0, idx, e);
   }
   return atom_energy.reshape({nf, nloc});
@@ -324,6 +352,11 @@ void DeepPotImpl::refuse_training(const char* what) const {
 }
 
 void DeepPotImpl::compress(const TableSettings& settings) {
+  if (config_.hybrid()) {
+    throw ModelError(
+        "a hybrid descriptor's model is not compressed by this version of deepkf: use the uncompressed "
+        "model");
+  }
   if (compressed()) {
     throw ModelError("the model is already compressed (step " +
                      fmt::format("{}", table_->to_json().value("step", 0.0)) +
@@ -337,6 +370,7 @@ void DeepPotImpl::compress(const TableSettings& settings) {
 
 void DeepPotImpl::prepare_tables(const nlohmann::json& layout, const std::string& where) {
   if (compressed()) throw ModelError(where + ": the model already has tables");
+  if (config_.hybrid()) throw ModelError(where + ": a hybrid descriptor's model has no tables");
   table_ = register_module("table", EmbeddingTable(layout, config_, where));
 }
 

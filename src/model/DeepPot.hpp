@@ -37,7 +37,8 @@ class DeepPotImpl : public torch::nn::Module {
   // parameters: embedding nets (type_one_side: per neighbour type; se_e3: per pair of neighbour types
   // a <= b; else per (centre, neighbour) pair, centre-major), then the fitting nets per centre type; each
   // net layer by layer (w, b, dt).
-  // Statistics davg = 0, dstd = 1 ([ntypes, nnei, 4]) and the energy bias 0 ([ntypes]) are buffers.
+  // Statistics davg = 0, dstd = 1 ([ntypes, statistics_slots, 4]: a hybrid's parts' rows one after the
+  // other) and the energy bias 0 ([ntypes]) are buffers. A hybrid's nets are named d0_..., d1_...
   explicit DeepPotImpl(const ModelConfig& config);
 
   const ModelConfig& config() const { return config_; }
@@ -62,7 +63,8 @@ class DeepPotImpl : public torch::nn::Module {
   ModelOutput evaluate(const torch::Tensor& coord, const torch::Tensor& atype, const torch::Tensor& nlist,
                        const torch::Tensor& shift, bool create_graph, bool need_atom_virial = false);
 
-  // davg, dstd: ntypes x nnei x 4 (1/A); copied into the buffers (device and dtype of the model).
+  // davg, dstd: ntypes x config().statistics_slots() x 4 (1/A); copied into the buffers (device and dtype
+  // of the model).
   void set_statistics(const torch::Tensor& davg, const torch::Tensor& dstd);
   // bias: ntypes (eV).
   void set_energy_bias(const torch::Tensor& bias);
@@ -107,12 +109,13 @@ class DeepPotImpl : public torch::nn::Module {
   // beyond their table's end).
   torch::Tensor energy_from_pairs(const torch::Tensor& rij, const torch::Tensor& centre_types,
                                   torch::Tensor* beyond_end = nullptr);
-  // The embedding net of (first, second) (ModelConfig::embedding_index) at inputs x (any shape): x.sizes()
-  // + [M], from the tables when compressed.
-  torch::Tensor embed(int first, int second, const torch::Tensor& x, torch::Tensor* beyond_end);
-  // The descriptor D of n centres of type c from their normalised environment rows env_c (n x nnei x
-  // cols): n x descriptor_dim().
-  torch::Tensor descriptor(int c, const torch::Tensor& env_c, torch::Tensor* beyond_end);
+  // The embedding net of (first, second) of descriptor `part` (ModelConfig::embedding_index) at inputs x
+  // (any shape): x.sizes() + [M], from the tables when compressed.
+  torch::Tensor embed(std::size_t part, int first, int second, const torch::Tensor& x,
+                      torch::Tensor* beyond_end);
+  // Descriptor `part` (parts_) of n centres of type c from their normalised environment rows env_c (n x
+  // nnei_k x cols): n x its descriptor_dim().
+  torch::Tensor descriptor(std::size_t part, int c, const torch::Tensor& env_c, torch::Tensor* beyond_end);
   // evaluate() of a compressed model: T by the tables' kernel, the fitting nets and dE/dT written out,
   // forces and virials by the kernel's backward pass.
   ModelOutput evaluate_compressed(const torch::Tensor& coord, const torch::Tensor& atype,
@@ -121,6 +124,12 @@ class DeepPotImpl : public torch::nn::Module {
   void refuse_training(const char* what) const;  // ModelError for a compressed model
 
   ModelConfig config_;
+  // The descriptors (config_.descriptor_parts()): for each, its first embedding net, its first row of
+  // davg/dstd, and (hybrid) the slots of the neighbour list it reads (empty: all).
+  std::vector<ModelConfig> parts_;
+  std::vector<int> first_net_;
+  std::vector<std::int64_t> stat_offset_;
+  std::vector<std::vector<std::int64_t>> part_slots_;
   std::vector<DenseNet> embedding_;
   std::vector<DenseNet> fitting_;
   std::vector<std::string> net_names_;

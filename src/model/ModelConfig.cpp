@@ -25,7 +25,71 @@ std::int64_t ModelConfig::sel_offset(int t) const {
 
 int ModelConfig::embedding_count() const {
   const int nt = ntypes();
+  if (hybrid()) {
+    int n = 0;
+    for (const auto& p : parts) n += p.embedding_count();
+    return n;
+  }
   return three_body() ? nt * (nt + 1) / 2 : type_one_side ? nt : nt * nt;
+}
+
+std::int64_t ModelConfig::descriptor_dim() const {
+  if (hybrid()) {
+    std::int64_t n = 0;
+    for (const auto& p : parts) n += p.descriptor_dim();
+    return n;
+  }
+  return descriptor == "se_e2_a" ? embedding_width() * axis_neuron : embedding_width();
+}
+
+std::vector<ModelConfig> ModelConfig::descriptor_parts() const {
+  return hybrid() ? parts : std::vector<ModelConfig>{*this};
+}
+
+void ModelConfig::combine_parts() {
+  if (!hybrid() || parts.empty()) return;
+  const auto widest = std::max_element(
+      parts.begin(), parts.end(), [](const ModelConfig& a, const ModelConfig& b) { return a.rcut < b.rcut; });
+  rcut = widest->rcut;
+  rcut_smth = widest->rcut_smth;
+  sel_auto = std::any_of(parts.begin(), parts.end(), [](const ModelConfig& p) { return p.sel_auto; });
+  sel.clear();
+  if (sel_auto) return;
+  sel.assign(type_map.size(), 0);
+  for (const auto& p : parts)
+    for (std::size_t t = 0; t < sel.size() && t < p.sel.size(); ++t) sel[t] = std::max(sel[t], p.sel[t]);
+}
+
+std::vector<std::int64_t> ModelConfig::part_slots(std::size_t k) const {
+  const ModelConfig& p = parts.at(k);
+  std::vector<std::int64_t> slots;
+  for (int t = 0; t < ntypes(); ++t)
+    for (int j = 0; j < p.sel[static_cast<std::size_t>(t)]; ++j) slots.push_back(sel_offset(t) + j);
+  return slots;
+}
+
+std::int64_t ModelConfig::statistics_slots() const {
+  if (!hybrid()) return nnei();
+  std::int64_t n = 0;
+  for (const auto& p : parts) n += p.nnei();
+  return n;
+}
+
+std::int64_t ModelConfig::embedding_inputs() const {
+  if (hybrid()) {
+    std::int64_t n = 0;
+    for (const auto& p : parts) n += p.embedding_inputs();
+    return n;
+  }
+  if (!three_body()) return nnei();
+  std::int64_t n = 0;
+  for (std::size_t a = 0; a < sel.size(); ++a) {
+    for (std::size_t b = a; b < sel.size(); ++b) {
+      const std::int64_t sa = sel[a], sb = sel[b];
+      n += a == b ? sa * (sa + 1) / 2 : sa * sb;
+    }
+  }
+  return n;
 }
 
 int ModelConfig::embedding_index(int first, int second) const {
@@ -52,6 +116,7 @@ void ModelConfig::validate() const {
 
 void ModelConfig::check() const {
   if (type_map.empty()) throw ConfigError("model key 'model.type_map' is empty");
+  if (hybrid()) check_hybrid();
   if (!(rcut > 0.0))
     throw ConfigError("model key 'model.descriptor.rcut' must be > 0, got " + std::to_string(rcut));
   if (!(rcut_smth >= 0.0 && rcut_smth < rcut)) {
@@ -72,7 +137,7 @@ void ModelConfig::check() const {
     if (n < 1)
       throw ConfigError("model key 'model.descriptor.neuron' has a width " + std::to_string(n) + " < 1");
   }
-  if (descriptor != "se_e2_a" && descriptor != "se_e2_r" && descriptor != "se_e3")
+  if (descriptor != "se_e2_a" && descriptor != "se_e2_r" && descriptor != "se_e3" && !hybrid())
     throw ConfigError(
         "model key 'model.descriptor.type' must be \"se_e2_a\", \"se_e2_r\" or \"se_e3\", got \"" +
         descriptor + "\"");
@@ -115,7 +180,43 @@ ModelConfig ModelConfig::from_json(const nlohmann::json& model, const std::strin
   }
 }
 
+void ModelConfig::check_hybrid() const {
+  if (parts.empty())
+    throw ConfigError(
+        "model key 'model.descriptor.list' of a hybrid descriptor is empty: list its descriptors");
+  for (std::size_t k = 0; k < parts.size(); ++k) {
+    const ModelConfig& p = parts[k];
+    const std::string where = "model.descriptor.list[" + std::to_string(k) + "]";
+    if (p.hybrid())
+      throw ConfigError("model key '" + where + "' is a hybrid inside a hybrid: list its parts instead");
+    if (p.type_map != type_map || p.precision != precision)
+      throw ConfigError("model key '" + where + "' has another type_map or precision than the model");
+    try {
+      p.check();
+    } catch (const ConfigError& e) {
+      throw ConfigError(std::string(e.what()) + " (in " + where + ")");
+    }
+  }
+  for (std::size_t t = 0; t < sel.size(); ++t) {
+    for (const auto& p : parts) {
+      if (p.sel[t] > sel[t] || p.rcut > rcut)
+        throw ConfigError(
+            "a hybrid descriptor's sel or rcut is smaller than one of its parts' (combine_parts)");
+    }
+  }
+}
+
 nlohmann::json ModelConfig::to_json() const {
+  if (hybrid()) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& p : parts) list.push_back(p.to_json()["descriptor"]);
+    ModelConfig single = *this;  // for the type map and the fitting section
+    single.descriptor = "se_e2_a";
+    single.parts.clear();
+    nlohmann::json json = single.to_json();
+    json["descriptor"] = {{"type", "hybrid"}, {"list", list}};
+    return json;
+  }
   nlohmann::json desc = {{"type", descriptor},
                          {"rcut", rcut},
                          {"rcut_smth", rcut_smth},
@@ -143,8 +244,12 @@ nlohmann::json ModelConfig::to_json() const {
 std::vector<std::string> ModelConfig::differences(const ModelConfig& other) const {
   // Leaves of both documents as JSON pointers ("/descriptor/neuron/2"), compared one by one.
   const nlohmann::json mine = to_json().flatten(), theirs = other.to_json().flatten();
+  // sel is not compared while "auto" (for a hybrid: while any part's is)
   const auto compared = [this](const std::string& key) {
-    return key.find("/seed") == std::string::npos && !(sel_auto && key.rfind("/descriptor/sel", 0) == 0);
+    const bool is_sel =
+        key.rfind("/descriptor/", 0) == 0 &&
+        (key.find("/sel/") != std::string::npos || (key.size() >= 4 && key.substr(key.size() - 4) == "/sel"));
+    return key.find("/seed") == std::string::npos && !(sel_auto && is_sel);
   };
   const auto entry = [](std::string key, const nlohmann::json* a, const nlohmann::json* b) {
     for (auto& c : key) c = c == '/' ? '.' : c;

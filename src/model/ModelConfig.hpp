@@ -13,9 +13,14 @@ namespace deepkf {
 struct ModelConfig {
   // The descriptor (docs/deep-potential.md): "se_e2_a" (angular and radial: D = T^T T[:, :M<]), "se_e2_r"
   // (radial only: D = mean_j G(s_ij) / 5) or "se_e3" (three-body: D = sum over neighbour-type pairs of the
-  // mean of g_jk G(g_jk), g_jk = r^_j . r^_k). DeePMD-kit's other spellings (se_a, se_r, se_at, se_a_3be,
-  // se_t) are read as these.
+  // mean of g_jk G(g_jk), g_jk = r^_j . r^_k), or "hybrid" (the descriptors of `parts` side by side).
+  // DeePMD-kit's other spellings (se_a, se_r, se_at, se_a_3be, se_t) are read as these.
   std::string descriptor = "se_e2_a";
+  // hybrid: one ModelConfig per descriptor of DeePMD-kit's "list", each with its own rcut, sel and nets
+  // (and this one's type_map, precision and fitting settings). This config's rcut, rcut_smth, sel and
+  // sel_auto are then the parts' combined (combine_parts): the neighbour list of the largest rcut with the
+  // most slots any part asks for, of which each part reads the nearest sel_k[t] of each type.
+  std::vector<ModelConfig> parts;
   std::vector<std::string> type_map;  // element names; type index t means type_map[t]
   double rcut = 6.0;                  // cutoff radius (A)
   double rcut_smth = 0.5;             // the switch starts here (A)
@@ -48,15 +53,27 @@ struct ModelConfig {
   std::int64_t embedding_width() const { return embedding_neuron.empty() ? 0 : embedding_neuron.back(); }
   bool radial() const { return descriptor == "se_e2_r"; }
   bool three_body() const { return descriptor == "se_e3"; }
-  // Descriptor length: M * M< (se_e2_a), M (se_e2_r, se_e3).
-  std::int64_t descriptor_dim() const {
-    return descriptor == "se_e2_a" ? embedding_width() * axis_neuron : embedding_width();
-  }
-  // Embedding nets: ntypes (type_one_side), ntypes^2 (per centre and neighbour type), or ntypes (ntypes + 1)
-  // / 2 (se_e3: per unordered pair of neighbour types).
+  bool hybrid() const { return descriptor == "hybrid"; }
+  // Descriptor length: M * M< (se_e2_a), M (se_e2_r, se_e3), the parts' lengths summed (hybrid).
+  std::int64_t descriptor_dim() const;
+  // The descriptors of the model: `parts` (hybrid), else this config alone.
+  std::vector<ModelConfig> descriptor_parts() const;
+  // hybrid: rcut = the largest part's, rcut_smth = that part's, sel[t] = the most any part keeps,
+  // sel_auto = whether any part is still "auto" (sel then empty).
+  void combine_parts();
+  // Slot indices (into this config's neighbour list) that part k reads: for each type t, the first
+  // parts[k].sel[t] slots of t.
+  std::vector<std::int64_t> part_slots(std::size_t k) const;
+  // Rows of the statistics davg / dstd per centre type: nnei(), or the parts' nnei() one after the other.
+  std::int64_t statistics_slots() const;
+  // Embedding-net inputs per centre atom: N_c (se_e2_a, se_e2_r), the slot pairs j <= k of each type pair
+  // (se_e3), the parts' sum (hybrid).
+  std::int64_t embedding_inputs() const;
+  // Embedding nets: ntypes (type_one_side), ntypes^2 (per centre and neighbour type), ntypes (ntypes + 1)
+  // / 2 (se_e3: per unordered pair of neighbour types), the parts' sum (hybrid).
   int embedding_count() const;
   // The net of a (centre type, neighbour type) pair (se_e2_a, se_e2_r), or of a pair of neighbour types
-  // (se_e3, either order), as an index into the embedding nets.
+  // (se_e3, either order), as an index into the embedding nets (of one descriptor, not of a hybrid).
   int embedding_index(int first, int second) const;
   // "float64" or "float32".
   std::string precision_name() const;
@@ -83,6 +100,7 @@ struct ModelConfig {
  private:
   static ModelConfig parse(const nlohmann::json& model_section, const std::string& file);  // from_json's work
   void check() const;                                                                      // validate's work
+  void check_hybrid() const;  // check's work on the parts of a hybrid
 };
 
 }  // namespace deepkf

@@ -83,10 +83,50 @@ std::string canonical_descriptor(const nlohmann::json& type) {
   if (t == "se_e2_a" || t == "se_a") return "se_e2_a";
   if (t == "se_e2_r" || t == "se_r") return "se_e2_r";
   if (t == "se_e3" || t == "se_at" || t == "se_a_3be" || t == "se_t") return "se_e3";
+  if (t == "hybrid") return "hybrid";
   return "";
 }
 
-constexpr const char* kBuilt = "one se_e2_a, se_e2_r or se_e3 energy model";
+constexpr const char* kBuilt = "one se_e2_a, se_e2_r, se_e3 or hybrid energy model";
+
+// A descriptor section at `path`: its type one deepkf builds (a hybrid's parts: not another hybrid), then
+// its keys (DeePMD-kit's argument check: se_e2_r has every key of se_e2_a but axis_neuron, se_e3 neither
+// axis_neuron nor type_one_side; hybrid has only its list).
+void check_descriptor(const nlohmann::json& d, const std::string& path, const std::string& file,
+                      bool in_hybrid) {
+  const auto* type_value = find(d, "type");
+  const std::string type = type_value == nullptr ? "" : canonical_descriptor(*type_value);
+  if (type.empty() || (in_hybrid && type == "hybrid")) {
+    throw ConfigError("model key '" + path + ".type' in " + file + " is " +
+                      (type_value ? dump(*type_value) : std::string("missing")) +
+                      ": deepkf builds the descriptors se_e2_a (also written se_a), se_e2_r (se_r), se_e3 "
+                      "(se_at, se_a_3be, se_t)" +
+                      (in_hybrid ? " inside a hybrid" : " and hybrid combinations of them"));
+  }
+  if (type == "hybrid") {
+    check_keys(d, path, {"type", "list"}, file);
+    const auto* list = find(d, "list");
+    if (list == nullptr || !list->is_array() || list->empty()) {
+      throw ConfigError("model key '" + path + ".list' in " + file +
+                        " must be a non-empty list of descriptors, got " + (list ? dump(*list) : "nothing"));
+    }
+    for (std::size_t k = 0; k < list->size(); ++k) {
+      const std::string where = path + ".list[" + std::to_string(k) + "]";
+      if (!(*list)[k].is_object())
+        throw ConfigError("model key '" + where + "' in " + file + " must be a descriptor section, got " +
+                          dump((*list)[k]));
+      check_descriptor((*list)[k], where, file, true);
+    }
+    return;
+  }
+  std::vector<std::string> keys = {
+      "type",          "sel",       "rcut",          "rcut_smth",           "neuron",
+      "resnet_dt",     "seed",      "precision",     "activation_function", "set_davg_zero",
+      "exclude_types", "trainable", "env_protection"};
+  if (type != "se_e3") keys.push_back("type_one_side");
+  if (type == "se_e2_a") keys.push_back("axis_neuron");
+  check_keys(d, path, keys, file);
+}
 
 // The model section's shape before any value is read: DeePMD-kit models and descriptors deepkf does not
 // build refused by name, then unknown keys (with the nearest known one) in model, model.descriptor and
@@ -109,15 +149,8 @@ void check_model_keys(const nlohmann::json& model, const std::string& file) {
                         ", which deepkf does not build: it trains " + kBuilt);
     }
   }
-  if (const auto* d = find(model, "descriptor"); d != nullptr && d->is_object()) {
-    const auto* type = find(*d, "type");
-    if (type == nullptr || canonical_descriptor(*type).empty()) {
-      throw ConfigError("model key 'model.descriptor.type' in " + file + " is " +
-                        (type ? dump(*type) : std::string("missing")) +
-                        ": deepkf builds the descriptors se_e2_a (also written se_a), se_e2_r (se_r) and "
-                        "se_e3 (se_at, se_a_3be, se_t)");
-    }
-  }
+  if (const auto* d = find(model, "descriptor"); d != nullptr && d->is_object())
+    check_descriptor(*d, "model.descriptor", file, false);
   if (const auto* f = find(model, "fitting_net"); f != nullptr && f->is_object()) {
     const auto* type = find(*f, "type");
     if (type != nullptr && *type != "ener") {
@@ -131,18 +164,6 @@ void check_model_keys(const nlohmann::json& model, const std::string& file) {
   if (const auto* t = find(model, "type"); t != nullptr && *t != "standard") {
     throw ConfigError("model key 'model.type' must be \"standard\", got " + dump(*t));
   }
-  if (const auto* d = find(model, "descriptor"); d != nullptr && d->is_object()) {
-    // DeePMD-kit's argument check: se_e2_r has every key of se_e2_a but axis_neuron, se_e3 neither
-    // axis_neuron nor type_one_side (its nets are per neighbour-type pair).
-    std::vector<std::string> keys = {
-        "type",          "sel",       "rcut",          "rcut_smth",           "neuron",
-        "resnet_dt",     "seed",      "precision",     "activation_function", "set_davg_zero",
-        "exclude_types", "trainable", "env_protection"};
-    const auto type = canonical_descriptor((*d)["type"]);
-    if (type != "se_e3") keys.push_back("type_one_side");
-    if (type == "se_e2_a") keys.push_back("axis_neuron");
-    check_keys(*d, "model.descriptor", keys, file);
-  }
   if (const auto* f = find(model, "fitting_net"); f != nullptr && f->is_object()) {
     check_keys(*f, "model.fitting_net",
                {"type", "neuron", "resnet_dt", "seed", "precision", "activation_function", "numb_fparam",
@@ -154,20 +175,18 @@ void check_model_keys(const nlohmann::json& model, const std::string& file) {
   }
 }
 
-// model.descriptor into c (its type checked by check_model_keys).
-void read_descriptor(const nlohmann::json& model, const std::string& file, ModelConfig& c) {
-  const nlohmann::json* desc = find(model, "descriptor");
-  if (desc == nullptr || !desc->is_object()) throw ConfigError("model key 'model.descriptor' is missing");
-  const std::string dp = "model.descriptor";  // its type was checked by check_model_keys
+// One descriptor section (not a hybrid) at path dp into c (its type and keys checked by check_descriptor).
+void read_descriptor_section(const nlohmann::json* desc, const std::string& dp, const std::string& file,
+                             ModelConfig& c) {
   // DeePMD-kit options this model does not implement: refuse values other than their defaults
   if (const auto* a = find(*desc, "activation_function"); a != nullptr && *a != "tanh" && *a != "default") {
-    throw ConfigError("model key 'model.descriptor.activation_function' must be \"tanh\", got " + dump(*a));
+    throw ConfigError("model key '" + dp + ".activation_function' must be \"tanh\", got " + dump(*a));
   }
   if (const auto* z = find(*desc, "set_davg_zero"); z != nullptr && *z != false) {
-    throw ConfigError("model key 'model.descriptor.set_davg_zero' is not supported, got " + dump(*z));
+    throw ConfigError("model key '" + dp + ".set_davg_zero' is not supported, got " + dump(*z));
   }
   if (const auto* x = find(*desc, "exclude_types"); x != nullptr && !(x->is_array() && x->empty())) {
-    throw ConfigError("model key 'model.descriptor.exclude_types' is not supported, got " + dump(*x));
+    throw ConfigError("model key '" + dp + ".exclude_types' is not supported, got " + dump(*x));
   }
   c.descriptor = canonical_descriptor((*desc)["type"]);
   c.rcut = read_number(*desc, "rcut", c.rcut, dp);
@@ -184,10 +203,10 @@ void read_descriptor(const nlohmann::json& model, const std::string& file, Model
       try {
         c.sel_auto_factor = std::stod(s.substr(5));
       } catch (const std::exception&) {
-        throw ConfigError("model key 'model.descriptor.sel' has a bad factor in " + dump(*sel));
+        throw ConfigError("model key '" + dp + ".sel' has a bad factor in " + dump(*sel));
       }
     } else {
-      throw ConfigError("model key 'model.descriptor.sel' must be a list of integers or \"auto\", got " +
+      throw ConfigError("model key '" + dp + ".sel' must be a list of integers or \"auto\", got " +
                         dump(*sel));
     }
   } else {
@@ -200,10 +219,43 @@ void read_descriptor(const nlohmann::json& model, const std::string& file, Model
   c.descriptor_trainable = read_bool(*desc, "trainable", c.descriptor_trainable, dp);
   if (const auto* s = find(*desc, "seed"); s != nullptr && !s->is_null()) {
     if (!s->is_number_integer())
-      throw ConfigError("model key 'model.descriptor.seed' must be an integer, got " + dump(*s));
+      throw ConfigError("model key '" + dp + ".seed' must be an integer, got " + dump(*s));
     c.seed = s->get<std::int64_t>();
   }
   c.precision = read_precision(*desc, dp);
+}
+
+// model.descriptor into c: one descriptor, or a hybrid's parts (each with this model's type map) combined.
+void read_descriptor(const nlohmann::json& model, const std::string& file, ModelConfig& c) {
+  const nlohmann::json* desc = find(model, "descriptor");
+  if (desc == nullptr || !desc->is_object()) throw ConfigError("model key 'model.descriptor' is missing");
+  if (canonical_descriptor((*desc)["type"]) != "hybrid") {
+    read_descriptor_section(desc, "model.descriptor", file, c);
+    return;
+  }
+  const auto& list = (*desc)["list"];
+  for (std::size_t k = 0; k < list.size(); ++k) {
+    ModelConfig part;
+    part.type_map = c.type_map;
+    const std::string where = "model.descriptor.list[" + std::to_string(k) + "]";
+    read_descriptor_section(&list[k], where, file, part);
+    if (k > 0 && part.precision != c.parts.front().precision) {
+      throw ConfigError("model key '" + where + ".precision' is " + part.precision_name() +
+                        " but list[0]'s is " + c.parts.front().precision_name() +
+                        ": a hybrid's descriptors share one precision");
+    }
+    if (k > 0 && part.descriptor_trainable != c.parts.front().descriptor_trainable) {
+      throw ConfigError(
+          "model key '" + where +
+          ".trainable' differs from list[0]'s: deepkf freezes all of a hybrid's descriptors or none");
+    }
+    c.parts.push_back(part);
+  }
+  c.descriptor = "hybrid";
+  c.precision = c.parts.front().precision;
+  c.seed = c.parts.front().seed;
+  c.descriptor_trainable = c.parts.front().descriptor_trainable;
+  c.combine_parts();
 }
 
 // model.fitting_net into c (after the descriptor, whose precision it must match).

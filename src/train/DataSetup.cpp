@@ -222,6 +222,12 @@ TrainingData open_training_data(const TrainConfig& cfg, Communicator& comm, spdl
 
 void resolve_sel(ModelConfig& mcfg, const std::vector<FrameSubset>& train, Communicator& comm,
                  spdlog::logger& log) {
+  if (mcfg.hybrid()) {
+    // each descriptor of the list with its own cutoff, then the list the model reads them from
+    for (auto& part : mcfg.parts) resolve_sel(part, train, comm, log);
+    mcfg.combine_parts();
+    return;
+  }
   if (mcfg.rcut <= 0.0 || (!mcfg.sel_auto && mcfg.sel.size() != mcfg.type_map.size())) return;  // validate()
   // One scan of every training frame (the neighbour search is O(N)): the largest per-type neighbour count
   // within rcut, and, for a given sel, the neighbours it leaves out. With "auto" the slots are 0 and every
@@ -318,6 +324,9 @@ void set_statistics(DeepPot& model, const ModelConfig& mcfg, const std::vector<F
   constexpr std::int64_t kStatFrames = 100;
   StatisticsSums sums(mcfg.ntypes());
   TrainingRange range(mcfg.ntypes());
+  // davg/dstd per descriptor (a hybrid's parts each from its own slots and cutoff), in sums of their own
+  const auto descriptors = mcfg.descriptor_parts();
+  std::vector<StatisticsSums> env_sums(descriptors.size(), StatisticsSums(mcfg.ntypes()));
   for (const auto& part : train) {
     const std::int64_t stride = std::max<std::int64_t>(1, part.nframes() / kStatFrames);
     for_rank_frames(part, 16, comm, [&](const System& chunk, std::int64_t first) {
@@ -334,14 +343,28 @@ void set_statistics(DeepPot& model, const ModelConfig& mcfg, const std::vector<F
       const auto idx = torch::tensor(pick, torch::kInt64);
       const auto rij = pair_vectors(b.coord.index_select(0, idx), b.nlist.index_select(0, idx),
                                     b.shift.index_select(0, idx), mcfg.rcut);
-      sums.add_environment(environment_matrix(rij, mcfg.rcut, mcfg.rcut_smth), b.atype.index_select(0, idx));
+      for (std::size_t k = 0; k < descriptors.size(); ++k) {
+        const auto slots =
+            mcfg.hybrid() ? rij.index_select(2, torch::tensor(mcfg.part_slots(k), torch::kInt64)) : rij;
+        env_sums[k].add_environment(environment_matrix(slots, descriptors[k].rcut, descriptors[k].rcut_smth),
+                                    b.atype.index_select(0, idx));
+      }
     });
   }
-  auto packed = sums.pack();
-  if (comm.size() > 1) comm.allreduce_sum(packed.data(), packed.size());
-  sums.unpack(packed);
-  const auto [davg, dstd] = sums.descriptor_statistics(mcfg.nnei());
-  model->set_statistics(davg, dstd);
+  const auto reduce = [&](StatisticsSums& x) {
+    auto packed = x.pack();
+    if (comm.size() > 1) comm.allreduce_sum(packed.data(), packed.size());
+    x.unpack(packed);
+  };
+  reduce(sums);
+  std::vector<torch::Tensor> davg, dstd;
+  for (std::size_t k = 0; k < descriptors.size(); ++k) {
+    reduce(env_sums[k]);
+    const auto [mean, dev] = env_sums[k].descriptor_statistics(descriptors[k].nnei());
+    davg.push_back(mean);
+    dstd.push_back(dev);
+  }
+  model->set_statistics(torch::cat(davg, 1), torch::cat(dstd, 1));
   const auto bias = sums.energy_bias(mcfg.type_map);
   for (const auto& w : bias.warnings) log.warn("{}", w);
   model->set_energy_bias(bias.bias);

@@ -61,6 +61,9 @@ constexpr std::int64_t kForceGraphCopies = 9;
 // the zero U of a sweep with none pending (the CPU sweep's partial sums are counted block by block).
 constexpr std::int64_t kJointValuesPerWeight = 4;
 constexpr std::int64_t kEnergyGraphCopies = 3;
+// se_e3's force graph, per pair input (measured: DeePMD-kit's se_e3 water example, 192 atoms, sel 40/76,
+// peaks at 5.3 GiB beside its 4.4 GiB covariance, about 2.9 copies of its 6,786 pair inputs x 21 values).
+constexpr std::int64_t kThreeBodyGraphCopies = 4;
 
 // Estimate of the activations of a measurement's graph over `frames` frames on a rank: `copies` of the
 // embedding nets' outputs and the environment matrix per neighbour slot, frames x atoms x slots x (sum of

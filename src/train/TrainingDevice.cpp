@@ -67,10 +67,18 @@ StepResources step_resources(const torch::Device& device, std::int64_t available
     res.mean_batch_frames = batch / total;
   }
   const std::int64_t value_bytes = mcfg.precision == torch::kFloat32 ? 4 : 8;
-  res.batch_bytes = batch_activation_bytes(frames, natoms, mcfg.nnei(), mcfg.embedding_neuron, value_bytes);
+  // every descriptor's embedding inputs (se_e3: slot pairs, not slots) through its nets; se_e3's graph keeps
+  // fewer copies of them than se_e2_a's (kThreeBodyGraphCopies)
+  res.batch_bytes = 0;
+  res.frame_energy_bytes = 0;
+  for (const auto& part : mcfg.descriptor_parts()) {
+    const auto inputs = part.embedding_inputs();
+    res.batch_bytes += batch_activation_bytes(frames, natoms, inputs, part.embedding_neuron, value_bytes,
+                                              part.three_body() ? kThreeBodyGraphCopies : kForceGraphCopies);
+    res.frame_energy_bytes +=
+        batch_activation_bytes(1, natoms, inputs, part.embedding_neuron, value_bytes, kEnergyGraphCopies);
+  }
   res.batch_frames = frames;
-  res.frame_energy_bytes =
-      batch_activation_bytes(1, natoms, mcfg.nnei(), mcfg.embedding_neuron, value_bytes, kEnergyGraphCopies);
   return res;
 }
 

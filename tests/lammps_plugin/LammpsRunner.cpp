@@ -106,9 +106,19 @@ void write_water_model(const std::string& path, std::int64_t seed, const std::st
   mc.axis_neuron = 4;
   mc.fitting_neuron = {16, 16};
   mc.seed = seed;
+  if (descriptor == "hybrid") {
+    // DeePMD-kit's water hybrid example's layout: se_e2_a of rcut 4 beside se_e2_r of rcut 6
+    ModelConfig a = mc, r = mc;
+    a.descriptor = "se_e2_a";
+    a.rcut = 4.0;
+    a.sel = {20, 40};
+    r.descriptor = "se_e2_r";
+    mc.parts = {a, r};
+    mc.combine_parts();
+  }
   DeepPot model(mc);
   // Statistics of the size seen in water (column 0 ~ s(r) ~ 1/r, columns 1..3 ~ s(r) x/r).
-  const auto nnei = mc.nnei();
+  const auto nnei = mc.statistics_slots();
   auto davg = torch::zeros({2, nnei, 4}, torch::kFloat64);
   auto dstd = torch::ones({2, nnei, 4}, torch::kFloat64);
   davg.select(2, 0)[0].fill_(0.11);

@@ -1,4 +1,4 @@
-// pair_style deepkf with the descriptors beside se_e2_a (se_e2_r, se_e3): run 0 against the direct
+// pair_style deepkf with the descriptors beside se_e2_a (se_e2_r, se_e3, hybrid): run 0 against the direct
 // evaluation on 1 and 2 ranks, compressed too, and the same MD trajectory on 1 and 2 ranks.
 #include <string>
 #include <vector>
@@ -10,7 +10,7 @@
 
 using namespace deepkf::test;
 
-TEST_CASE("se_e2_r and se_e3 models: run 0 equals the direct evaluation", "[lammps]") {
+TEST_CASE("se_e2_r, se_e3 and hybrid models: run 0 equals the direct evaluation", "[lammps]") {
   SECTION("se_e2_r model, triclinic water frame, 1 rank") {
     check_run0(water_frame(1, true), 1, false, "se_e2_r");
   }
@@ -29,10 +29,16 @@ TEST_CASE("se_e2_r and se_e3 models: run 0 equals the direct evaluation", "[lamm
   SECTION("compressed se_e3 model, triclinic water frame, 2 ranks") {
     check_run0(water_frame(2, true), 2, true, "se_e3");
   }
+  SECTION("hybrid model (se_e2_a of rcut 4, se_e2_r of rcut 6), triclinic water frame, 1 rank") {
+    check_run0(water_frame(1, true), 1, false, "hybrid");
+  }
+  SECTION("hybrid model, orthorhombic water frame, 2 ranks") {
+    check_run0(water_frame(3, false), 2, false, "hybrid");
+  }
 }
 
-TEST_CASE("se_e2_r and se_e3 models give the same 100 MD steps on 1 and 2 ranks", "[lammps]") {
-  const std::string descriptor = GENERATE(as<std::string>{}, "se_e2_r", "se_e3");
+TEST_CASE("se_e2_r, se_e3 and hybrid models give the same 100 MD steps on 1 and 2 ranks", "[lammps]") {
+  const std::string descriptor = GENERATE(as<std::string>{}, "se_e2_r", "se_e3", "hybrid");
   INFO("descriptor " << descriptor);
   const auto frame = water_frame(0, false);
   std::vector<std::vector<std::vector<double>>> ends;

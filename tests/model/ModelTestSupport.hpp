@@ -189,6 +189,22 @@ inline Config jittered_cell(const std::vector<double>& h, int per_side, int ntyp
 // per type and column).
 inline ModelConfig small_config(bool type_one_side, bool resnet_dt,
                                 const std::string& descriptor = "se_e2_a") {
+  if (descriptor == "hybrid") {
+    // se_e2_a with a shorter cutoff and fewer slots, se_e2_r and se_e3 with a shorter one still
+    ModelConfig mc = small_config(type_one_side, resnet_dt, "se_e2_a");
+    ModelConfig a = mc, r = small_config(type_one_side, resnet_dt, "se_e2_r"),
+                e = small_config(false, resnet_dt, "se_e3");
+    a.rcut = 2.5;
+    a.rcut_smth = 0.8;
+    a.sel = {12, 12};
+    e.rcut = 2.2;
+    e.sel = {6, 6};
+    e.embedding_neuron = {4, 8};
+    mc.descriptor = "hybrid";
+    mc.parts = {a, r, e};
+    mc.combine_parts();
+    return mc;
+  }
   ModelConfig mc;
   mc.descriptor = descriptor;
   mc.type_map = {"A", "B"};
@@ -209,8 +225,9 @@ inline DeepPot small_model(bool type_one_side, bool resnet_dt, c10::ScalarType p
                            const std::string& descriptor = "se_e2_a") {
   auto mc = small_config(type_one_side, resnet_dt, descriptor);
   mc.precision = precision;
+  for (auto& p : mc.parts) p.precision = precision;
   DeepPot model(mc);
-  const auto nnei = mc.nnei();
+  const auto nnei = mc.statistics_slots();
   auto davg = torch::zeros({2, nnei, 4}, torch::kFloat64);
   auto dstd = torch::ones({2, nnei, 4}, torch::kFloat64);
   davg.select(2, 0)[0].fill_(0.21);
@@ -260,80 +277,101 @@ inline torch::Tensor reference_net(const DeepPot& model, const std::string& net,
 // Total energy by brute force: every image within rcut (images n in [-m, m]^3), per-type slots sorted by
 // distance, padded with zero rows, normalised, embedded, contracted (se_e2_a: T^T T<; se_e2_r: the sum of
 // the embeddings over the slots / (5 N_c)) and fitted atom by atom.
+// One descriptor `mc` (nets named prefix + "embedding_..."; statistics davg, dstd: its rows) of atom i.
+inline torch::Tensor reference_descriptor(const DeepPot& model, const ModelConfig& mc,
+                                          const std::string& prefix, const torch::Tensor& davg,
+                                          const torch::Tensor& dstd, const Config& c, std::int64_t i, int m) {
+  const auto n = c.natoms();
+  const int ti = c.types[i];
+  // neighbours per type: (r, row of R~)
+  std::vector<std::vector<std::pair<double, std::array<double, 4>>>> by_type(mc.sel.size());
+  for (std::int64_t j = 0; j < n; ++j) {
+    for (int a = -m; a <= m; ++a) {
+      for (int b = -m; b <= m; ++b) {
+        for (int cc = -m; cc <= m; ++cc) {
+          if (j == i && a == 0 && b == 0 && cc == 0) continue;
+          double r[3];
+          for (int d = 0; d < 3; ++d) {
+            r[d] = c.coord[3 * j + d] - c.coord[3 * i + d];
+            if (m > 0) r[d] += a * c.box[d] + b * c.box[3 + d] + cc * c.box[6 + d];
+          }
+          const double len = std::sqrt(r[0] * r[0] + r[1] * r[1] + r[2] * r[2]);
+          if (len >= mc.rcut) continue;
+          const double s = switch_w(len, mc.rcut, mc.rcut_smth) / len;
+          by_type[c.types[j]].push_back({len, {s, s * r[0] / len, s * r[1] / len, s * r[2] / len}});
+        }
+      }
+    }
+  }
+  auto env = torch::zeros({mc.nnei(), 4}, torch::kFloat64);
+  for (std::size_t t = 0; t < by_type.size(); ++t) {
+    auto& list = by_type[t];
+    std::sort(list.begin(), list.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+    const auto off = mc.sel_offset(static_cast<int>(t));
+    for (std::size_t k = 0; k < list.size() && static_cast<int>(k) < mc.sel[t]; ++k) {
+      for (int d = 0; d < 4; ++d) env[off + static_cast<int64_t>(k)][d] = list[k].second[d];
+    }
+  }
+  const auto env_hat = (env - davg[ti]) / dstd[ti];
+  auto tmat = torch::zeros({4, mc.embedding_width()}, torch::kFloat64);
+  auto gsum = torch::zeros({mc.embedding_width()}, torch::kFloat64);
+  for (int t = 0; t < mc.ntypes() && !mc.three_body(); ++t) {
+    const auto block = env_hat.narrow(0, mc.sel_offset(t), mc.sel[t]);
+    const std::string net =
+        prefix + (mc.type_one_side ? "embedding_" + std::to_string(t)
+                                   : "embedding_" + std::to_string(ti) + "_" + std::to_string(t));
+    const auto g = reference_net(model, net, block.narrow(1, 0, 1), false, mc.embedding_resnet_dt);
+    tmat += block.t().matmul(g);
+    for (std::int64_t k = 0; k < g.size(0); ++k) gsum += g[k];
+  }
+  tmat /= static_cast<double>(mc.nnei());
+  auto three = torch::zeros({1, mc.embedding_width()}, torch::kFloat64);
+  for (int a = 0; a < mc.ntypes() && mc.three_body(); ++a) {
+    for (int b = a; b < mc.ntypes(); ++b) {
+      std::vector<double> g;
+      for (int j = 0; j < mc.sel[a]; ++j) {
+        for (int k = 0; k < mc.sel[b]; ++k) {
+          double dot = 0;
+          for (int d = 1; d < 4; ++d)
+            dot += env_hat[mc.sel_offset(a) + j][d].item<double>() *
+                   env_hat[mc.sel_offset(b) + k][d].item<double>();
+          g.push_back(dot);
+        }
+      }
+      const auto x = torch::tensor(g, torch::kFloat64).unsqueeze(1);
+      const auto emb =
+          reference_net(model, prefix + "embedding_" + std::to_string(a) + "_" + std::to_string(b), x, false,
+                        mc.embedding_resnet_dt);
+      three += (x * emb).sum(0, true) / static_cast<double>(mc.sel[a] * mc.sel[b]);
+    }
+  }
+  return mc.three_body() ? three
+         : mc.radial()   ? (gsum / (5.0 * static_cast<double>(mc.nnei()))).reshape({1, -1})
+                         : tmat.t().matmul(tmat.narrow(1, 0, mc.axis_neuron)).reshape({1, -1});
+}
+
 inline double reference_energy(const DeepPot& model, const Config& c, int images = 3) {
   const auto& mc = model->config();
-  const auto n = c.natoms();
   const int m = c.box.empty() ? 0 : images;
   const auto davg = model->davg().to(torch::kFloat64);
   const auto dstd = model->dstd().to(torch::kFloat64);
   const auto bias = model->energy_bias().to(torch::kFloat64);
+  const auto parts = mc.descriptor_parts();
   double total = 0;
-  for (std::int64_t i = 0; i < n; ++i) {
+  for (std::int64_t i = 0; i < c.natoms(); ++i) {
     const int ti = c.types[i];
-    // neighbours per type: (r, row of R~)
-    std::vector<std::vector<std::pair<double, std::array<double, 4>>>> by_type(mc.sel.size());
-    for (std::int64_t j = 0; j < n; ++j) {
-      for (int a = -m; a <= m; ++a) {
-        for (int b = -m; b <= m; ++b) {
-          for (int cc = -m; cc <= m; ++cc) {
-            if (j == i && a == 0 && b == 0 && cc == 0) continue;
-            double r[3];
-            for (int d = 0; d < 3; ++d) {
-              r[d] = c.coord[3 * j + d] - c.coord[3 * i + d];
-              if (m > 0) r[d] += a * c.box[d] + b * c.box[3 + d] + cc * c.box[6 + d];
-            }
-            const double len = std::sqrt(r[0] * r[0] + r[1] * r[1] + r[2] * r[2]);
-            if (len >= mc.rcut) continue;
-            const double s = switch_w(len, mc.rcut, mc.rcut_smth) / len;
-            by_type[c.types[j]].push_back({len, {s, s * r[0] / len, s * r[1] / len, s * r[2] / len}});
-          }
-        }
-      }
+    // a hybrid's descriptors side by side, each from its own rows of the statistics
+    std::vector<torch::Tensor> ds;
+    std::int64_t row = 0;
+    for (std::size_t k = 0; k < parts.size(); ++k) {
+      const std::string prefix = mc.hybrid() ? "d" + std::to_string(k) + "_" : "";
+      const auto rows = parts[k].nnei();
+      ds.push_back(reference_descriptor(model, parts[k], prefix, davg.narrow(1, row, rows),
+                                        dstd.narrow(1, row, rows), c, i, m));
+      row += rows;
     }
-    auto env = torch::zeros({mc.nnei(), 4}, torch::kFloat64);
-    for (std::size_t t = 0; t < by_type.size(); ++t) {
-      auto& list = by_type[t];
-      std::sort(list.begin(), list.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
-      const auto off = mc.sel_offset(static_cast<int>(t));
-      for (std::size_t k = 0; k < list.size() && static_cast<int>(k) < mc.sel[t]; ++k) {
-        for (int d = 0; d < 4; ++d) env[off + static_cast<int64_t>(k)][d] = list[k].second[d];
-      }
-    }
-    const auto env_hat = (env - davg[ti]) / dstd[ti];
-    auto tmat = torch::zeros({4, mc.embedding_width()}, torch::kFloat64);
-    auto gsum = torch::zeros({mc.embedding_width()}, torch::kFloat64);
-    for (int t = 0; t < mc.ntypes() && !mc.three_body(); ++t) {
-      const auto block = env_hat.narrow(0, mc.sel_offset(t), mc.sel[t]);
-      const std::string net = mc.type_one_side ? "embedding_" + std::to_string(t)
-                                               : "embedding_" + std::to_string(ti) + "_" + std::to_string(t);
-      const auto g = reference_net(model, net, block.narrow(1, 0, 1), false, mc.embedding_resnet_dt);
-      tmat += block.t().matmul(g);
-      for (std::int64_t k = 0; k < g.size(0); ++k) gsum += g[k];
-    }
-    tmat /= static_cast<double>(mc.nnei());
-    auto three = torch::zeros({1, mc.embedding_width()}, torch::kFloat64);
-    for (int a = 0; a < mc.ntypes() && mc.three_body(); ++a) {
-      for (int b = a; b < mc.ntypes(); ++b) {
-        std::vector<double> g;
-        for (int j = 0; j < mc.sel[a]; ++j) {
-          for (int k = 0; k < mc.sel[b]; ++k) {
-            double dot = 0;
-            for (int d = 1; d < 4; ++d)
-              dot += env_hat[mc.sel_offset(a) + j][d].item<double>() *
-                     env_hat[mc.sel_offset(b) + k][d].item<double>();
-            g.push_back(dot);
-          }
-        }
-        const auto x = torch::tensor(g, torch::kFloat64).unsqueeze(1);
-        const auto emb = reference_net(model, "embedding_" + std::to_string(a) + "_" + std::to_string(b), x,
-                                       false, mc.embedding_resnet_dt);
-        three += (x * emb).sum(0, true) / static_cast<double>(mc.sel[a] * mc.sel[b]);
-      }
-    }
-    const auto d = mc.three_body() ? three
-                   : mc.radial()   ? (gsum / (5.0 * static_cast<double>(mc.nnei()))).reshape({1, -1})
-                                   : tmat.t().matmul(tmat.narrow(1, 0, mc.axis_neuron)).reshape({1, -1});
-    const auto e = reference_net(model, "fitting_" + std::to_string(ti), d, true, mc.fitting_resnet_dt);
+    const auto e =
+        reference_net(model, "fitting_" + std::to_string(ti), torch::cat(ds, 1), true, mc.fitting_resnet_dt);
     total += e.item<double>() + bias[ti].item<double>();
   }
   return total;

@@ -169,16 +169,20 @@ TEST_CASE("ModelConfig reads DeePMD-kit's keys and defaults and rejects bad valu
     CHECK_THROWS_WITH(
         ModelConfig::from_json(model, "in.json"),
         "model key 'model.type_embedding' in in.json asks for a type embedding (se_atten and DPA "
-        "descriptors), which deepkf does not build: it trains one se_e2_a, se_e2_r or se_e3 energy model");
+        "descriptors), which deepkf does not build: it trains one se_e2_a, se_e2_r, se_e3 or hybrid energy "
+        "model");
     model = water_reference_model();
     model["models"] = nlohmann::json::array();
     CHECK_THROWS_WITH(ModelConfig::from_json(model, "in.json"), Catch::Contains("'model.models' in in.json"));
     model = water_reference_model();
+    model["descriptor"] = {{"type", "se_atten"}};
+    CHECK_THROWS_WITH(ModelConfig::from_json(model, "in.json"),
+                      "model key 'model.descriptor.type' in in.json is \"se_atten\": deepkf builds the "
+                      "descriptors se_e2_a (also written se_a), se_e2_r (se_r), se_e3 (se_at, se_a_3be, "
+                      "se_t) and hybrid combinations of them");
     model["descriptor"] = {{"type", "hybrid"}, {"list", nlohmann::json::array()}};
     CHECK_THROWS_WITH(ModelConfig::from_json(model, "in.json"),
-                      "model key 'model.descriptor.type' in in.json is \"hybrid\": deepkf builds the "
-                      "descriptors se_e2_a (also written se_a), se_e2_r (se_r) and se_e3 (se_at, se_a_3be, "
-                      "se_t)");
+                      Catch::Contains("'model.descriptor.list' in in.json must be a non-empty list"));
     // se_e2_r (se_r) is read with se_e2_a's keys but axis_neuron, and written back as se_e2_r.
     model = water_reference_model();
     model["descriptor"]["type"] = "se_r";
@@ -211,6 +215,47 @@ TEST_CASE("ModelConfig reads DeePMD-kit's keys and defaults and rejects bad valu
     model["descriptor"]["type_one_side"] = true;
     CHECK_THROWS_WITH(ModelConfig::from_json(model, "in.json"),
                       Catch::Contains("unknown key 'type_one_side' in model.descriptor of in.json"));
+    // hybrid: DeePMD-kit's examples/water/hybrid descriptor (se_e2_a rcut 4 sel 20/40 beside se_e2_r rcut
+    // 6 sel 46/92), read from one neighbour list of rcut 6 and sel 46/92.
+    model = water_reference_model();
+    const nlohmann::json angular = {{"type", "se_e2_a"}, {"sel", {20, 40}},        {"rcut_smth", 0.5},
+                                    {"rcut", 4.0},       {"neuron", {10, 20, 40}}, {"resnet_dt", false},
+                                    {"axis_neuron", 4},  {"type_one_side", true},  {"precision", "float64"},
+                                    {"seed", 1}};
+    const nlohmann::json radial_part = {
+        {"type", "se_e2_r"},     {"sel", {46, 92}},        {"rcut_smth", 0.5},
+        {"rcut", 6.0},           {"neuron", {5, 10, 20}},  {"resnet_dt", false},
+        {"type_one_side", true}, {"precision", "float64"}, {"seed", 1}};
+    model["descriptor"] = {{"type", "hybrid"}, {"list", {angular, radial_part}}};
+    model["fitting_net"].erase("precision");
+    const auto hybrid = ModelConfig::from_json(model, "in.json");
+    REQUIRE(hybrid.hybrid());
+    REQUIRE(hybrid.parts.size() == 2);
+    CHECK(hybrid.rcut == 6.0);
+    CHECK(hybrid.sel == std::vector<int>{46, 92});
+    CHECK(hybrid.descriptor_dim() == 40 * 4 + 20);
+    CHECK(hybrid.statistics_slots() == 60 + 138);
+    CHECK(hybrid.embedding_count() == 4);
+    const auto slots = hybrid.part_slots(0);
+    REQUIRE(slots.size() == 60);
+    CHECK(slots[19] == 19);
+    CHECK(slots[20] == 46);
+    CHECK(slots[59] == 85);
+    CHECK(ModelConfig::from_json(hybrid.to_json(), "again.json").differences(hybrid).empty());
+    auto nested = model;
+    nested["descriptor"]["list"][1] = {{"type", "hybrid"}, {"list", {angular}}};
+    CHECK_THROWS_WITH(ModelConfig::from_json(nested, "in.json"),
+                      Catch::Contains("'model.descriptor.list[1].type' in in.json is \"hybrid\""));
+    auto misspelt = model;
+    misspelt["descriptor"]["list"][1]["axis_neuron"] = 4;
+    CHECK_THROWS_WITH(ModelConfig::from_json(misspelt, "in.json"),
+                      Catch::Contains("unknown key 'axis_neuron' in model.descriptor.list[1] of in.json"));
+    auto mixed = model;
+    mixed["descriptor"]["list"][1]["precision"] = "float32";
+    CHECK_THROWS_WITH(ModelConfig::from_json(mixed, "in.json"), Catch::Contains("share one precision"));
+    auto auto_sel = model;
+    auto_sel["descriptor"]["list"][0]["sel"] = "auto";
+    CHECK(ModelConfig::from_json(auto_sel, "in.json").sel_auto);
     model = water_reference_model();
     model["fitting_net"]["type"] = "dipole";
     CHECK_THROWS_WITH(ModelConfig::from_json(model, "in.json"),

@@ -47,6 +47,9 @@ def train(work, name, precision="float64", seed=1, steps=4, descriptor="se_e2_a"
             "precision": precision, "seed": seed}
     if descriptor == "se_e2_a":
         desc["axis_neuron"] = 2
+    if descriptor == "hybrid":  # se_e2_a of a shorter cutoff beside se_e2_r
+        angular = dict(desc, type="se_e2_a", rcut=3.0, sel=[8, 16], axis_neuron=2)
+        desc = {"type": "hybrid", "list": [angular, dict(desc, type="se_e2_r")]}
     config = {
         "model": {"type_map": ["O", "H"],
                   "descriptor": desc,
@@ -88,6 +91,7 @@ class Models(unittest.TestCase):
         cls.f32 = train(cls.work, "f32", precision="float32")
         cls.radial = train(cls.work, "se_e2_r", descriptor="se_e2_r")
         cls.three_body = train(cls.work, "se_e3", descriptor="se_e3")
+        cls.hybrid = train(cls.work, "hybrid", descriptor="hybrid")
         cls.compressed = os.path.join(cls.work, "compressed.pt")
         run("compress", cls.f64, "-o", cls.compressed)
         cls.coord, cls.box, cls.types, cls.energy, cls.force = water_frames()
@@ -104,7 +108,8 @@ class DeepPotTest(Models):
                                                  (self.compressed, "compressed", 1e-12, 1e-10, 1e-10),
                                                  (self.f32, "f32", 1e-6, 1e-3, 1e-4),
                                                  (self.radial, "se_e2_r", 1e-12, 1e-10, 1e-10),
-                                                 (self.three_body, "se_e3", 1e-12, 1e-10, 1e-10)]:
+                                                 (self.three_body, "se_e3", 1e-12, 1e-10, 1e-10),
+                                                 (self.hybrid, "hybrid", 1e-12, 1e-10, 1e-10)]:
             e_ref, f_ref, v_ref = detail(self.work, model, name)
             e, f, v = DeepPot(model).eval(self.coord, self.box, self.types)
             assert_close(self, e[:, 0], e_ref, e_tol, f"{name} energies against deepkf test")

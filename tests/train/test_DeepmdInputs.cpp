@@ -1,9 +1,9 @@
 // DeePMD-kit's own training inputs (tests/train/deepmd-kit-inputs, copied unchanged from its repository)
 // train here as they are, on the water data laid out where those inputs expect it: the PyTorch water
 // example (its numb_steps cut to 2, no bias fit after training) and its LKF test input (1 step, as written);
-// the same example with num_epoch is read; its se_e2_r and se_e3 examples train (2 steps). DeePMD-kit's LMDB
-// example (examples/lmdb_downsample_data, read from a DeePMD-kit checkout; skipped without one) trains as it
-// is but for its length.
+// the same example with num_epoch is read; its se_e2_r, se_e3 and hybrid examples train (2 steps).
+// DeePMD-kit's LMDB example (examples/lmdb_downsample_data, read from a DeePMD-kit checkout; skipped without
+// one) trains as it is but for its length.
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -116,10 +116,11 @@ TEST_CASE("DeePMD-kit's PyTorch water example trains unchanged but for its lengt
   fs::remove_all(root);  // the checkpoint holds 1 GB of covariance
 }
 
-TEST_CASE("DeePMD-kit's se_e2_r and se_e3 water examples train unchanged but for their length",
+TEST_CASE("DeePMD-kit's se_e2_r, se_e3 and hybrid water examples train unchanged but for their length",
           "[train][deepmd]") {
-  // examples/water/{se_e2_r, se_e3}/input.json with the data in examples/water/data (se_e3: sel "auto").
-  const std::string descriptor = GENERATE(as<std::string>{}, "se_e2_r", "se_e3");
+  // examples/water/{se_e2_r, se_e3, hybrid}/input.json with the data in examples/water/data (se_e3: sel
+  // "auto"; hybrid: se_e2_a and se_e2_r).
+  const std::string descriptor = GENERATE(as<std::string>{}, "se_e2_r", "se_e3", "hybrid");
   INFO("descriptor " << descriptor);
   const auto [root, example] = water_example(descriptor + "-input", descriptor);
   const auto result = train_two_steps(read_json(kInputs + "/" + descriptor + "_input.json"),
@@ -129,8 +130,9 @@ TEST_CASE("DeePMD-kit's se_e2_r and se_e3 water examples train unchanged but for
   CHECK(std::isfinite(result.validation.rmse_f()));
   const json resolved = read_json(root + "/out/input.resolved.json");
   CHECK(resolved["model"]["descriptor"]["type"] == descriptor);
-  CHECK(resolved["model"]["descriptor"]["neuron"] ==
-        (descriptor == "se_e3" ? json({2, 4, 8}) : json({5, 10, 20})));
+  const json& desc = resolved["model"]["descriptor"];
+  const json neuron = descriptor == "hybrid" ? desc["list"][1]["neuron"] : desc["neuron"];
+  CHECK(neuron == (descriptor == "se_e3" ? json({2, 4, 8}) : json({5, 10, 20})));
   CHECK(resolved["optimizer"]["type"] == "RLEKF");
   fs::remove_all(root);
 }
