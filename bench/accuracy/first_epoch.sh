@@ -13,8 +13,9 @@
 # in the environment adds those keys to every run's optimizer section; EPOCHS=10 trains 10 epochs instead
 # of one. ADAM=1 trains with Adam instead, on the schedule of the time-to-accuracy benchmark (DeePMD-kit's:
 # learning rate 1e-3 to 1e-5 over the run, force prefactor 1000 to 1, energy 0.02 to 1); the p0 list is
-# then ignored and the p0 columns read "-". DESCRIPTOR=se_e2_r trains the radial descriptor with the same
-# embedding and fitting nets (no axis_neuron) instead of se_e2_a.
+# then ignored and the p0 columns read "-". DESCRIPTOR=se_e2_r (or se_e3) trains the radial (three-body)
+# descriptor with the same embedding and fitting nets (no axis_neuron) instead of se_e2_a; DESCRIPTOR=hybrid
+# trains se_e2_a of rcut 3.5 beside se_e2_r of rcut 5.
 set -euo pipefail
 deepkf=$(realpath "$1"); datasets=$(realpath "$2"); out=$3; shift 3
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -51,10 +52,17 @@ for name in "${names[@]}"; do
  "loss": {"type": "ener", "start_pref_e": 0.02, "limit_pref_e": 1, "start_pref_f": 1000, "limit_pref_f": 1},'
     fi
     axis='"axis_neuron": 8,'; [ "${DESCRIPTOR:-se_e2_a}" = se_e2_a ] || axis=""
+    descriptor="{\"type\": \"${DESCRIPTOR:-se_e2_a}\", \"sel\": \"auto\", \"rcut_smth\": 0.5, \"rcut\": 5.0,
+                 \"neuron\": [8, 16, 32], $axis \"seed\": 1}"
+    if [ "${DESCRIPTOR:-}" = hybrid ]; then
+      # se_e2_a of rcut 3.5 beside se_e2_r of rcut 5, the nets of the other rows
+      descriptor='{"type": "hybrid", "list": [
+        {"type": "se_e2_a", "sel": "auto", "rcut_smth": 0.5, "rcut": 3.5, "neuron": [8, 16, 32], "axis_neuron": 8, "seed": 1},
+        {"type": "se_e2_r", "sel": "auto", "rcut_smth": 0.5, "rcut": 5.0, "neuron": [8, 16, 32], "seed": 1}]}'
+    fi
     cat > "$dir/input.json" <<EOF
 {"model": {"type_map": $types,
-  "descriptor": {"type": "${DESCRIPTOR:-se_e2_a}", "sel": "auto", "rcut_smth": 0.5, "rcut": 5.0, "neuron": [8, 16, 32],
-                 $axis "seed": 1},
+  "descriptor": $descriptor,
   "fitting_net": {"neuron": [32, 32, 32], "resnet_dt": true, "seed": 1}},
  "optimizer": $optimizer, $schedule
  "training": {"training_data": {"systems": $train, "batch_size": 1}, $valid

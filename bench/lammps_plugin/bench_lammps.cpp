@@ -17,7 +17,9 @@
 // se_e2_r: embedding 5/10/20 type_one_side, fitting 120/120/120, the same rcut and sel); its compressed
 // model evaluates its tables by LibTorch operations (docs/compression.md), and no GFLOP/s is printed.
 // DEEPKF_BENCH_DESCRIPTOR=se_e3 measures DeePMD-kit's se_e3 water example (examples/water/se_e3: rcut 5.8,
-// embedding 2/4/8, fitting 240/240/240, sel "auto", which gives 40/76 on the water data) the same way.
+// embedding 2/4/8, fitting 240/240/240, sel "auto", which gives 40/76 on the water data) the same way, and
+// DEEPKF_BENCH_DESCRIPTOR=hybrid its hybrid example (se_e2_a of rcut 4, sel 20/40, embedding 10/20/40, axis
+// 4, beside se_e2_r of rcut 6, sel 46/92, embedding 5/10/20; fitting 240/240/240), uncompressed only.
 //
 // For the uncompressed model the achieved GFLOP/s (5.708 MFLOP per atom-step, bench/support/ModelFlops.hpp,
 // times atom-steps/s) is printed as before; "speed-up" is compressed over uncompressed atom-steps/s of the
@@ -51,6 +53,7 @@ void write_models(deepkf::ModelConfig mc, const deepkf::Batch& b, c10::ScalarTyp
   auto model = deepkf::test::model_with_data_statistics(mc, b);
   const nlohmann::json provenance{{"source", "bench_lammps (random weights, statistics of water/data_0)"}};
   deepkf::save_model(plain, model, provenance);
+  if (mc.hybrid()) return;  // not compressed
   model->compress(deepkf::TableSettings{});
   deepkf::save_model(compressed, model, provenance);
 }
@@ -103,7 +106,7 @@ int main(int argc, char** argv) {
   auto mc = deepkf::bench::water_reference_config();
   const char* descriptor = std::getenv("DEEPKF_BENCH_DESCRIPTOR");
   const std::string chosen = descriptor == nullptr ? "se_e2_a" : descriptor;
-  const bool radial = chosen == "se_e2_r", three_body = chosen == "se_e3";
+  const bool radial = chosen == "se_e2_r", three_body = chosen == "se_e3", hybrid = chosen == "hybrid";
   if (radial) {
     mc.descriptor = "se_e2_r";
     mc.embedding_neuron = {5, 10, 20};
@@ -116,8 +119,21 @@ int main(int argc, char** argv) {
     mc.embedding_neuron = {2, 4, 8};
     mc.type_one_side = false;
     mc.fitting_neuron = {240, 240, 240};
+  } else if (hybrid) {
+    deepkf::ModelConfig a = mc, r = mc;
+    a.rcut = 4.0;
+    a.sel = {20, 40};
+    a.embedding_neuron = {10, 20, 40};
+    a.axis_neuron = 4;
+    a.type_one_side = true;
+    r.descriptor = "se_e2_r";
+    r.embedding_neuron = {5, 10, 20};
+    r.type_one_side = true;
+    mc.descriptor = "hybrid";
+    mc.parts = {a, r};
+    mc.combine_parts();
   } else if (chosen != "se_e2_a") {
-    std::fprintf(stderr, "bench_lammps: DEEPKF_BENCH_DESCRIPTOR must be se_e2_a, se_e2_r or se_e3, not '%s'\n",
+    std::fprintf(stderr, "bench_lammps: DEEPKF_BENCH_DESCRIPTOR must be se_e2_a, se_e2_r, se_e3 or hybrid, not '%s'\n",
                  chosen.c_str());
     return 2;
   }
@@ -134,7 +150,7 @@ int main(int argc, char** argv) {
   for (const auto& [name, precision] : precisions)
     write_models(mc, batch, precision, dir + "/" + name + ".pt", dir + "/" + name + "-compressed.pt");
   deepkf::test::write_data_file(dir + "/data.lmp", deepkf::test::water_frame(0, false));
-  const bool se_a = !radial && !three_body;
+  const bool se_a = !radial && !three_body && !hybrid;
   const double fpas = se_a ? 2 * deepkf::bench::energy_flops_per_atom(mc) : 0.0;  // F_EF = 2 F_E
   if (!se_a) {
     std::printf(
@@ -155,6 +171,7 @@ int main(int argc, char** argv) {
       for (const auto& dtype : dtypes) {
         double plain_rate = 0;
         for (const bool compressed : {false, true}) {
+          if (compressed && hybrid) continue;
           const int steps = rep == 1 ? steps_small : steps_large;
           const std::string model = dtype + (compressed ? "-compressed.pt" : ".pt");
           std::ostringstream in;
