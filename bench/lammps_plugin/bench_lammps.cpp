@@ -50,6 +50,7 @@ namespace {
 void write_models(deepkf::ModelConfig mc, const deepkf::Batch& b, c10::ScalarType precision,
                   const std::string& plain, const std::string& compressed) {
   mc.precision = precision;
+  for (auto& part : mc.parts) part.precision = precision;  // a hybrid's parts share it
   auto model = deepkf::test::model_with_data_statistics(mc, b);
   const nlohmann::json provenance{{"source", "bench_lammps (random weights, statistics of water/data_0)"}};
   deepkf::save_model(plain, model, provenance);

@@ -377,6 +377,7 @@ void DeepPotImpl::prepare_tables(const nlohmann::json& layout, const std::string
 void DeepPotImpl::set_trainable(bool descriptor, const std::vector<bool>& fitting) {
   ModelConfig c = config_;
   c.descriptor_trainable = descriptor;
+  for (auto& p : c.parts) p.descriptor_trainable = descriptor;  // a hybrid's parts say the same
   c.fitting_trainable = fitting;
   c.validate();
   for (auto& net : embedding_)
