@@ -85,7 +85,6 @@ void DeepPotImpl::build() {
     first_net_.push_back(static_cast<int>(embedding_.size()));
     stat_offset_.push_back(rows);
     rows += p.nnei();
-    part_slots_.push_back(config_.hybrid() ? config_.part_slots(k) : std::vector<std::int64_t>{});
     const auto add_net = [&](const std::string& suffix, const std::string& pair) {
       net_names_.push_back(label + "embedding[" + pair + "]");
       embedding_.push_back(register_module(
@@ -212,14 +211,8 @@ torch::Tensor DeepPotImpl::energy_from_pairs(const torch::Tensor& rij, const tor
   std::vector<torch::Tensor> envs;
   for (std::size_t k = 0; k < parts_.size(); ++k) {
     const ModelConfig& p = parts_[k];
-    const auto pairs =
-        part_slots_[k].empty()
-            ? rij
-            : rij.index_select(2, torch::tensor(part_slots_[k], torch::TensorOptions().dtype(torch::kInt64))
-                                      .to(rij.device()));
-    envs.push_back(environment_matrix(pairs, p.rcut, p.rcut_smth)
-                       .reshape({nf * nloc, p.nnei(), 4})
-                       .narrow(2, 0, p.radial() ? 1 : 4));
+    envs.push_back(
+        part_environment(rij, config_, k).reshape({nf * nloc, p.nnei(), 4}).narrow(2, 0, p.radial() ? 1 : 4));
   }
   const auto types = centre_types.reshape({nf * nloc});
   auto atom_energy = torch::zeros({nf * nloc}, rij.options());

@@ -124,12 +124,11 @@ class DeepPotImpl : public torch::nn::Module {
   void refuse_training(const char* what) const;  // ModelError for a compressed model
 
   ModelConfig config_;
-  // The descriptors (config_.descriptor_parts()): for each, its first embedding net, its first row of
-  // davg/dstd, and (hybrid) the slots of the neighbour list it reads (empty: all).
+  // The descriptors (config_.descriptor_parts()): for each, its first embedding net and its first row of
+  // davg/dstd.
   std::vector<ModelConfig> parts_;
   std::vector<int> first_net_;
   std::vector<std::int64_t> stat_offset_;
-  std::vector<std::vector<std::int64_t>> part_slots_;
   std::vector<DenseNet> embedding_;
   std::vector<DenseNet> fitting_;
   std::vector<std::string> net_names_;

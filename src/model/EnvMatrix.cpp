@@ -2,6 +2,8 @@
 
 #include <torch/torch.h>
 
+#include "src/model/ModelConfig.hpp"
+
 namespace deepkf {
 
 torch::Tensor pair_vectors(const torch::Tensor& coord, const torch::Tensor& nlist, const torch::Tensor& shift,
@@ -32,6 +34,13 @@ torch::Tensor environment_matrix(const torch::Tensor& rij, double rcut, double r
   // s = w / r ; row = (s, s x/r, s y/r, s z/r)
   const auto s = w / r;
   return torch::cat({s, rij * (s / r)}, -1);
+}
+
+torch::Tensor part_environment(const torch::Tensor& rij, const ModelConfig& mc, std::size_t k) {
+  if (!mc.hybrid()) return environment_matrix(rij, mc.rcut, mc.rcut_smth);
+  const ModelConfig& part = mc.parts.at(k);
+  const auto slots = torch::tensor(mc.part_slots(k), torch::kInt64).to(rij.device());
+  return environment_matrix(rij.index_select(rij.dim() - 2, slots), part.rcut, part.rcut_smth);
 }
 
 }  // namespace deepkf

@@ -2,7 +2,11 @@
 // The smooth environment matrix of se_e2_a and the pair vectors it is built from.
 #include <torch/types.h>
 
+#include <cstddef>
+
 namespace deepkf {
+
+struct ModelConfig;
 
 // Pair vectors r_ij = x_j + shift_ij - x_i (A) for every slot of the neighbour list.
 //   coord: nframes x nall x 3 (A); nlist: nframes x nloc x nnei (int64 index into nall, -1 empty);
@@ -15,5 +19,10 @@ torch::Tensor pair_vectors(const torch::Tensor& coord, const torch::Tensor& nlis
 // The unnormalised environment matrix R~ of every slot, rows (s, s x/r, s y/r, s z/r) with s = w(r)/r.
 //   rij: ... x 3 (A) -> ... x 4 (1/A). Slots at or beyond rcut give zero rows.
 torch::Tensor environment_matrix(const torch::Tensor& rij, double rcut, double rcut_smth);
+
+// R~ of descriptor k of `mc` (descriptor_parts order) from the pair vectors of mc's neighbour list
+// (... x nnei x 3): a hybrid's part reads its own slots (ModelConfig::part_slots) with its own rcut and
+// rcut_smth; a single descriptor, all slots. Returns ... x nnei_k x 4.
+torch::Tensor part_environment(const torch::Tensor& rij, const ModelConfig& mc, std::size_t k);
 
 }  // namespace deepkf

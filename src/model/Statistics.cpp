@@ -196,4 +196,26 @@ EnergyBias StatisticsSums::energy_bias(const std::vector<std::string>& type_map)
   return out;
 }
 
+std::vector<StatisticsSums> descriptor_sums(const ModelConfig& mc) {
+  return std::vector<StatisticsSums>(mc.hybrid() ? mc.parts.size() : 1, StatisticsSums(mc.ntypes()));
+}
+
+void add_environments(std::vector<StatisticsSums>& sums, const torch::Tensor& rij,
+                      const torch::Tensor& centre_types, const ModelConfig& mc) {
+  torch::NoGradGuard guard;
+  for (std::size_t k = 0; k < sums.size(); ++k)
+    sums[k].add_environment(part_environment(rij, mc, k), centre_types);
+}
+
+std::pair<torch::Tensor, torch::Tensor> descriptor_statistics(const std::vector<StatisticsSums>& sums,
+                                                              const ModelConfig& mc) {
+  std::vector<torch::Tensor> davg, dstd;
+  for (std::size_t k = 0; k < sums.size(); ++k) {
+    const auto [mean, dev] = sums[k].descriptor_statistics(mc.hybrid() ? mc.parts.at(k).nnei() : mc.nnei());
+    davg.push_back(mean);
+    dstd.push_back(dev);
+  }
+  return {torch::cat(davg, 1), torch::cat(dstd, 1)};
+}
+
 }  // namespace deepkf

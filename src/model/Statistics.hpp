@@ -56,6 +56,16 @@ struct StatisticsSums {
   EnergyBias energy_bias(const std::vector<std::string>& type_map) const;
 };
 
+// Environment sums of every descriptor of `mc` (descriptor_parts order; one for a single descriptor), and
+// the model's davg, dstd from them: each descriptor's rows one after the other, ntypes x
+// mc.statistics_slots() x 4 (float64, CPU).
+std::vector<StatisticsSums> descriptor_sums(const ModelConfig& mc);
+//   rij: nframes x nloc x nnei x 3 (pair_vectors with mc.rcut); centre_types: nframes x nloc (int64).
+void add_environments(std::vector<StatisticsSums>& sums, const torch::Tensor& rij,
+                      const torch::Tensor& centre_types, const ModelConfig& mc);
+std::pair<torch::Tensor, torch::Tensor> descriptor_statistics(const std::vector<StatisticsSums>& sums,
+                                                              const ModelConfig& mc);
+
 // The closest neighbour of each (centre type, neighbour type) pair in a batch: ntypes x ntypes distances
 // (A, centre-major; +inf where the batch has no such pair within rcut), for TrainingRange::add.
 //   rij: nframes x nloc x nnei x 3 (pair_vectors); nlist: nframes x nloc x nnei (-1 empty); centre_types:

@@ -325,8 +325,7 @@ void set_statistics(DeepPot& model, const ModelConfig& mcfg, const std::vector<F
   StatisticsSums sums(mcfg.ntypes());
   TrainingRange range(mcfg.ntypes());
   // davg/dstd per descriptor (a hybrid's parts each from its own slots and cutoff), in sums of their own
-  const auto descriptors = mcfg.descriptor_parts();
-  std::vector<StatisticsSums> env_sums(descriptors.size(), StatisticsSums(mcfg.ntypes()));
+  auto env_sums = descriptor_sums(mcfg);
   for (const auto& part : train) {
     const std::int64_t stride = std::max<std::int64_t>(1, part.nframes() / kStatFrames);
     for_rank_frames(part, 16, comm, [&](const System& chunk, std::int64_t first) {
@@ -343,12 +342,7 @@ void set_statistics(DeepPot& model, const ModelConfig& mcfg, const std::vector<F
       const auto idx = torch::tensor(pick, torch::kInt64);
       const auto rij = pair_vectors(b.coord.index_select(0, idx), b.nlist.index_select(0, idx),
                                     b.shift.index_select(0, idx), mcfg.rcut);
-      for (std::size_t k = 0; k < descriptors.size(); ++k) {
-        const auto slots =
-            mcfg.hybrid() ? rij.index_select(2, torch::tensor(mcfg.part_slots(k), torch::kInt64)) : rij;
-        env_sums[k].add_environment(environment_matrix(slots, descriptors[k].rcut, descriptors[k].rcut_smth),
-                                    b.atype.index_select(0, idx));
-      }
+      add_environments(env_sums, rij, b.atype.index_select(0, idx), mcfg);
     });
   }
   const auto reduce = [&](StatisticsSums& x) {
@@ -357,14 +351,9 @@ void set_statistics(DeepPot& model, const ModelConfig& mcfg, const std::vector<F
     x.unpack(packed);
   };
   reduce(sums);
-  std::vector<torch::Tensor> davg, dstd;
-  for (std::size_t k = 0; k < descriptors.size(); ++k) {
-    reduce(env_sums[k]);
-    const auto [mean, dev] = env_sums[k].descriptor_statistics(descriptors[k].nnei());
-    davg.push_back(mean);
-    dstd.push_back(dev);
-  }
-  model->set_statistics(torch::cat(davg, 1), torch::cat(dstd, 1));
+  for (auto& s : env_sums) reduce(s);
+  const auto [davg, dstd] = descriptor_statistics(env_sums, mcfg);
+  model->set_statistics(davg, dstd);
   const auto bias = sums.energy_bias(mcfg.type_map);
   for (const auto& w : bias.warnings) log.warn("{}", w);
   model->set_energy_bias(bias.bias);

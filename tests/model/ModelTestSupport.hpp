@@ -58,23 +58,15 @@ inline double energy(DeepPot& model, const Config& c) { return run(model, c).ene
 inline DeepPot model_with_data_statistics(const ModelConfig& mc, const Batch& b) {
   DeepPot model(mc);
   StatisticsSums st(mc.ntypes());
-  st.add_batch(b, mc);
+  st.add_energy(b.energy, b.atype);
   // a hybrid's parts each from their own slots and cutoff, their rows one after the other
-  const auto parts = mc.descriptor_parts();
-  std::vector<torch::Tensor> davg, dstd;
-  const auto pairs = pair_vectors(b.coord, b.nlist, b.shift, mc.rcut);
-  for (std::size_t k = 0; k < parts.size(); ++k) {
-    StatisticsSums part(mc.ntypes());
-    const auto r = mc.hybrid() ? pairs.index_select(2, torch::tensor(mc.part_slots(k), torch::kInt64)) : pairs;
-    part.add_environment(environment_matrix(r, parts[k].rcut, parts[k].rcut_smth), b.atype);
-    const auto [mean, dev] = part.descriptor_statistics(parts[k].nnei());
-    davg.push_back(mean);
-    dstd.push_back(dev);
-  }
-  model->set_statistics(torch::cat(davg, 1), torch::cat(dstd, 1));
+  auto env = descriptor_sums(mc);
+  const auto rij = pair_vectors(b.coord, b.nlist, b.shift, mc.rcut);
+  add_environments(env, rij, b.atype, mc);
+  const auto [davg, dstd] = descriptor_statistics(env, mc);
+  model->set_statistics(davg, dstd);
   model->set_energy_bias(st.energy_bias(mc.type_map).bias);
   TrainingRange range(mc.ntypes());
-  const auto rij = pair_vectors(b.coord, b.nlist, b.shift, mc.rcut);
   range.add(closest_neighbours(rij, b.nlist, b.atype, mc), static_cast<double>(b.coord.size(0)));
   model->set_training_range(range);
   return model;
