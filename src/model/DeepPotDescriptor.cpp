@@ -1,0 +1,76 @@
+// DeepPotImpl::embed and DeepPotImpl::descriptor: the descriptor forms se_e2_a, se_e2_r and se_e3 of one
+// descriptor of the model (docs/deep-potential.md), from its normalised environment rows.
+#include <torch/torch.h>
+
+#include "src/model/DeepPot.hpp"
+
+namespace deepkf {
+
+torch::Tensor DeepPotImpl::embed(std::size_t part, int first, int second, const torch::Tensor& x,
+                                 torch::Tensor* beyond_end) {
+  const auto net = static_cast<std::size_t>(first_net_[part] + parts_[part].embedding_index(first, second));
+  return compressed() ? table_->values(net, x, beyond_end) : embedding_[net]->forward(x.unsqueeze(-1));
+}
+
+torch::Tensor DeepPotImpl::descriptor(std::size_t part, int c, const torch::Tensor& env_c,
+                                      torch::Tensor* beyond_end) {
+  const ModelConfig& config = parts_[part];
+  const auto n = env_c.size(0);
+  const int nt = config.ntypes();
+  const auto nc = static_cast<double>(config.nnei());
+  const auto m = config.embedding_width();
+  const auto block = [&](const torch::Tensor& t, int type) {  // the slots of neighbour type `type`
+    return t.narrow(1, config.sel_offset(type), config.sel[static_cast<std::size_t>(type)]);
+  };
+  if (config.three_body()) {
+    // D = sum_{a <= b} (1 / (sel_a sel_b)) sum_{j in a, k in b} g_jk G_ab(g_jk), g_jk = r^_j . r^_k with
+    // r^ the normalised columns 1..3 : n x M. Padding slots have r^ = 0, so g = 0 and g G(g) = 0: each
+    // type's slots are cut after the last one any of the n centres fills. For a = b, g is symmetric: the
+    // nets see the pairs j <= k once, off-diagonal terms counted twice.
+    const auto dirs = env_c.narrow(2, 1, 3);
+    std::vector<torch::Tensor> filled(static_cast<std::size_t>(nt));
+    for (int a = 0; a < nt; ++a) {
+      const auto used = torch::nonzero(block(dirs, a).ne(0.0).any(2).any(0));  // slots any centre fills
+      const auto len = used.numel() == 0 ? 0 : used.max().item<std::int64_t>() + 1;
+      filled[static_cast<std::size_t>(a)] = block(dirs, a).narrow(1, 0, len);
+    }
+    auto d = torch::zeros({n, m}, env_c.options());
+    for (int a = 0; a < nt; ++a) {
+      for (int b = a; b < nt; ++b) {
+        const auto& ra = filled[static_cast<std::size_t>(a)];
+        const auto& rb = filled[static_cast<std::size_t>(b)];
+        const auto la = ra.size(1), lb = rb.size(1);
+        if (la == 0 || lb == 0) continue;
+        auto g = torch::matmul(ra, rb.transpose(1, 2)).reshape({n, la * lb});  // n x (la lb)
+        torch::Tensor weighted = g;
+        if (a == b) {
+          const auto upper = torch::triu_indices(la, la, 0, torch::TensorOptions().device(g.device()));
+          g = g.index_select(1, upper[0] * la + upper[1]);  // the pairs j <= k
+          weighted = torch::where(upper[0].eq(upper[1]), g, 2.0 * g);
+        }
+        const auto emb = embed(part, a, b, g, beyond_end);  // n x K x M
+        const double pairs = static_cast<double>(config.sel[static_cast<std::size_t>(a)]) *
+                             static_cast<double>(config.sel[static_cast<std::size_t>(b)]);
+        d = d + torch::matmul(weighted.unsqueeze(1), emb).squeeze(1) / pairs;
+      }
+    }
+    return d;
+  }
+  // se_e2_a: T = (1/N_c) sum_t R^_t^T G_t : n x 4 x M ; se_e2_r: the sum of G over the slots, n x M
+  const bool radial = config.radial();
+  auto t_mat = radial ? torch::zeros({n, m}, env_c.options()) : torch::zeros({n, 4, m}, env_c.options());
+  for (int t = 0; t < nt; ++t) {
+    if (config.sel[static_cast<std::size_t>(t)] == 0) continue;
+    const auto rows = block(env_c, t);                                // n x sel_t x cols
+    const auto g = embed(part, c, t, rows.select(2, 0), beyond_end);  // n x sel_t x M
+    t_mat = radial ? t_mat + g.sum(1) : t_mat + torch::matmul(rows.transpose(1, 2), g);
+  }
+  // se_e2_r: D = (1/5) (1/N_c) sum_j G(s^_ij), DeePMD-kit's scale : n x M
+  if (radial) return t_mat / (5.0 * nc);
+  // se_e2_a: D = T^T T[:, :M<] : n x M x M< -> n x (M M<)
+  t_mat = t_mat / nc;
+  const auto axis = config.axis_neuron;
+  return torch::matmul(t_mat.transpose(1, 2), t_mat.narrow(2, 0, axis)).reshape({n, m * axis});
+}
+
+}  // namespace deepkf
