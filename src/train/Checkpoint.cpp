@@ -284,8 +284,16 @@ LoadedCheckpoint read_checkpoint(const std::string& path, torch::Device device) 
   return out;
 }
 
-void write_training_checkpoint(const std::string& path, const DeepPot& model, const nlohmann::json& meta,
-                               TrainingStep& step, Communicator& comm, const WeightAverage* average) {
+void PendingCheckpoint::complete() {
+  for (std::size_t i = 0; i < offsets.size(); ++i)
+    writer->write_block(static_cast<std::int64_t>(i), values.narrow(0, offsets[i], counts[i]));
+  writer->commit();
+}
+
+std::unique_ptr<PendingCheckpoint> write_training_checkpoint(const std::string& path, const DeepPot& model,
+                                                             const nlohmann::json& meta, TrainingStep& step,
+                                                             Communicator& comm, const WeightAverage* average,
+                                                             const torch::Tensor& copy_into) {
   const bool root = comm.rank() == 0;
   torch::serialize::OutputArchive state;
   step.save(state);
@@ -296,11 +304,23 @@ void write_training_checkpoint(const std::string& path, const DeepPot& model, co
       writer = std::make_unique<CheckpointWriter>(path, model, meta, state, step.block_sizes(),
                                                   step.block_dtype());
   });
+  auto pending = root && copy_into.defined() ? std::make_unique<PendingCheckpoint>() : nullptr;
   std::string failure;
+  std::int64_t offset = 0;
   step.stream_blocks([&](std::int64_t i, const torch::Tensor& block) {
     if (!failure.empty()) return;
     try {
-      writer->write_block(i, block);
+      if (pending) {
+        if (offset + block.numel() > copy_into.numel())
+          throw Error("cannot write checkpoint '" + path + "': the covariance does not fit the copy's " +
+                      std::to_string(copy_into.numel()) + " values");
+        copy_into.narrow(0, offset, block.numel()).copy_(block.reshape({-1}));
+        pending->offsets.push_back(offset);
+        pending->counts.push_back(block.numel());
+        offset += block.numel();
+      } else {
+        writer->write_block(i, block);
+      }
     } catch (const std::exception& e) {
       failure = e.what();
     }
@@ -308,8 +328,12 @@ void write_training_checkpoint(const std::string& path, const DeepPot& model, co
   together(comm, [&] {
     if (!root) return;
     if (!failure.empty()) throw Error(failure);
-    writer->commit();
+    if (!pending) writer->commit();
   });
+  if (!pending) return nullptr;
+  pending->writer = std::move(writer);
+  pending->values = copy_into;
+  return pending;
 }
 
 }  // namespace deepkf

@@ -87,12 +87,28 @@ class CheckpointWriter {
 // checkpoint, or for a model file given instead of one.
 LoadedCheckpoint read_checkpoint(const std::string& path, torch::Device device);
 
+// A checkpoint whose covariance rank 0 has copied into memory instead of writing it: the record, model and
+// optimizer state are in the temporary file; complete() appends the blocks from `values` and renames the
+// file into place. It touches nothing of the run's, so another thread may call it while training goes on.
+struct PendingCheckpoint {
+  std::unique_ptr<CheckpointWriter> writer;
+  torch::Tensor values;               // the blocks' packed triangles one after another (a CPU tensor)
+  std::vector<std::int64_t> offsets;  // block i starts at values[offsets[i]]
+  std::vector<std::int64_t> counts;   // and holds counts[i] values
+  void complete();                    // throws Error when the file cannot be completed
+};
+
 // Collective: writes a training checkpoint at `path` (atomically) from rank 0: the model, `meta`, the step's
 // small state, and its covariance blocks streamed to rank 0 from their owners, one block at a time. A
 // failure to write ends the run on every rank, after the stream, so that no rank is left waiting in it.
 // `average`: the average of the weights (enable_ema), kept beside the step's state.
-void write_training_checkpoint(const std::string& path, const DeepPot& model, const nlohmann::json& meta,
-                               TrainingStep& step, Communicator& comm,
-                               const WeightAverage* average = nullptr);
+// With `copy_into` defined (rank 0 only: a CPU tensor of step.block_dtype() with room for every block's
+// packed triangle), rank 0 copies the blocks there instead of writing them and returns the checkpoint for
+// its caller to complete(); otherwise the file is complete on return and the result is null.
+std::unique_ptr<PendingCheckpoint> write_training_checkpoint(const std::string& path, const DeepPot& model,
+                                                             const nlohmann::json& meta, TrainingStep& step,
+                                                             Communicator& comm,
+                                                             const WeightAverage* average = nullptr,
+                                                             const torch::Tensor& copy_into = {});
 
 }  // namespace deepkf

@@ -66,6 +66,7 @@ TrainConfig TrainConfig::from_json(const json& doc, const std::string& file, con
                                             "disp_freq",
                                             "save_freq",
                                             "save_ckpt",
+                                            "save_in_background",
                                             "validation_fraction",
                                             "validation_split",
                                             "device",
@@ -154,6 +155,9 @@ TrainConfig TrainConfig::from_json(const json& doc, const std::string& file, con
   require(c.disp_freq >= 1, file, "training.disp_freq", json(c.disp_freq), "must be at least 1");
   c.save_freq = get_or<int>(t, "save_freq", c.save_freq, "training", file);
   require(c.save_freq >= 1, file, "training.save_freq", json(c.save_freq), "must be at least 1");
+  c.save_in_background = t.value("save_in_background", c.save_in_background);
+  require(c.save_in_background == "auto" || c.save_in_background.is_boolean(), file,
+          "training.save_in_background", c.save_in_background, "must be \"auto\", true or false");
   c.disp_file = get_or<std::string>(t, "disp_file", c.disp_file, "training", file);
   c.save_ckpt = get_or<std::string>(t, "save_ckpt", c.save_ckpt, "training", file);
   c.device = get_or<std::string>(doc, "device", c.device, "", file);
@@ -202,6 +206,7 @@ json TrainConfig::to_json() const {
             {"disp_file", disp_file},
             {"disp_freq", disp_freq},
             {"save_freq", save_freq},
+            {"save_in_background", save_in_background},
             {"save_ckpt", save_ckpt},
             {"device", device},
             {"num_threads", num_threads},

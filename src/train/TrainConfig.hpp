@@ -59,6 +59,9 @@ struct TrainConfig {
   int save_freq = 1000;
   std::string disp_file = "lcurve.out";
   std::string save_ckpt = "model.ckpt";
+  // Checkpoints before the last: "auto" (a thread writes the covariance from a copy in memory when the
+  // host has room for one: src/train/CheckpointSaver.hpp), true (always so) or false (training waits).
+  nlohmann::json save_in_background = "auto";
   std::string device = "auto";  // "cpu", "cuda", "cuda:N" or "auto"
   int num_threads = 0;          // 0: one per core
   // Validation frames the predicted uncertainty is calibrated on at the end of an RLEKF run

@@ -231,7 +231,7 @@ TrainResult Trainer::run() {
         m.calibrate_uncertainty();
         write_model_file();
       }
-      m.write_checkpoint_now(ckpt_path);
+      m.write_checkpoint_now(ckpt_path, last || stop);
       result.checkpoint = ckpt_path;
       last_checkpoint = fmt::format("{} (step {})", ckpt_path, m.step);
     }

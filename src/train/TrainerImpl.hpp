@@ -17,6 +17,7 @@
 #include "src/model/Batch.hpp"
 #include "src/model/DeepPot.hpp"
 #include "src/train/BatchSampler.hpp"
+#include "src/train/CheckpointSaver.hpp"
 #include "src/train/DataSetup.hpp"
 #include "src/train/Optimizers.hpp"
 #include "src/train/Trainer.hpp"
@@ -43,6 +44,8 @@ struct Trainer::Impl {
   double wall_before = 0.0;                 // training seconds of earlier runs (restarts)
   std::chrono::steady_clock::time_point run_start = std::chrono::steady_clock::now();  // set by run()
   nlohmann::json calibration;  // of the predicted uncertainty (docs/uncertainty.md), null until fitted
+  // Last, so that it is destroyed first: its thread may still be writing a checkpoint (set up by setup()).
+  std::unique_ptr<CheckpointSaver> saver;
 
   Impl(const TrainConfig& c, const TrainerOptions& o, std::shared_ptr<Communicator> cm)
       : cfg(c), opt(o), comm(std::move(cm)) {}
@@ -88,7 +91,9 @@ struct Trainer::Impl {
   ErrorMetrics validate(bool all_frames);
   // Validation frames a display line's "val" figures cover: numb_btch batches, taken in turn.
   std::int64_t display_validation_frames() const;
-  void write_checkpoint_now(const std::string& path);
+  // `last`: the run's last checkpoint, complete on return; others may be written in the background
+  // (training.save_in_background).
+  void write_checkpoint_now(const std::string& path, bool last);
   // change_bias_after_training: shifts the energy bias to fit the training frames (EnergyBiasRefit.hpp)
   // and logs the shift. Collective.
   void change_energy_bias();

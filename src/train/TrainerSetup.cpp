@@ -13,6 +13,7 @@
 
 #include "src/core/AtomicFile.hpp"
 #include "src/core/Error.hpp"
+#include "src/core/HostMemory.hpp"
 #include "src/core/OpenMpWait.hpp"
 #include "src/core/Together.hpp"
 #include "src/model/Batch.hpp"
@@ -79,6 +80,12 @@ void Trainer::Impl::setup() {
   TrainingOutput output = open_training_output(*comm, opt.output_dir, /*append=*/!opt.restart.empty());
   log = output.log;
   output_lock = std::move(output.lock);
+  saver = std::make_unique<CheckpointSaver>(
+      checkpoint_saver_mode(cfg.save_in_background),
+      [log = log](const std::string& path, std::int64_t at, std::int64_t bytes, double seconds) {
+        log->info("checkpoint {} written at step {} ({}, {:.1f} s in the background)", path, at,
+                  bytes < 0 ? std::string("size unknown") : format_bytes(bytes), seconds);
+      });
   setup_threads_and_device();
   for (const auto& key : cfg.ignored_keys) log->info("input key {} has no effect in deepkf", key);
   if (!cfg.unused_keys.empty()) {

@@ -148,7 +148,7 @@ json Trainer::Impl::provenance() const {
   return p;
 }
 
-void Trainer::Impl::write_checkpoint_now(const std::string& path) {
+void Trainer::Impl::write_checkpoint_now(const std::string& path, bool last) {
   json meta;
   meta["step"] = step;
   meta["epoch"] = sampler->epoch();
@@ -163,16 +163,19 @@ void Trainer::Impl::write_checkpoint_now(const std::string& path) {
   meta["ranks"] = comm->size();
   meta["wall_seconds"] = wall_seconds();  // a restart's learning curve goes on from it
   if (!calibration.is_null()) meta["uncertainty_calibration"] = calibration;
-  const auto start = std::chrono::steady_clock::now();
-  write_training_checkpoint(path, model, meta, *optimizer, *comm, average.get());
-  // Training waits while the checkpoint is written (for RLEKF, the whole covariance): the log says how long.
-  if (root()) {
-    std::error_code ec;
-    const auto bytes = std::filesystem::file_size(path, ec);
-    log->info("checkpoint {} written at step {} ({}, {:.1f} s)", path, step,
-              ec ? std::string("size unknown") : format_bytes(static_cast<std::int64_t>(bytes)),
-              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  const auto report = saver->save(path, step, model, meta, *optimizer, *comm, average.get(), last);
+  // Training waits while the checkpoint is written (for RLEKF, the whole covariance, unless a thread writes
+  // it): the log says how long.
+  if (!root()) return;
+  if (report.background) {
+    log->info("checkpoint {} at step {}: covariance copied in {:.1f} s, written in the background", path,
+              step, report.waited);
+    return;
   }
+  std::error_code ec;
+  const auto bytes = std::filesystem::file_size(path, ec);
+  log->info("checkpoint {} written at step {} ({}, {:.1f} s)", path, step,
+            ec ? std::string("size unknown") : format_bytes(static_cast<std::int64_t>(bytes)), report.waited);
 }
 
 void Trainer::Impl::change_energy_bias() {

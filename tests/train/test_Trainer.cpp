@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <limits>
 #include <map>
 
@@ -13,6 +14,7 @@
 #include "src/data/DeepmdNpy.hpp"
 #include "src/geometry/NeighborList.hpp"
 #include "src/model/ModelFile.hpp"
+#include "src/train/Checkpoint.hpp"
 #include "src/train/StopSignal.hpp"
 #include "src/train/Trainer.hpp"
 #include "tests/support/Catch.hpp"
@@ -154,6 +156,38 @@ TEST_CASE("a run stopped by a signal restarts from its checkpoint to bit-identic
       CHECK(max_abs_diff(resumed.flat_parameters(), uninterrupted.flat_parameters()) == 0.0);
     }
   }
+}
+
+TEST_CASE("checkpoints written in the background leave training as it was and are said in the log",
+          "[train][checkpoint]") {
+  const std::string si = deepkf::test::require_shared_dataset("si_mlearn");
+  json doc = small_input({si + "/train/sys_Si12", si + "/train/sys_Si16"}, {si + "/test"}, "LKF", 7);
+  doc["device"] = "cpu";
+  doc["training"]["save_freq"] = 3;  // saves at steps 3 and 6 in the background, 7 (the last) at once
+  auto comm = deepkf::make_serial_communicator();
+  std::vector<std::vector<double>> weights;
+  for (const bool background : {false, true}) {
+    doc["training"]["save_in_background"] = background;
+    TrainerOptions o;
+    o.output_dir = deepkf::test::make_temp_dir(background ? "ckpt-background" : "ckpt-foreground");
+    o.progress = 0;
+    Trainer trainer(config_of(doc), o, comm);
+    const auto result = trainer.run();
+    weights.push_back(trainer.flat_parameters());
+    std::ifstream in(o.output_dir + "/train.log");
+    const std::string log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    INFO(log);
+    for (const int step : {3, 6}) {
+      const std::string copied = "at step " + std::to_string(step) + ": covariance copied in";
+      const std::string written = "written at step " + std::to_string(step) + " (";
+      CHECK((log.find(copied) != std::string::npos) == background);
+      CHECK(log.find(written) != std::string::npos);
+    }
+    CHECK(log.find("written at step 7 (") != std::string::npos);
+    CHECK(deepkf::read_checkpoint(result.checkpoint, torch::kCPU).meta.at("step") == 7);
+  }
+  INFO("largest weight difference between the runs with checkpoints in the foreground and the background");
+  CHECK(max_abs_diff(weights[0], weights[1]) == 0.0);
 }
 
 TEST_CASE("enable_ema writes model_ema.pt, and a restart continues the average bit for bit", "[train][ema]") {

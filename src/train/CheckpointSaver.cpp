@@ -1,0 +1,103 @@
+#include "src/train/CheckpointSaver.hpp"
+
+#include <torch/torch.h>
+
+#include <chrono>
+#include <filesystem>
+
+#include "optim/PackedSweep.hpp"
+#include "src/core/Error.hpp"
+#include "src/core/HostMemory.hpp"
+#include "src/core/Together.hpp"
+#include "src/train/Checkpoint.hpp"
+
+namespace deepkf {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Values in the packed triangles of all covariance blocks.
+std::int64_t covariance_values(const TrainingStep& step) {
+  std::int64_t values = 0;
+  for (const auto n : step.block_sizes()) values += packed::triangle_size(n);
+  return values;
+}
+
+}  // namespace
+
+CheckpointSaver::Mode checkpoint_saver_mode(const nlohmann::json& value) {
+  if (value.is_boolean())
+    return value.get<bool>() ? CheckpointSaver::Mode::kBackground : CheckpointSaver::Mode::kForeground;
+  return CheckpointSaver::Mode::kAuto;
+}
+
+CheckpointSaver::CheckpointSaver(Mode mode, WrittenCallback on_written)
+    : mode_(mode), on_written_(std::move(on_written)) {}
+
+CheckpointSaver::~CheckpointSaver() { join(); }
+
+void CheckpointSaver::join() {
+  if (writer_.joinable()) writer_.join();
+}
+
+bool CheckpointSaver::use_background(const TrainingStep& step) const {
+  if (mode_ == Mode::kForeground) return false;
+  const std::int64_t bytes =
+      covariance_values(step) * static_cast<std::int64_t>(c10::elementSize(step.block_dtype()));
+  if (bytes == 0) return false;  // nothing large to write
+  if (mode_ == Mode::kBackground || buffer_.defined()) return true;
+  const std::int64_t available = available_host_memory();
+  return bytes >= kMinBackgroundBytes && available >= 0 && available >= bytes + (std::int64_t{1} << 30);
+}
+
+void CheckpointSaver::wait(Communicator& comm) {
+  join();
+  std::string failure;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    failure.swap(failure_);
+  }
+  together(comm, [&] {
+    if (!failure.empty()) throw Error(failure);
+  });
+}
+
+CheckpointSaver::Report CheckpointSaver::save(const std::string& path, std::int64_t step_number,
+                                              const DeepPot& model, const nlohmann::json& meta,
+                                              TrainingStep& step, Communicator& comm,
+                                              const WeightAverage* average, bool last) {
+  const auto start = Clock::now();
+  wait(comm);  // one write at a time: the previous one may still be renaming its file over `path`
+  Report report;
+  const bool root = comm.rank() == 0;
+  report.background = root && !last && use_background(step);
+  if (report.background && !buffer_.defined()) {
+    const std::int64_t values = covariance_values(step);
+    buffer_ = torch::empty({values}, torch::TensorOptions().dtype(step.block_dtype()));
+    advise_huge_pages(buffer_.data_ptr(), values * static_cast<std::int64_t>(buffer_.element_size()));
+  }
+  auto pending = write_training_checkpoint(path, model, meta, step, comm, average,
+                                           report.background ? buffer_ : torch::Tensor());
+  report.waited = seconds_since(start);
+  if (!pending) return report;
+  // The thread owns the pending file; it reads buffer_, which no one writes until the next save joins it.
+  writer_ = std::thread([this, pending = std::move(pending), path, step_number, start]() mutable {
+    try {
+      pending->complete();
+      std::error_code ec;
+      const auto bytes = std::filesystem::file_size(path, ec);
+      if (on_written_)
+        on_written_(path, step_number, ec ? -1 : static_cast<std::int64_t>(bytes), seconds_since(start));
+    } catch (const std::exception& e) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      failure_ = e.what();
+    }
+  });
+  return report;
+}
+
+}  // namespace deepkf
