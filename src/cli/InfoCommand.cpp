@@ -78,7 +78,13 @@ void print_info(const std::string& path) {
     }
     fmt::print("  rcut          {} A (switch from rcut_smth {} A)\n", p.rcut, p.rcut_smth);
     fmt::print("  sel           {} (N_c = {})\n", fmt::join(p.sel, " "), p.nnei());
-    if (p.descriptor != "se_e2_a") {
+    if (p.type_embedded()) {
+      fmt::print("  type embedding one-hot {} -> {} (tebd_input_mode {})\n", p.ntypes(),
+                 fmt::join(p.type_embedding.neuron, " -> "), p.tebd_input_mode);
+      fmt::print("  embedding net {} -> {}, axis_neuron {} (one net for all types; descriptor {} numbers)\n",
+                 p.stripped() ? 1 : 1 + p.type_input_dim(), fmt::join(p.embedding_neuron, " -> "),
+                 p.axis_neuron, p.descriptor_dim());
+    } else if (p.descriptor != "se_e2_a") {
       fmt::print("  embedding net 1 -> {} (descriptor {} numbers)\n", fmt::join(p.embedding_neuron, " -> "),
                  p.descriptor_dim());
     } else {
@@ -86,8 +92,9 @@ void print_info(const std::string& path) {
                  fmt::join(p.embedding_neuron, " -> "), p.axis_neuron, p.descriptor_dim());
     }
   }
-  fmt::print("fitting net     {} -> {} -> 1, resnet_dt {}\n", c.descriptor_dim(),
-             fmt::join(c.fitting_neuron, " -> "), c.fitting_resnet_dt);
+  fmt::print("fitting net     {} -> {} -> 1, resnet_dt {}{}\n", c.fitting_input_dim(),
+             fmt::join(c.fitting_neuron, " -> "), c.fitting_resnet_dt,
+             c.type_embedded() ? " (one net for all types, reading the descriptor and tebd_i)" : "");
   fmt::print("precision       {}\n", c.precision_name());
   fmt::print("parameters      {} in total\n", loaded.model->parameter_count());
   for (const auto& [name, count] : loaded.model->parameter_counts()) {

@@ -85,12 +85,25 @@ void DeepPotImpl::build() {
     first_net_.push_back(static_cast<int>(embedding_.size()));
     stat_offset_.push_back(rows);
     rows += p.nnei();
-    const auto add_net = [&](const std::string& suffix, const std::string& pair) {
+    const auto add_net = [&](const std::string& suffix, const std::string& pair, std::int64_t inputs = 1) {
       net_names_.push_back(label + "embedding[" + pair + "]");
-      embedding_.push_back(register_module(
-          prefix + "embedding_" + suffix,
-          DenseNet(DenseNetImpl::Kind::Embedding, 1, p.embedding_neuron, p.embedding_resnet_dt, gen, dtype)));
+      embedding_.push_back(register_module(prefix + "embedding_" + suffix,
+                                           DenseNet(DenseNetImpl::Kind::Embedding, inputs, p.embedding_neuron,
+                                                    p.embedding_resnet_dt, gen, dtype)));
     };
+    if (p.type_embedded()) {
+      // one-hot(t) -> tebd_t; one net of s (concat: of [s, embedded types]); strip: G_t of the types
+      const auto& te = p.type_embedding;
+      type_net_ = register_module("type_embedding", DenseNet(DenseNetImpl::Kind::Embedding, nt, te.neuron,
+                                                             te.resnet_dt, gen, dtype, te.bias));
+      add_net("all", "all", p.stripped() ? 1 : 1 + p.type_input_dim());
+      if (p.stripped()) {
+        type_filter_ = register_module(
+            "embedding_types", DenseNet(DenseNetImpl::Kind::Embedding, p.type_input_dim(), p.embedding_neuron,
+                                        p.embedding_resnet_dt, gen, dtype));
+      }
+      continue;
+    }
     for (int a = 0; a < nt; ++a) {
       if (p.type_one_side) {
         add_net(std::to_string(a), tm[a]);
@@ -100,12 +113,13 @@ void DeepPotImpl::build() {
         add_net(std::to_string(a) + "_" + std::to_string(b), tm[a] + "," + tm[b]);
     }
   }
-  for (int c = 0; c < nt; ++c) {
-    net_names_.push_back("fitting[" + tm[c] + "]");
-    fitting_.push_back(
-        register_module("fitting_" + std::to_string(c),
-                        DenseNet(DenseNetImpl::Kind::Fitting, config_.descriptor_dim(),
-                                 config_.fitting_neuron, config_.fitting_resnet_dt, gen, dtype)));
+  // one fitting net per centre type; under a type embedding one for all, reading [D_i, tebd_i]
+  for (int c = 0; c < (config_.type_embedded() ? 1 : nt); ++c) {
+    const std::string name = config_.type_embedded() ? "all" : std::to_string(c);
+    net_names_.push_back("fitting[" + (config_.type_embedded() ? name : tm[c]) + "]");
+    fitting_.push_back(register_module(
+        "fitting_" + name, DenseNet(DenseNetImpl::Kind::Fitting, config_.fitting_input_dim(),
+                                    config_.fitting_neuron, config_.fitting_resnet_dt, gen, dtype)));
   }
   set_trainable(config_.descriptor_trainable, config_.fitting_trainable);
   const auto opts = torch::TensorOptions().dtype(dtype);
@@ -149,6 +163,7 @@ torch::Tensor DeepPotImpl::energy_from_pairs(const torch::Tensor& rij, const tor
   }
   const auto types = centre_types.reshape({nf * nloc});
   auto atom_energy = torch::zeros({nf * nloc}, rij.options());
+  const torch::Tensor tebd = config_.type_embedded() ? type_vectors() : torch::Tensor();
   for (int c = 0; c < config_.ntypes(); ++c) {
     const auto idx = torch::nonzero(types.eq(c)).squeeze(1);
     std::vector<torch::Tensor> parts;
@@ -159,9 +174,11 @@ torch::Tensor DeepPotImpl::energy_from_pairs(const torch::Tensor& rij, const tor
       const auto dev = dstd_[c].narrow(0, stat_offset_[k], parts_[k].nnei()).narrow(1, 0, cols);
       parts.push_back(descriptor(k, c, (envs[k].index_select(0, idx) - mean) / dev, beyond_end));
     }
-    // E_i = F_c(D_i) + bias[c], D_i the descriptors side by side
-    const auto d = parts.size() == 1 ? parts.front() : torch::cat(parts, 1);
-    const auto e = fitting_[static_cast<std::size_t>(c)]->forward(d).squeeze(-1) + energy_bias_[c];
+    // E_i = F_c(D_i) + bias[c], D_i the descriptors side by side; under a type embedding F([D_i, tebd_c])
+    auto d = parts.size() == 1 ? parts.front() : torch::cat(parts, 1);
+    if (config_.type_embedded())
+      d = torch::cat({d, tebd[c].expand({d.size(0), config_.type_embedding.width()})}, 1);
+    const auto e = fitting_net(c)->forward(d).squeeze(-1) + energy_bias_[c];
     atom_energy = atom_energy.index_add(0, idx, e);
   }
   return atom_energy.reshape({nf, nloc});
@@ -283,6 +300,11 @@ void DeepPotImpl::compress(const TableSettings& settings) {
         "a hybrid descriptor's model is not compressed by this version of deepkf: use the uncompressed "
         "model");
   }
+  if (config_.type_embedded()) {
+    throw ModelError(
+        "a model with a type embedding is not compressed by this version of deepkf: use the uncompressed "
+        "model");
+  }
   if (compressed()) {
     throw ModelError("the model is already compressed (step " +
                      fmt::format("{}", table_->to_json().value("step", 0.0)) +
@@ -296,7 +318,8 @@ void DeepPotImpl::compress(const TableSettings& settings) {
 
 void DeepPotImpl::prepare_tables(const nlohmann::json& layout, const std::string& where) {
   if (compressed()) throw ModelError(where + ": the model already has tables");
-  if (config_.hybrid()) throw ModelError(where + ": a hybrid descriptor's model has no tables");
+  if (config_.hybrid() || config_.type_embedded())
+    throw ModelError(where + ": a hybrid descriptor's or a type-embedded model has no tables");
   table_ = register_module("table", EmbeddingTable(layout, config_, where));
 }
 
@@ -308,6 +331,12 @@ void DeepPotImpl::set_trainable(bool descriptor, const std::vector<bool>& fittin
   c.validate();
   for (auto& net : embedding_)
     for (std::size_t k = 0; k < net->num_layers(); ++k) net->set_layer_trainable(k, descriptor);
+  if (!type_filter_.is_empty())
+    for (std::size_t k = 0; k < type_filter_->num_layers(); ++k)
+      type_filter_->set_layer_trainable(k, descriptor);
+  if (!type_net_.is_empty())
+    for (std::size_t k = 0; k < type_net_->num_layers(); ++k)
+      type_net_->set_layer_trainable(k, c.type_embedding.trainable);
   for (auto& net : fitting_)
     for (std::size_t k = 0; k < net->num_layers(); ++k)
       net->set_layer_trainable(k, c.fitting_layer_trainable(k));
@@ -343,7 +372,9 @@ std::int64_t DeepPotImpl::parameter_count() const {
 std::vector<std::pair<std::string, std::int64_t>> DeepPotImpl::parameter_counts() const {
   std::vector<std::pair<std::string, std::int64_t>> out;
   std::size_t k = 0;
+  if (!type_net_.is_empty()) out.emplace_back("type_embedding", type_net_->parameter_count());
   for (const auto& net : embedding_) out.emplace_back(net_names_[k++], net->parameter_count());
+  if (!type_filter_.is_empty()) out.emplace_back("embedding[types]", type_filter_->parameter_count());
   for (const auto& net : fitting_) out.emplace_back(net_names_[k++], net->parameter_count());
   return out;
 }

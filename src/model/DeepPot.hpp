@@ -34,7 +34,8 @@ class DeepPotImpl : public torch::nn::Module {
  public:
   // Builds the networks from `config` (validated; sel must be resolved) with random weights drawn from
   // config.seed, in config.precision, on the CPU (move with ->to(device)). Registration order of the
-  // parameters: embedding nets (type_one_side: per neighbour type; se_e3: per pair of neighbour types
+  // parameters: the type embedding net (if any), embedding nets (under a type embedding: one, then strip's
+  // G_t) (type_one_side: per neighbour type; se_e3: per pair of neighbour types
   // a <= b; else per (centre, neighbour) pair, centre-major), then the fitting nets per centre type; each
   // net layer by layer (w, b, dt).
   // Statistics davg = 0, dstd = 1 ([ntypes, statistics_slots, 4]: a hybrid's parts' rows one after the
@@ -110,9 +111,15 @@ class DeepPotImpl : public torch::nn::Module {
   torch::Tensor energy_from_pairs(const torch::Tensor& rij, const torch::Tensor& centre_types,
                                   torch::Tensor* beyond_end = nullptr);
   // The embedding net of (first, second) of descriptor `part` (ModelConfig::embedding_index) at inputs x
-  // (any shape): x.sizes() + [M], from the tables when compressed.
+  // (any shape): x.sizes() + [M], from the tables when compressed. Under a type embedding, the one net
+  // with the types' vectors: G([x, tebd_second(, tebd_first)]) or G(x) (1 + G_t(...)) (strip).
+  // first/second: the centre and neighbour type (se_e2_a, se_e2_r) or two neighbour types (se_e3).
   torch::Tensor embed(std::size_t part, int first, int second, const torch::Tensor& x,
                       torch::Tensor* beyond_end);
+  // Each element's embedded vector tebd_t: ntypes x Y (type embedding only).
+  torch::Tensor type_vectors();
+  // The fitting net of centre type c: its own, or under a type embedding the one net for all.
+  DenseNet& fitting_net(int c) { return fitting_[config_.type_embedded() ? 0 : static_cast<std::size_t>(c)]; }
   // Descriptor `part` (parts_) of n centres of type c from their normalised environment rows env_c (n x
   // nnei_k x cols): n x its descriptor_dim().
   torch::Tensor descriptor(std::size_t part, int c, const torch::Tensor& env_c, torch::Tensor* beyond_end);
@@ -132,6 +139,8 @@ class DeepPotImpl : public torch::nn::Module {
   std::vector<DenseNet> embedding_;
   std::vector<DenseNet> fitting_;
   std::vector<std::string> net_names_;
+  DenseNet type_net_{nullptr};     // type embedding: one-hot(t) -> tebd_t
+  DenseNet type_filter_{nullptr};  // strip: G_t of the embedded types
   torch::Tensor davg_, dstd_, energy_bias_;
   TrainingRange training_range_;
   EmbeddingTable table_{nullptr};  // registered as "table" once compressed

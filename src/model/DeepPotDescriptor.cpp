@@ -1,5 +1,6 @@
 // DeepPotImpl::embed and DeepPotImpl::descriptor: the descriptor forms se_e2_a, se_e2_r and se_e3 of one
-// descriptor of the model (docs/deep-potential.md), from its normalised environment rows.
+// descriptor of the model (docs/deep-potential.md), from its normalised environment rows, and the embedded
+// element types of a type embedding.
 #include <torch/torch.h>
 
 #include "src/model/DeepPot.hpp"
@@ -9,7 +10,21 @@ namespace deepkf {
 torch::Tensor DeepPotImpl::embed(std::size_t part, int first, int second, const torch::Tensor& x,
                                  torch::Tensor* beyond_end) {
   const auto net = static_cast<std::size_t>(first_net_[part] + parts_[part].embedding_index(first, second));
-  return compressed() ? table_->values(net, x, beyond_end) : embedding_[net]->forward(x.unsqueeze(-1));
+  if (!config_.type_embedded())
+    return compressed() ? table_->values(net, x, beyond_end) : embedding_[net]->forward(x.unsqueeze(-1));
+  // The types' vectors: tebd_j, or [tebd_j, tebd_i] (neighbour first, as DeePMD-kit concatenates them).
+  const auto tebd = type_vectors();
+  const auto types = config_.type_one_side ? tebd[second] : torch::cat({tebd[second], tebd[first]});
+  if (config_.stripped())  // G(s) (1 + G_t(types)), G_t a vector of M for the pair
+    return embedding_[net]->forward(x.unsqueeze(-1)) * (1.0 + type_filter_->forward(types));
+  auto sizes = x.sizes().vec();
+  sizes.push_back(types.size(0));
+  return embedding_[net]->forward(torch::cat({x.unsqueeze(-1), types.expand(sizes)}, -1));  // G([s, types])
+}
+
+torch::Tensor DeepPotImpl::type_vectors() {
+  return type_net_->forward(torch::eye(
+      config_.ntypes(), torch::TensorOptions().dtype(config_.precision).device(energy_bias_.device())));
 }
 
 torch::Tensor DeepPotImpl::descriptor(std::size_t part, int c, const torch::Tensor& env_c,

@@ -10,7 +10,7 @@
 namespace deepkf {
 
 DenseNetImpl::DenseNetImpl(Kind kind, std::int64_t n_in, const std::vector<int>& widths, bool resnet_dt,
-                           at::Generator generator, c10::ScalarType dtype)
+                           at::Generator generator, c10::ScalarType dtype, bool bias)
     : kind_(kind) {
   const auto opts = torch::TensorOptions().dtype(torch::kFloat64);
   std::vector<std::int64_t> sizes{n_in};
@@ -36,7 +36,8 @@ DenseNetImpl::DenseNetImpl(Kind kind, std::int64_t n_in, const std::vector<int>&
     const double wstd = 1.0 / std::sqrt(static_cast<double>(in + out));
     const auto k_str = std::to_string(k);
     layer.w = register_parameter("w" + k_str, at::normal(0.0, wstd, {in, out}, generator, opts).to(dtype));
-    layer.b = register_parameter("b" + k_str, at::normal(0.0, 1.0, {out}, generator, opts).to(dtype));
+    if (bias)
+      layer.b = register_parameter("b" + k_str, at::normal(0.0, 1.0, {out}, generator, opts).to(dtype));
     if (has_dt) {
       layer.dt = register_parameter("dt" + k_str, at::normal(0.1, 0.001, {out}, generator, opts).to(dtype));
     }
@@ -52,7 +53,7 @@ torch::Tensor DenseNetImpl::forward(const torch::Tensor& x) {
     const auto in = layer.w.size(0);
     const auto out = layer.w.size(1);
     // z = x W + b (one fused kernel; a width-1 input is a broadcast product)
-    auto z = in == 1 ? torch::addcmul(layer.b, y, layer.w) : torch::addmm(layer.b, y, layer.w);
+    auto z = in == 1 && layer.b.defined() ? torch::addcmul(layer.b, y, layer.w) : layer.affine(y);
     if (!layer.activation) {
       y = z;
       continue;
@@ -85,9 +86,8 @@ std::array<torch::Tensor, 3> DenseNetImpl::forward_derivatives(const torch::Tens
   torch::Tensor y = x, y1 = torch::ones_like(x), y2 = torch::zeros_like(x);
   for (const auto& layer : layers_) {
     const auto w = layer.w.to(dtype);
-    const auto b = layer.b.to(dtype);
     // z = y W + b, z' = y' W, z'' = y'' W
-    const auto z = torch::addmm(b, y, w);
+    const auto z = layer.b.defined() ? torch::addmm(layer.b.to(dtype), y, w) : y.mm(w);
     const auto z1 = y1.mm(w);
     const auto z2 = y2.mm(w);
     if (!layer.activation) {
@@ -122,7 +122,7 @@ std::array<torch::Tensor, 2> DenseNetImpl::forward_with_input_gradient(const tor
   auto y = x;
   for (const auto& layer : layers_) {
     const auto in = layer.w.size(0);
-    const auto z = torch::addmm(layer.b, y, layer.w);
+    const auto z = layer.affine(y);
     if (!layer.activation) {
       hs.emplace_back();
       y = z;

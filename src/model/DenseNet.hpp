@@ -17,9 +17,10 @@ class DenseNetImpl : public torch::nn::Module {
   // n_in: input width; widths: the hidden layer widths. Parameters are registered layer by layer as
   // w<k> [n_in, n_out] (y = x W + b), b<k> [n_out], then dt<k> [n_out] when the layer has one; the fitting
   // net ends with a linear layer w<L>, b<L> to 1 output. Initialised with W ~ N(0, 1/sqrt(n_in + n_out)),
-  // b ~ N(0, 1), dt ~ N(0.1, 0.001) drawn from `generator`, stored in `dtype`.
+  // b ~ N(0, 1), dt ~ N(0.1, 0.001) drawn from `generator`, stored in `dtype`. bias = false: no b<k>
+  // (z = x W; DeePMD-kit's type embedding net without use_tebd_bias).
   DenseNetImpl(Kind kind, std::int64_t n_in, const std::vector<int>& widths, bool resnet_dt,
-               at::Generator generator, c10::ScalarType dtype);
+               at::Generator generator, c10::ScalarType dtype, bool bias = true);
 
   // x: ... x n_in -> ... x n_out (n_out = widths.back() for the embedding net, 1 for the fitting net).
   torch::Tensor forward(const torch::Tensor& x);
@@ -44,7 +45,11 @@ class DenseNetImpl : public torch::nn::Module {
 
  private:
   struct Layer {
-    torch::Tensor w, b, dt;  // dt undefined when the layer has none
+    torch::Tensor w, b, dt;  // b undefined without biases, dt when the layer has none
+    // z = x W + b
+    torch::Tensor affine(const torch::Tensor& x) const {
+      return b.defined() ? torch::addmm(b, x, w) : x.mm(w);
+    }
     bool skip = false;       // y = x + h (embedding also: y = [x, x] + h when out == 2 in)
     bool doubled = false;    // out == 2 in
     bool activation = true;  // false for the fitting net's last layer

@@ -30,6 +30,7 @@ int ModelConfig::embedding_count() const {
     for (const auto& p : parts) n += p.embedding_count();
     return n;
   }
+  if (type_embedded()) return 1;
   return three_body() ? nt * (nt + 1) / 2 : type_one_side ? nt : nt * nt;
 }
 
@@ -94,6 +95,7 @@ std::int64_t ModelConfig::embedding_inputs() const {
 
 int ModelConfig::embedding_index(int first, int second) const {
   const int nt = ntypes();
+  if (type_embedded()) return 0;
   if (three_body()) {
     // row-major upper triangle: (a, b) with a <= b
     const int a = std::min(first, second), b = std::max(first, second);
@@ -146,6 +148,7 @@ void ModelConfig::check() const {
         "model key 'model.descriptor.type_one_side' does not apply to se_e3, whose embedding nets are per "
         "pair of neighbour types");
   }
+  check_type_embedding();
   if (descriptor == "se_e2_a" && (axis_neuron < 1 || axis_neuron > embedding_width())) {
     throw ConfigError("model key 'model.descriptor.axis_neuron' must lie in [1, " +
                       std::to_string(embedding_width()) + "], got " + std::to_string(axis_neuron));
@@ -177,6 +180,25 @@ ModelConfig ModelConfig::from_json(const nlohmann::json& model, const std::strin
     return c;
   } catch (const ConfigError& e) {
     throw ConfigError(naming_file(e.what(), file));
+  }
+}
+
+void ModelConfig::check_type_embedding() const {
+  if (tebd_input_mode != "concat" && tebd_input_mode != "strip") {
+    throw ConfigError("model key 'model.descriptor.tebd_input_mode' must be \"concat\" or \"strip\", got \"" +
+                      tebd_input_mode + "\"");
+  }
+  if (!type_embedded()) {
+    if (tebd_input_mode == "strip")
+      throw ConfigError(
+          "model.descriptor se_a_ebd_v2 embeds the element types: give the model a 'type_embedding' section");
+    return;
+  }
+  if (descriptor != "se_e2_a") {
+    throw ConfigError(
+        "model key 'model.type_embedding' works with the se_e2_a descriptor (and se_a_ebd_v2) in "
+        "deepkf, not with " +
+        descriptor + ": remove it, or use se_e2_a");
   }
 }
 
@@ -238,7 +260,12 @@ nlohmann::json ModelConfig::to_json() const {
                         {"seed", seed},
                         {"precision", precision_name()}};
   if (!fitting_trainable.empty()) fit["trainable"] = fitting_trainable;
-  return {{"type_map", type_map}, {"descriptor", desc}, {"fitting_net", fit}};
+  nlohmann::json model = {{"type_map", type_map}, {"descriptor", desc}, {"fitting_net", fit}};
+  if (type_embedded()) {
+    model["type_embedding"] = type_embedding.to_json(precision_name());
+    if (stripped()) model["descriptor"]["type"] = "se_a_ebd_v2";
+  }
+  return model;
 }
 
 std::vector<std::string> ModelConfig::differences(const ModelConfig& other) const {

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "src/model/TypeEmbeddingConfig.hpp"
+
 namespace deepkf {
 
 struct ModelConfig {
@@ -22,11 +24,17 @@ struct ModelConfig {
   // most slots any part asks for, of which each part reads the nearest sel_k[t] of each type.
   std::vector<ModelConfig> parts;
   std::vector<std::string> type_map;  // element names; type index t means type_map[t]
-  double rcut = 6.0;                  // cutoff radius (A)
-  double rcut_smth = 0.5;             // the switch starts here (A)
-  std::vector<int> sel;               // neighbour slots per neighbour type
-  bool sel_auto = false;              // input said "auto": the caller fills `sel` from the data
-  double sel_auto_factor = 1.1;       // "auto:1.2" -> 1.2
+  // model.type_embedding (se_e2_a only): one embedding net and one fitting net for all types, which see the
+  // types through their embedded vectors. tebd_input_mode "concat": G([s_ij, tebd_j]) (type_one_side) or
+  // G([s_ij, tebd_j, tebd_i]); "strip" (DeePMD-kit's se_a_ebd_v2): G(s_ij) (1 + G_t(tebd_j)) or
+  // G(s_ij) (1 + G_t([tebd_j, tebd_i])). The fitting net reads [D_i, tebd_i].
+  TypeEmbeddingConfig type_embedding;
+  std::string tebd_input_mode = "concat";
+  double rcut = 6.0;             // cutoff radius (A)
+  double rcut_smth = 0.5;        // the switch starts here (A)
+  std::vector<int> sel;          // neighbour slots per neighbour type
+  bool sel_auto = false;         // input said "auto": the caller fills `sel` from the data
+  double sel_auto_factor = 1.1;  // "auto:1.2" -> 1.2
   std::vector<int> embedding_neuron{10, 20, 40};
   int axis_neuron = 4;         // M< of the descriptor D = T^T T[:, :M<] (se_e2_a only)
   bool type_one_side = false;  // true: one embedding net per neighbour type (se_e2_a, se_e2_r)
@@ -54,6 +62,12 @@ struct ModelConfig {
   bool radial() const { return descriptor == "se_e2_r"; }
   bool three_body() const { return descriptor == "se_e3"; }
   bool hybrid() const { return descriptor == "hybrid"; }
+  bool type_embedded() const { return type_embedding.enabled(); }
+  bool stripped() const { return type_embedded() && tebd_input_mode == "strip"; }
+  // Width of the embedded types the embedding net (concat) or G_t (strip) reads: tebd_j, or [tebd_j, tebd_i].
+  std::int64_t type_input_dim() const { return type_embedding.width() * (type_one_side ? 1 : 2); }
+  // The fitting net's input: D_i, with tebd_i after it under a type embedding.
+  std::int64_t fitting_input_dim() const { return descriptor_dim() + type_embedding.width(); }
   // Descriptor length: M * M< (se_e2_a), M (se_e2_r, se_e3), the parts' lengths summed (hybrid).
   std::int64_t descriptor_dim() const;
   // The descriptors of the model: `parts` (hybrid), else this config alone.
@@ -70,7 +84,8 @@ struct ModelConfig {
   // (se_e3), the parts' sum (hybrid).
   std::int64_t embedding_inputs() const;
   // Embedding nets: ntypes (type_one_side), ntypes^2 (per centre and neighbour type), ntypes (ntypes + 1)
-  // / 2 (se_e3: per unordered pair of neighbour types), the parts' sum (hybrid).
+  // / 2 (se_e3: per unordered pair of neighbour types), the parts' sum (hybrid), 1 (type embedding: the net
+  // of s; strip's G_t is counted apart).
   int embedding_count() const;
   // The net of a (centre type, neighbour type) pair (se_e2_a, se_e2_r), or of a pair of neighbour types
   // (se_e3, either order), as an index into the embedding nets (of one descriptor, not of a hybrid).
@@ -100,7 +115,8 @@ struct ModelConfig {
  private:
   static ModelConfig parse(const nlohmann::json& model_section, const std::string& file);  // from_json's work
   void check() const;                                                                      // validate's work
-  void check_hybrid() const;  // check's work on the parts of a hybrid
+  void check_hybrid() const;          // check's work on the parts of a hybrid
+  void check_type_embedding() const;  // and on type_embedding and tebd_input_mode
 };
 
 }  // namespace deepkf

@@ -80,14 +80,18 @@ c10::ScalarType read_precision(const nlohmann::json& section, const std::string&
 std::string canonical_descriptor(const nlohmann::json& type) {
   if (!type.is_string()) return "";
   const auto t = type.get<std::string>();
-  if (t == "se_e2_a" || t == "se_a") return "se_e2_a";
+  if (t == "se_e2_a" || t == "se_a" || t == "se_a_ebd_v2" || t == "se_a_tpe_v2") return "se_e2_a";
   if (t == "se_e2_r" || t == "se_r") return "se_e2_r";
   if (t == "se_e3" || t == "se_at" || t == "se_a_3be" || t == "se_t") return "se_e3";
   if (t == "hybrid") return "hybrid";
   return "";
 }
 
-constexpr const char* kBuilt = "one se_e2_a, se_e2_r, se_e3 or hybrid energy model";
+constexpr const char* kBuilt =
+    "one se_e2_a (with or without a type embedding), se_e2_r, se_e3 or hybrid energy model";
+
+// DeePMD-kit's se_a_ebd_v2 (also se_a_tpe_v2): se_e2_a with the type embedding in "strip" mode.
+bool stripped_type(const nlohmann::json& type) { return type == "se_a_ebd_v2" || type == "se_a_tpe_v2"; }
 
 // A descriptor section at `path`: its type one deepkf builds (a hybrid's parts: not another hybrid), then
 // its keys (DeePMD-kit's argument check: se_e2_r has every key of se_e2_a but axis_neuron, se_e3 neither
@@ -99,8 +103,8 @@ void check_descriptor(const nlohmann::json& d, const std::string& path, const st
   if (type.empty() || (in_hybrid && type == "hybrid")) {
     throw ConfigError("model key '" + path + ".type' in " + file + " is " +
                       (type_value ? dump(*type_value) : std::string("missing")) +
-                      ": deepkf builds the descriptors se_e2_a (also written se_a), se_e2_r (se_r), se_e3 "
-                      "(se_at, se_a_3be, se_t)" +
+                      ": deepkf builds the descriptors se_e2_a (also written se_a; with a type embedding "
+                      "also se_a_ebd_v2), se_e2_r (se_r), se_e3 (se_at, se_a_3be, se_t)" +
                       (in_hybrid ? " inside a hybrid" : " and hybrid combinations of them"));
   }
   if (type == "hybrid") {
@@ -141,7 +145,6 @@ void check_model_keys(const nlohmann::json& model, const std::string& file) {
       {"modifier", "a long-range modifier (DPLR)"},
       {"spin", "a spin model"},
       {"use_srtab", "a tabulated short-range pair potential added to the model"},
-      {"type_embedding", "a type embedding (se_atten and DPA descriptors)"},
       {"fitting_net_dict", "a multi-task model"}};
   for (const auto& [key, what] : other_models) {
     if (find(model, key) != nullptr) {
@@ -159,7 +162,8 @@ void check_model_keys(const nlohmann::json& model, const std::string& file) {
     }
   }
   check_keys(model, "model",
-             {"type", "type_map", "descriptor", "fitting_net", "data_stat_nbatch", "data_stat_protect"},
+             {"type", "type_map", "type_embedding", "descriptor", "fitting_net", "data_stat_nbatch",
+              "data_stat_protect"},
              file);
   if (const auto* t = find(model, "type"); t != nullptr && *t != "standard") {
     throw ConfigError("model key 'model.type' must be \"standard\", got " + dump(*t));
@@ -189,6 +193,7 @@ void read_descriptor_section(const nlohmann::json* desc, const std::string& dp, 
     throw ConfigError("model key '" + dp + ".exclude_types' is not supported, got " + dump(*x));
   }
   c.descriptor = canonical_descriptor((*desc)["type"]);
+  if (stripped_type((*desc)["type"])) c.tebd_input_mode = "strip";
   c.rcut = read_number(*desc, "rcut", c.rcut, dp);
   c.rcut_smth = read_number(*desc, "rcut_smth", c.rcut_smth, dp);
   const nlohmann::json* sel = find(*desc, "sel");
@@ -343,7 +348,10 @@ ModelConfig ModelConfig::parse(const nlohmann::json& model, const std::string& f
   ModelConfig c;
   c.type_map = read_type_map(model, file);
   read_descriptor(model, file, c);
+  if (const auto* t = find(model, "type_embedding"); t != nullptr)
+    c.type_embedding = TypeEmbeddingConfig::read(*t, c.precision, file);
   read_fitting(model, file, c);
+  c.check_type_embedding();  // before "auto" sel is resolved: a wrong combination is said at once
   if (!c.sel_auto) c.check();
   return c;
 }

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "src/model/EnvMatrix.hpp"
 #include "src/model/ModelConfig.hpp"
 #include "src/model/Statistics.hpp"
+#include "tests/support/TestData.hpp"
 
 namespace deepkf::test {
 
@@ -26,6 +28,13 @@ struct Config {
   std::vector<double> box;  // empty: non-periodic
   std::int64_t natoms() const { return static_cast<std::int64_t>(types.size()); }
 };
+
+// The "model" section of DeePMD-kit's water reference input (input_se_e2_a.reference.json of the shared
+// water data; the test is skipped without it).
+inline nlohmann::json water_reference_model() {
+  std::ifstream in(require_shared_dataset("water") + "/input_se_e2_a.reference.json");
+  return nlohmann::json::parse(in)["model"];
+}
 
 // Model inputs for one frame built with build_neighbor_list.
 struct Inputs {
@@ -208,6 +217,14 @@ inline ModelConfig small_config(bool type_one_side, bool resnet_dt,
     mc.combine_parts();
     return mc;
   }
+  if (descriptor == "se_e2_a_tebd" || descriptor == "se_a_ebd_v2") {
+    // se_e2_a with a type embedding whose widths take every skip rule (2 -> 2 -> 4 -> 8 from the one-hot 2)
+    ModelConfig mc = small_config(type_one_side, resnet_dt, "se_e2_a");
+    mc.type_embedding.neuron = {2, 4, 8};
+    mc.type_embedding.resnet_dt = resnet_dt;
+    if (descriptor == "se_a_ebd_v2") mc.tebd_input_mode = "strip";
+    return mc;
+  }
   ModelConfig mc;
   mc.descriptor = descriptor;
   mc.type_map = {"A", "B"};
@@ -258,9 +275,10 @@ inline torch::Tensor reference_net(const DeepPot& model, const std::string& net,
     const auto key = net + ".w" + std::to_string(k);
     if (!params.contains(key)) break;
     const auto w = params[key].detach().to(torch::kFloat64);
-    const auto b = params[net + ".b" + std::to_string(k)].detach().to(torch::kFloat64);
+    const auto bias = net + ".b" + std::to_string(k);  // absent in a type embedding net without biases
     const bool last = fitting && !params.contains(net + ".w" + std::to_string(k + 1));
-    const auto z = x.matmul(w) + b;
+    const auto z =
+        params.contains(bias) ? x.matmul(w) + params[bias].detach().to(torch::kFloat64) : x.matmul(w);
     if (last) return z;
     auto h = torch::tanh(z);
     const auto in = w.size(0), out = w.size(1);
@@ -277,9 +295,18 @@ inline torch::Tensor reference_net(const DeepPot& model, const std::string& net,
   return x;
 }
 
+// The type embedding's vector of every element, tebd_t = net(one-hot(t)): ntypes x Y (empty without one).
+inline torch::Tensor reference_type_vectors(const DeepPot& model) {
+  const auto& mc = model->config();
+  if (!mc.type_embedded()) return torch::Tensor();
+  return reference_net(model, "type_embedding", torch::eye(mc.ntypes(), torch::kFloat64), false,
+                       mc.type_embedding.resnet_dt);
+}
+
 // Total energy by brute force: every image within rcut (images n in [-m, m]^3), per-type slots sorted by
 // distance, padded with zero rows, normalised, embedded, contracted (se_e2_a: T^T T<; se_e2_r: the sum of
-// the embeddings over the slots / (5 N_c)) and fitted atom by atom.
+// the embeddings over the slots / (5 N_c)) and fitted atom by atom; a type embedding's nets as defined in
+// docs/deep-potential.md.
 // One descriptor `mc` (nets named prefix + "embedding_..."; statistics davg, dstd: its rows) of atom i.
 inline torch::Tensor reference_descriptor(const DeepPot& model, const ModelConfig& mc,
                                           const std::string& prefix, const torch::Tensor& davg,
@@ -318,12 +345,30 @@ inline torch::Tensor reference_descriptor(const DeepPot& model, const ModelConfi
   const auto env_hat = (env - davg[ti]) / dstd[ti];
   auto tmat = torch::zeros({4, mc.embedding_width()}, torch::kFloat64);
   auto gsum = torch::zeros({mc.embedding_width()}, torch::kFloat64);
+  const auto tebd = reference_type_vectors(model);
   for (int t = 0; t < mc.ntypes() && !mc.three_body(); ++t) {
     const auto block = env_hat.narrow(0, mc.sel_offset(t), mc.sel[t]);
-    const std::string net =
-        prefix + (mc.type_one_side ? "embedding_" + std::to_string(t)
-                                   : "embedding_" + std::to_string(ti) + "_" + std::to_string(t));
-    const auto g = reference_net(model, net, block.narrow(1, 0, 1), false, mc.embedding_resnet_dt);
+    const auto s = block.narrow(1, 0, 1);
+    torch::Tensor g;
+    if (mc.type_embedded()) {
+      // one net for all pairs, with the types' vectors [tebd_t] or [tebd_t, tebd_ti]: G([s, types]), or
+      // G(s) (1 + G_t(types)) when stripped
+      const auto types = mc.type_one_side ? tebd[t] : torch::cat({tebd[t], tebd[ti]});
+      if (mc.stripped()) {
+        g = reference_net(model, "embedding_all", s, false, mc.embedding_resnet_dt) *
+            (1.0 +
+             reference_net(model, "embedding_types", types.unsqueeze(0), false, mc.embedding_resnet_dt));
+      } else {
+        g = reference_net(model, "embedding_all",
+                          torch::cat({s, types.expand({s.size(0), types.size(0)})}, 1), false,
+                          mc.embedding_resnet_dt);
+      }
+    } else {
+      const std::string net =
+          prefix + (mc.type_one_side ? "embedding_" + std::to_string(t)
+                                     : "embedding_" + std::to_string(ti) + "_" + std::to_string(t));
+      g = reference_net(model, net, s, false, mc.embedding_resnet_dt);
+    }
     tmat += block.t().matmul(g);
     for (std::int64_t k = 0; k < g.size(0); ++k) gsum += g[k];
   }
@@ -373,8 +418,10 @@ inline double reference_energy(const DeepPot& model, const Config& c, int images
                                         dstd.narrow(1, row, rows), c, i, m));
       row += rows;
     }
-    const auto e =
-        reference_net(model, "fitting_" + std::to_string(ti), torch::cat(ds, 1), true, mc.fitting_resnet_dt);
+    // one fitting net per type, or under a type embedding one for all, reading [D_i, tebd_ti]
+    if (mc.type_embedded()) ds.push_back(reference_type_vectors(model)[ti].unsqueeze(0));
+    const auto e = reference_net(model, mc.type_embedded() ? "fitting_all" : "fitting_" + std::to_string(ti),
+                                 torch::cat(ds, 1), true, mc.fitting_resnet_dt);
     total += e.item<double>() + bias[ti].item<double>();
   }
   return total;

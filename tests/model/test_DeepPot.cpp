@@ -25,7 +25,8 @@ double max_abs(const torch::Tensor& t) { return t.abs().max().item<double>(); }
 }  // namespace
 
 TEST_CASE("energy equals a per-atom brute-force evaluation of the definition", "[model]") {
-  const std::string descriptor = GENERATE(as<std::string>{}, "se_e2_a", "se_e2_r", "se_e3", "hybrid");
+  const std::string descriptor =
+      GENERATE(as<std::string>{}, "se_e2_a", "se_e2_r", "se_e3", "hybrid", "se_e2_a_tebd", "se_a_ebd_v2");
   INFO("descriptor " << descriptor);
   for (bool one_side : {true, false}) {
     for (bool dt : {true, false}) {
@@ -44,7 +45,8 @@ TEST_CASE("energy equals a per-atom brute-force evaluation of the definition", "
 }
 
 TEST_CASE("forces equal central finite differences of the energy", "[model]") {
-  const std::string descriptor = GENERATE(as<std::string>{}, "se_e2_a", "se_e2_r", "se_e3", "hybrid");
+  const std::string descriptor =
+      GENERATE(as<std::string>{}, "se_e2_a", "se_e2_r", "se_e3", "hybrid", "se_e2_a_tebd", "se_a_ebd_v2");
   INFO("descriptor " << descriptor);
   for (bool one_side : {true, false}) {
     auto model = small_model(one_side, !one_side, torch::kFloat64, descriptor);
@@ -64,7 +66,8 @@ TEST_CASE("forces equal central finite differences of the energy", "[model]") {
 }
 
 TEST_CASE("virial equals -(dE/dh)^T h from a finite-difference strain, all 9 components", "[model]") {
-  const std::string descriptor = GENERATE(as<std::string>{}, "se_e2_a", "se_e2_r", "se_e3", "hybrid");
+  const std::string descriptor =
+      GENERATE(as<std::string>{}, "se_e2_a", "se_e2_r", "se_e3", "hybrid", "se_e2_a_tebd", "se_a_ebd_v2");
   INFO("descriptor " << descriptor);
   auto model = small_model(false, true, torch::kFloat64, descriptor);
   for (const auto& [name, c] :
@@ -85,7 +88,8 @@ TEST_CASE("virial equals -(dE/dh)^T h from a finite-difference strain, all 9 com
 
 TEST_CASE("energy and forces are invariant under translation, rotation, permutation and re-imaging",
           "[model]") {
-  const std::string descriptor = GENERATE(as<std::string>{}, "se_e2_a", "se_e2_r", "se_e3", "hybrid");
+  const std::string descriptor =
+      GENERATE(as<std::string>{}, "se_e2_a", "se_e2_r", "se_e3", "hybrid", "se_e2_a_tebd", "se_a_ebd_v2");
   INFO("descriptor " << descriptor);
   auto model = small_model(false, true, torch::kFloat64, descriptor);
   const auto c = triclinic_cell();
@@ -175,7 +179,8 @@ TEST_CASE("energy and forces are invariant under translation, rotation, permutat
 }
 
 TEST_CASE("energy and forces stay continuous as a neighbour crosses rcut", "[model]") {
-  const std::string descriptor = GENERATE(as<std::string>{}, "se_e2_a", "se_e2_r", "se_e3", "hybrid");
+  const std::string descriptor =
+      GENERATE(as<std::string>{}, "se_e2_a", "se_e2_r", "se_e3", "hybrid", "se_e2_a_tebd", "se_a_ebd_v2");
   INFO("descriptor " << descriptor);
   auto model = small_model(false, true, torch::kFloat64, descriptor);
   // a cluster of three atoms: atoms 0, 1 fixed 1.5 A apart, atom 2 on the line through them at distance r
@@ -248,7 +253,8 @@ TEST_CASE("embedding skip rules and resnet_dt follow the definition layer by lay
 }
 
 TEST_CASE("float32 and float64 models with the same weights agree to float32 precision", "[model]") {
-  const std::string descriptor = GENERATE(as<std::string>{}, "se_e2_a", "se_e2_r", "se_e3", "hybrid");
+  const std::string descriptor =
+      GENERATE(as<std::string>{}, "se_e2_a", "se_e2_r", "se_e3", "hybrid", "se_e2_a_tebd", "se_a_ebd_v2");
   INFO("descriptor " << descriptor);
   auto m64 = small_model(true, true, torch::kFloat64, descriptor);
   auto m32 = small_model(true, true, torch::kFloat32, descriptor);
@@ -262,14 +268,16 @@ TEST_CASE("float32 and float64 models with the same weights agree to float32 pre
 }
 
 TEST_CASE("ghost atoms without shifts (the LAMMPS layout) give the periodic results", "[model]") {
-  const std::string descriptor = GENERATE(as<std::string>{}, "se_e2_a", "se_e2_r", "se_e3", "hybrid");
+  const std::string descriptor =
+      GENERATE(as<std::string>{}, "se_e2_a", "se_e2_r", "se_e3", "hybrid", "se_e2_a_tebd", "se_a_ebd_v2");
   INFO("descriptor " << descriptor);
   for (bool compressed : {false, true}) {
     INFO((compressed ? "compressed (tables and kernel)" : "uncompressed"));
     auto model = small_model(false, false, torch::kFloat64, descriptor);
-    if (compressed && descriptor == "hybrid") {
-      // not built for hybrids: refused in one line, the model left as it was
-      CHECK_THROWS_WITH(model->compress(deepkf::TableSettings{}), Catch::Contains("hybrid"));
+    if (compressed && (descriptor == "hybrid" || model->config().type_embedded())) {
+      // not built for hybrids and type embeddings: refused in one line, the model left as it was
+      CHECK_THROWS_WITH(model->compress(deepkf::TableSettings{}),
+                        Catch::Contains(descriptor == "hybrid" ? "hybrid" : "type embedding"));
       CHECK_FALSE(model->compressed());
       continue;
     }
@@ -286,7 +294,8 @@ TEST_CASE("ghost atoms without shifts (the LAMMPS layout) give the periodic resu
 }
 
 TEST_CASE("create_graph keeps forces differentiable with respect to the parameters", "[model]") {
-  const std::string descriptor = GENERATE(as<std::string>{}, "se_e2_a", "se_e2_r", "se_e3", "hybrid");
+  const std::string descriptor =
+      GENERATE(as<std::string>{}, "se_e2_a", "se_e2_r", "se_e3", "hybrid", "se_e2_a_tebd", "se_a_ebd_v2");
   INFO("descriptor " << descriptor);
   auto model = small_model(true, true, torch::kFloat64, descriptor);
   const auto c = cluster();
@@ -295,7 +304,7 @@ TEST_CASE("create_graph keeps forces differentiable with respect to the paramete
   REQUIRE(out.force.requires_grad());
   // d(sum F^2)/d(one bias) by autograd against a finite difference of that bias
   auto params = model->named_parameters();
-  auto b = params["fitting_1.b0"];
+  auto b = params[model->config().type_embedded() ? "fitting_all.b0" : "fitting_1.b0"];
   const auto grad = torch::autograd::grad({out.force.square().sum()}, {b})[0][2].item<double>();
   const double h = 1e-6;
   auto loss_at = [&](double delta) {

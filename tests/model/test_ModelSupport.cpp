@@ -19,12 +19,6 @@ using namespace deepkf::test;
 
 namespace {
 
-nlohmann::json water_reference_model() {
-  const auto dir = require_shared_dataset("water");
-  std::ifstream in(dir + "/input_se_e2_a.reference.json");
-  return nlohmann::json::parse(in)["model"];
-}
-
 // A minimal .npy reader for the tests (little-endian float32/float64, C order): values as double.
 std::vector<double> read_npy(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -165,21 +159,14 @@ TEST_CASE("ModelConfig reads DeePMD-kit's keys and defaults and rejects bad valu
                       "unknown key 'rcutt' in model.descriptor of in.json; did you mean 'rcut'?");
     // DeePMD-kit's other models are refused by name, before their own keys are taken for misspellings.
     model = water_reference_model();
-    model["type_embedding"] = {{"neuron", {8}}};
-    CHECK_THROWS_WITH(
-        ModelConfig::from_json(model, "in.json"),
-        "model key 'model.type_embedding' in in.json asks for a type embedding (se_atten and DPA "
-        "descriptors), which deepkf does not build: it trains one se_e2_a, se_e2_r, se_e3 or hybrid energy "
-        "model");
-    model = water_reference_model();
     model["models"] = nlohmann::json::array();
     CHECK_THROWS_WITH(ModelConfig::from_json(model, "in.json"), Catch::Contains("'model.models' in in.json"));
     model = water_reference_model();
     model["descriptor"] = {{"type", "se_atten"}};
     CHECK_THROWS_WITH(ModelConfig::from_json(model, "in.json"),
                       "model key 'model.descriptor.type' in in.json is \"se_atten\": deepkf builds the "
-                      "descriptors se_e2_a (also written se_a), se_e2_r (se_r), se_e3 (se_at, se_a_3be, "
-                      "se_t) and hybrid combinations of them");
+                      "descriptors se_e2_a (also written se_a; with a type embedding also se_a_ebd_v2), "
+                      "se_e2_r (se_r), se_e3 (se_at, se_a_3be, se_t) and hybrid combinations of them");
     model["descriptor"] = {{"type", "hybrid"}, {"list", nlohmann::json::array()}};
     CHECK_THROWS_WITH(ModelConfig::from_json(model, "in.json"),
                       Catch::Contains("'model.descriptor.list' in in.json must be a non-empty list"));

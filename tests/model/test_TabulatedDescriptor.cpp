@@ -90,11 +90,6 @@ void check_against_uncompressed(const std::string& name, Make make, const Batch&
   CHECK(devs[2].virial <= std::max(2 * devs[0].virial * std::pow(r, 5), 1e-12 * w_scale));
 }
 
-nlohmann::json water_reference_model() {
-  std::ifstream in(require_shared_dataset("water") + "/input_se_e2_a.reference.json");
-  return nlohmann::json::parse(in)["model"];
-}
-
 // A model of `mc` with random weights and the statistics and training range of frames 3 and 50 of `water`,
 // evaluated on those frames in mc.precision uncompressed and compressed at the default settings: the
 // compressed energies, forces and virials must lie within `tol` of the uncompressed ones (relative to the

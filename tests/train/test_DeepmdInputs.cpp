@@ -1,7 +1,8 @@
 // DeePMD-kit's own training inputs (tests/train/deepmd-kit-inputs, copied unchanged from its repository)
 // train here as they are, on the water data laid out where those inputs expect it: the PyTorch water
 // example (its numb_steps cut to 2, no bias fit after training) and its LKF test input (1 step, as written);
-// the same example with num_epoch is read; its se_e2_r, se_e3 and hybrid examples train (2 steps).
+// the same example with num_epoch is read; its se_e2_r, se_e3, hybrid and se_e2_a_tebd examples train
+// (2 steps).
 // DeePMD-kit's LMDB example (examples/lmdb_downsample_data, read from a DeePMD-kit checkout; skipped without
 // one) trains as it is but for its length.
 #include <cmath>
@@ -116,11 +117,13 @@ TEST_CASE("DeePMD-kit's PyTorch water example trains unchanged but for its lengt
   fs::remove_all(root);  // the checkpoint holds 1 GB of covariance
 }
 
-TEST_CASE("DeePMD-kit's se_e2_r, se_e3 and hybrid water examples train unchanged but for their length",
-          "[train][deepmd]") {
-  // examples/water/{se_e2_r, se_e3, hybrid}/input.json with the data in examples/water/data (se_e3: sel
-  // "auto"; hybrid: se_e2_a and se_e2_r).
-  const std::string descriptor = GENERATE(as<std::string>{}, "se_e2_r", "se_e3", "hybrid");
+TEST_CASE(
+    "DeePMD-kit's se_e2_r, se_e3, hybrid and se_e2_a_tebd water examples train unchanged but for their "
+    "length",
+    "[train][deepmd]") {
+  // examples/water/{se_e2_r, se_e3, hybrid, se_e2_a_tebd}/input.json with the data in examples/water/data
+  // (se_e3: sel "auto"; hybrid: se_e2_a and se_e2_r; se_e2_a_tebd: se_a_ebd_v2 with a type embedding).
+  const std::string descriptor = GENERATE(as<std::string>{}, "se_e2_r", "se_e3", "hybrid", "se_e2_a_tebd");
   INFO("descriptor " << descriptor);
   const auto [root, example] = water_example(descriptor + "-input", descriptor);
   const auto result = train_two_steps(read_json(kInputs + "/" + descriptor + "_input.json"),
@@ -129,10 +132,12 @@ TEST_CASE("DeePMD-kit's se_e2_r, se_e3 and hybrid water examples train unchanged
   CHECK(std::isfinite(result.validation.rmse_e()));
   CHECK(std::isfinite(result.validation.rmse_f()));
   const json resolved = read_json(root + "/out/input.resolved.json");
-  CHECK(resolved["model"]["descriptor"]["type"] == descriptor);
+  const bool tebd = descriptor == "se_e2_a_tebd";
+  CHECK(resolved["model"]["descriptor"]["type"] == (tebd ? "se_a_ebd_v2" : descriptor));
   const json& desc = resolved["model"]["descriptor"];
   const json neuron = descriptor == "hybrid" ? desc["list"][1]["neuron"] : desc["neuron"];
-  CHECK(neuron == (descriptor == "se_e3" ? json({2, 4, 8}) : json({5, 10, 20})));
+  CHECK(neuron == (descriptor == "se_e3" ? json({2, 4, 8}) : tebd ? json({25, 50, 100}) : json({5, 10, 20})));
+  if (tebd) CHECK(resolved["model"]["type_embedding"]["neuron"] == json({2, 4, 8}));
   CHECK(resolved["optimizer"]["type"] == "RLEKF");
   fs::remove_all(root);
 }
