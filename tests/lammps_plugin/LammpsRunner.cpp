@@ -92,7 +92,13 @@ Frame water_frame(int index, bool tilt) {
 
 void write_water_model(const std::string& path, std::int64_t seed, const std::string& descriptor) {
   ModelConfig mc;
-  mc.descriptor = descriptor;
+  // "se_a_ebd_v2": se_e2_a with a type embedding (strip; DeePMD-kit's se_e2_a_tebd example's [2, 4, 8])
+  const bool tebd = descriptor == "se_a_ebd_v2";
+  mc.descriptor = tebd ? "se_e2_a" : descriptor;
+  if (tebd) {
+    mc.type_embedding.neuron = {2, 4, 8};
+    mc.tebd_input_mode = "strip";
+  }
   mc.type_map = {"O", "H"};
   mc.rcut = 6.0;
   mc.rcut_smth = 0.5;

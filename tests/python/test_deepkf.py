@@ -45,7 +45,8 @@ def water_frames():
 def train(work, name, precision="float64", seed=1, steps=4, descriptor="se_e2_a"):
     desc = {"type": descriptor, "rcut": 4.0, "rcut_smth": 1.0, "sel": [16, 32], "neuron": [4, 8],
             "precision": precision, "seed": seed}
-    if descriptor == "se_e2_a":
+    tebd = descriptor == "se_a_ebd_v2"  # se_e2_a with a type embedding (strip)
+    if descriptor == "se_e2_a" or tebd:
         desc["axis_neuron"] = 2
     if descriptor == "hybrid":  # se_e2_a of a shorter cutoff beside se_e2_r
         angular = dict(desc, type="se_e2_a", rcut=3.0, sel=[8, 16], axis_neuron=2)
@@ -53,7 +54,8 @@ def train(work, name, precision="float64", seed=1, steps=4, descriptor="se_e2_a"
     config = {
         "model": {"type_map": ["O", "H"],
                   "descriptor": desc,
-                  "fitting_net": {"neuron": [8, 8], "precision": precision, "seed": seed}},
+                  "fitting_net": {"neuron": [8, 8], "precision": precision, "seed": seed},
+                  **({"type_embedding": {"neuron": [2, 4]}} if tebd else {})},
         "optimizer": {"type": "RLEKF", "kf_blocksize": 256},
         "training": {"training_data": {"systems": [WATER]}, "numb_steps": steps, "disp_freq": steps,
                      "save_freq": steps, "num_threads": 1, "seed": seed}}
@@ -92,6 +94,7 @@ class Models(unittest.TestCase):
         cls.radial = train(cls.work, "se_e2_r", descriptor="se_e2_r")
         cls.three_body = train(cls.work, "se_e3", descriptor="se_e3")
         cls.hybrid = train(cls.work, "hybrid", descriptor="hybrid")
+        cls.type_embedded = train(cls.work, "se_a_ebd_v2", descriptor="se_a_ebd_v2")
         cls.compressed = os.path.join(cls.work, "compressed.pt")
         run("compress", cls.f64, "-o", cls.compressed)
         cls.coord, cls.box, cls.types, cls.energy, cls.force = water_frames()
@@ -109,7 +112,8 @@ class DeepPotTest(Models):
                                                  (self.f32, "f32", 1e-6, 1e-3, 1e-4),
                                                  (self.radial, "se_e2_r", 1e-12, 1e-10, 1e-10),
                                                  (self.three_body, "se_e3", 1e-12, 1e-10, 1e-10),
-                                                 (self.hybrid, "hybrid", 1e-12, 1e-10, 1e-10)]:
+                                                 (self.hybrid, "hybrid", 1e-12, 1e-10, 1e-10),
+                                                 (self.type_embedded, "se_a_ebd_v2", 1e-12, 1e-10, 1e-10)]:
             e_ref, f_ref, v_ref = detail(self.work, model, name)
             e, f, v = DeepPot(model).eval(self.coord, self.box, self.types)
             assert_close(self, e[:, 0], e_ref, e_tol, f"{name} energies against deepkf test")
