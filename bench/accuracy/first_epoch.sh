@@ -15,7 +15,9 @@
 # learning rate 1e-3 to 1e-5 over the run, force prefactor 1000 to 1, energy 0.02 to 1); the p0 list is
 # then ignored and the p0 columns read "-". DESCRIPTOR=se_e2_r (or se_e3) trains the radial (three-body)
 # descriptor with the same embedding and fitting nets (no axis_neuron) instead of se_e2_a; DESCRIPTOR=hybrid
-# trains se_e2_a of rcut 3.5 beside se_e2_r of rcut 5.
+# trains se_e2_a of rcut 3.5 beside se_e2_r of rcut 5. DESCRIPTOR=se_e2_a_tebd (or se_a_ebd_v2) trains se_e2_a
+# with a type embedding of widths [2, 4, 8] (DeePMD-kit's se_e2_a_tebd example's), in "concat" (or "strip")
+# form, type_one_side true as in that example.
 set -euo pipefail
 deepkf=$(realpath "$1"); datasets=$(realpath "$2"); out=$3; shift 3
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -51,8 +53,14 @@ for name in "${names[@]}"; do
       schedule='"learning_rate": {"type": "exp", "start_lr": 0.001, "stop_lr": 1e-5, "decay_steps": 100},
  "loss": {"type": "ener", "start_pref_e": 0.02, "limit_pref_e": 1, "start_pref_f": 1000, "limit_pref_f": 1},'
     fi
-    axis='"axis_neuron": 8,'; [ "${DESCRIPTOR:-se_e2_a}" = se_e2_a ] || axis=""
-    descriptor="{\"type\": \"${DESCRIPTOR:-se_e2_a}\", \"sel\": \"auto\", \"rcut_smth\": 0.5, \"rcut\": 5.0,
+    axis='"axis_neuron": 8,'; type=${DESCRIPTOR:-se_e2_a}; tebd=""
+    case $type in
+      se_e2_a) ;;
+      se_e2_a_tebd|se_a_ebd_v2) [ "$type" = se_a_ebd_v2 ] || type=se_e2_a
+        axis="$axis \"type_one_side\": true,"; tebd='"type_embedding": {"neuron": [2, 4, 8]},';;
+      *) axis="";;
+    esac
+    descriptor="{\"type\": \"$type\", \"sel\": \"auto\", \"rcut_smth\": 0.5, \"rcut\": 5.0,
                  \"neuron\": [8, 16, 32], $axis \"seed\": 1}"
     if [ "${DESCRIPTOR:-}" = hybrid ]; then
       # se_e2_a of rcut 3.5 beside se_e2_r of rcut 5, the nets of the other rows
@@ -61,7 +69,7 @@ for name in "${names[@]}"; do
         {"type": "se_e2_r", "sel": "auto", "rcut_smth": 0.5, "rcut": 5.0, "neuron": [8, 16, 32], "seed": 1}]}'
     fi
     cat > "$dir/input.json" <<EOF
-{"model": {"type_map": $types,
+{"model": {"type_map": $types, $tebd
   "descriptor": $descriptor,
   "fitting_net": {"neuron": [32, 32, 32], "resnet_dt": true, "seed": 1}},
  "optimizer": $optimizer, $schedule
