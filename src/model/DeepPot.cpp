@@ -198,9 +198,10 @@ ModelOutput DeepPotImpl::evaluate(const torch::Tensor& coord, const torch::Tenso
   check_inputs(config_, coord, atype, nlist, shift);
   if (compressed()) {
     if (create_graph) refuse_training("outputs differentiable with respect to the weights");
-    // The tables' kernel computes se_e2_a's T; se_e2_r and se_e3 evaluate their tables by LibTorch
-    // operations.
-    if (table_kernel_ && coord.device().is_cpu() && config_.descriptor == "se_e2_a")
+    // The tables' kernel computes se_e2_a's T; se_e2_r, se_e3 and a stripped type embedding (the table of
+    // G(s) times the pair's 1 + G_t) evaluate their tables by LibTorch operations.
+    if (table_kernel_ && coord.device().is_cpu() && config_.descriptor == "se_e2_a" &&
+        !config_.type_embedded())
       return evaluate_compressed(coord, atype, nlist, shift, need_atom_virial);
   }
   torch::AutoGradMode grad_mode(true);
@@ -300,10 +301,10 @@ void DeepPotImpl::compress(const TableSettings& settings) {
         "a hybrid descriptor's model is not compressed by this version of deepkf: use the uncompressed "
         "model");
   }
-  if (config_.type_embedded()) {
+  if (config_.type_embedded() && !config_.stripped()) {
     throw ModelError(
-        "a model with a type embedding is not compressed by this version of deepkf: use the uncompressed "
-        "model");
+        "a model with a type embedding in \"concat\" form (descriptor se_e2_a with model.type_embedding) is "
+        "not compressed: its embedding net reads the types beside s; the \"strip\" form (se_a_ebd_v2) is");
   }
   if (compressed()) {
     throw ModelError("the model is already compressed (step " +
@@ -318,8 +319,8 @@ void DeepPotImpl::compress(const TableSettings& settings) {
 
 void DeepPotImpl::prepare_tables(const nlohmann::json& layout, const std::string& where) {
   if (compressed()) throw ModelError(where + ": the model already has tables");
-  if (config_.hybrid() || config_.type_embedded())
-    throw ModelError(where + ": a hybrid descriptor's or a type-embedded model has no tables");
+  if (config_.hybrid() || (config_.type_embedded() && !config_.stripped()))
+    throw ModelError(where + ": a hybrid descriptor's or a concat type-embedded model has no tables");
   table_ = register_module("table", EmbeddingTable(layout, config_, where));
 }
 

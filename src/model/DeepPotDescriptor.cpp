@@ -15,8 +15,11 @@ torch::Tensor DeepPotImpl::embed(std::size_t part, int first, int second, const 
   // The types' vectors: tebd_j, or [tebd_j, tebd_i] (neighbour first, as DeePMD-kit concatenates them).
   const auto tebd = type_vectors();
   const auto types = config_.type_one_side ? tebd[second] : torch::cat({tebd[second], tebd[first]});
-  if (config_.stripped())  // G(s) (1 + G_t(types)), G_t a vector of M for the pair
-    return embedding_[net]->forward(x.unsqueeze(-1)) * (1.0 + type_filter_->forward(types));
+  if (config_.stripped()) {  // G(s) (1 + G_t(types)), G_t a vector of M for the pair; G(s) tabulated
+    const auto g =
+        compressed() ? table_->values(net, x, beyond_end) : embedding_[net]->forward(x.unsqueeze(-1));
+    return g * (1.0 + type_filter_->forward(types));
+  }
   auto sizes = x.sizes().vec();
   sizes.push_back(types.size(0));
   return embedding_[net]->forward(torch::cat({x.unsqueeze(-1), types.expand(sizes)}, -1));  // G([s, types])

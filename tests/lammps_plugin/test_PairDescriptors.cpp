@@ -39,6 +39,9 @@ TEST_CASE("se_e2_r, se_e3, hybrid and type-embedded models: run 0 equals the dir
   SECTION("se_a_ebd_v2 model (se_e2_a with a type embedding), triclinic water frame, 2 ranks") {
     check_run0(water_frame(2, true), 2, false, "se_a_ebd_v2");
   }
+  SECTION("compressed se_a_ebd_v2 model, orthorhombic water frame, 2 ranks") {
+    check_run0(water_frame(1, false), 2, true, "se_a_ebd_v2");
+  }
 }
 
 TEST_CASE("se_e2_r, se_e3, hybrid and type-embedded models give the same 100 MD steps on 1 and 2 ranks",

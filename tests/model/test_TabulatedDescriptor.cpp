@@ -170,20 +170,25 @@ TEST_CASE("the water reference settings (M = 100, sel 46/92) agree at the defaul
 }
 
 TEST_CASE(
-    "compressed se_e2_r and se_e3 models agree with the uncompressed ones and their forces are their energy "
-    "derivatives",
+    "compressed se_e2_r, se_e3 and se_a_ebd_v2 models agree with the uncompressed ones and their forces are "
+    "their energy derivatives",
     "[model][compress]") {
-  // DeePMD-kit's se_e2_r and se_e3 water examples' settings (embedding 5-10-20 and 2-4-8; sel 46/92) with
-  // random weights and the frames' statistics; their tables are evaluated by LibTorch operations (the
-  // kernel is se_e2_a's).
-  const std::string descriptor = GENERATE(as<std::string>{}, "se_e2_r", "se_e3");
+  // DeePMD-kit's se_e2_r, se_e3 and se_e2_a_tebd water examples' settings (embedding 5-10-20, 2-4-8 and
+  // 25-50-100 with the type embedding 2-4-8; sel 46/92) with random weights and the frames' statistics;
+  // their tables are evaluated by LibTorch operations (the kernel is se_e2_a's): se_a_ebd_v2's table is
+  // G(s)'s, multiplied by each type pair's 1 + G_t.
+  const std::string descriptor = GENERATE(as<std::string>{}, "se_e2_r", "se_e3", "se_a_ebd_v2");
   INFO("descriptor " << descriptor);
   const auto water = Dataset::load({require_shared_dataset("water/data_3")}, {"O", "H"});
   auto doc = water_reference_model();
   doc["descriptor"]["type"] = descriptor;
-  doc["descriptor"]["neuron"] =
-      descriptor == "se_e3" ? std::vector<int>{2, 4, 8} : std::vector<int>{5, 10, 20};
-  doc["descriptor"].erase("axis_neuron");
+  if (descriptor == "se_a_ebd_v2") {
+    doc["type_embedding"] = {{"neuron", {2, 4, 8}}};
+  } else {
+    doc["descriptor"]["neuron"] =
+        descriptor == "se_e3" ? std::vector<int>{2, 4, 8} : std::vector<int>{5, 10, 20};
+    doc["descriptor"].erase("axis_neuron");
+  }
   if (descriptor == "se_e3") doc["descriptor"].erase("type_one_side");
   check_default_tables(ModelConfig::from_json(doc), water.systems.at(0), 1e-10);
   // Forces of the compressed model against finite differences of its own energy, on a small cell.
