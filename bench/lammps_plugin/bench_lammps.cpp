@@ -19,7 +19,9 @@
 // DEEPKF_BENCH_DESCRIPTOR=se_e3 measures DeePMD-kit's se_e3 water example (examples/water/se_e3: rcut 5.8,
 // embedding 2/4/8, fitting 240/240/240, sel "auto", which gives 40/76 on the water data) the same way, and
 // DEEPKF_BENCH_DESCRIPTOR=hybrid its hybrid example (se_e2_a of rcut 4, sel 20/40, embedding 10/20/40, axis
-// 4, beside se_e2_r of rcut 6, sel 46/92, embedding 5/10/20; fitting 240/240/240), uncompressed only.
+// 4, beside se_e2_r of rcut 6, sel 46/92, embedding 5/10/20; fitting 240/240/240), uncompressed only;
+// DEEPKF_BENCH_DESCRIPTOR=se_a_ebd_v2 its se_e2_a_tebd example (the reference settings with a type embedding
+// 2/4/8 in the strip form; compressed: G(s)'s table by LibTorch operations).
 //
 // For the uncompressed model the achieved GFLOP/s (5.708 MFLOP per atom-step, bench/support/ModelFlops.hpp,
 // times atom-steps/s) is printed as before; "speed-up" is compressed over uncompressed atom-steps/s of the
@@ -108,7 +110,12 @@ int main(int argc, char** argv) {
   const char* descriptor = std::getenv("DEEPKF_BENCH_DESCRIPTOR");
   const std::string chosen = descriptor == nullptr ? "se_e2_a" : descriptor;
   const bool radial = chosen == "se_e2_r", three_body = chosen == "se_e3", hybrid = chosen == "hybrid";
-  if (radial) {
+  const bool tebd = chosen == "se_a_ebd_v2";
+  if (tebd) {
+    mc.type_embedding.neuron = {2, 4, 8};
+    mc.tebd_input_mode = "strip";
+    mc.type_one_side = true;
+  } else if (radial) {
     mc.descriptor = "se_e2_r";
     mc.embedding_neuron = {5, 10, 20};
     mc.type_one_side = true;
@@ -134,7 +141,7 @@ int main(int argc, char** argv) {
     mc.parts = {a, r};
     mc.combine_parts();
   } else if (chosen != "se_e2_a") {
-    std::fprintf(stderr, "bench_lammps: DEEPKF_BENCH_DESCRIPTOR must be se_e2_a, se_e2_r, se_e3 or hybrid, not '%s'\n",
+    std::fprintf(stderr, "bench_lammps: DEEPKF_BENCH_DESCRIPTOR must be se_e2_a, se_e2_r, se_e3, hybrid or se_a_ebd_v2, not '%s'\n",
                  chosen.c_str());
     return 2;
   }
@@ -151,7 +158,7 @@ int main(int argc, char** argv) {
   for (const auto& [name, precision] : precisions)
     write_models(mc, batch, precision, dir + "/" + name + ".pt", dir + "/" + name + "-compressed.pt");
   deepkf::test::write_data_file(dir + "/data.lmp", deepkf::test::water_frame(0, false));
-  const bool se_a = !radial && !three_body && !hybrid;
+  const bool se_a = !radial && !three_body && !hybrid && !tebd;
   const double fpas = se_a ? 2 * deepkf::bench::energy_flops_per_atom(mc) : 0.0;  // F_EF = 2 F_E
   if (!se_a) {
     std::printf(
