@@ -194,6 +194,31 @@ void PackedCovariance::flush() {
   }
   pending_K_ = torch::Tensor();
   pending_U_ = torch::Tensor();
+  applied_.clear();
+}
+
+void PackedCovariance::flush_block(std::size_t j) {
+  if (!device_.is_cpu() || !pending_U_.defined()) {
+    flush();
+    return;
+  }
+  if (applied(j)) return;
+  // The same instructions as flush_cpu's on this block's row chunks: the block ends as a full flush leaves
+  // it.
+  const packed::RankUpdate pending = pending_joint();
+  with_dtype(dtype_, [&](auto zero) {
+    using T = decltype(zero);
+    T* P = blocks_[j].data_ptr<T>();
+    const auto first = first_task_[j];
+    for_each_task(first_task_[j + 1] - first, [&](std::int64_t t) {
+      const Task& task = tasks_[static_cast<std::size_t>(first + t)];
+      packed::RankUpdate update = pending;
+      update.U += offsets_[j];
+      packed::joint_update_rows(P, sizes_[j], task.r0, task.r1, update);
+    });
+  });
+  if (applied_.empty()) applied_.assign(sizes_.size(), 0);
+  applied_[j] = 1;
 }
 
 void PackedCovariance::flush_cpu() {
@@ -201,6 +226,7 @@ void PackedCovariance::flush_cpu() {
     const packed::RankUpdate pending = pending_joint();
     for_each_chunk([&](auto* P, const Task& task, std::int64_t) {
       const auto j = static_cast<std::size_t>(task.block);
+      if (applied(j)) return;  // flushed alone already (flush_block)
       packed::RankUpdate update = pending;
       update.U += offsets_[j];
       packed::joint_update_rows(P, sizes_[j], task.r0, task.r1, update);
@@ -221,7 +247,7 @@ torch::Tensor PackedCovariance::diagonal(std::size_t j) const {
     // (p_rr - K_r^2 / a) / lambda
     const auto K = pending_K_.narrow(0, offsets_[j], sizes_[j]);
     diag = (diag - K * K * pending_inv_a_) * pending_inv_lambda_;
-  } else if (pending_U_.defined()) {
+  } else if (pending_U_.defined() && !applied(j)) {
     // (p_rr - sum_k U_rk^2) / lambda, the terms subtracted one at a time in k order (a reduction over k
     // would round by the tensor's layout, which differs with the blocks a rank holds)
     for (std::int64_t k = 0; k < pending_U_.size(0); ++k) {
@@ -268,7 +294,7 @@ std::vector<double> PackedCovariance::largest_diagonals() const {
         if (K != nullptr) {
           const double k = K[offsets_[j] + r];
           p = (p - k * k * pending_inv_a_) * pending_inv_lambda_;
-        } else if (joint.q > 0) {
+        } else if (joint.q > 0 && !applied(j)) {
           for (int q = 0; q < joint.q; ++q) {
             const double u = joint.U[q * joint.ld + offsets_[j] + r];
             p -= u * u;
@@ -299,7 +325,7 @@ std::int64_t PackedCovariance::cap_diagonal(double cap, double release) {
 }
 
 void PackedCovariance::congruence(std::size_t j, const torch::Tensor& s_in) {
-  flush();
+  flush_block(j);  // this block only: the others keep their update for the next sweep
   const auto s = s_in.to(device_, torch::kFloat64).contiguous();
   if (!device_.is_cpu()) {
 #ifdef DEEPKF_WITH_CUDA

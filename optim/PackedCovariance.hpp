@@ -162,6 +162,12 @@ class PackedCovariance {
   double pending_inv_a_ = 0.0;
   double pending_inv_lambda_ = 1.0;
   torch::Tensor pending_U_;
+  // CPU: blocks whose share of pending_U_ has been applied already (flush_block, for a congruence on one
+  // block), which the next sweep or flush must not apply again; empty when none.
+  std::vector<char> applied_;
+  bool applied(std::size_t j) const { return !applied_.empty() && applied_[j] != 0; }
+  // Applies the pending update to block j alone (CPU, joint update; otherwise all blocks are flushed).
+  void flush_block(std::size_t j);
   torch::Tensor joint_workspace_;  // the joint sweep's partial sums, m times workspace_ (grown as needed)
 };
 

@@ -37,6 +37,7 @@ torch::Tensor PackedCovariance::sweep_joint(const torch::Tensor& H, torch::Tenso
   }
   sweep_joint_cpu(H, Y);
   pending_U_ = torch::Tensor();  // applied by the sweep
+  applied_.clear();
   // gram[j][a][b] = H_ja^T Y_jb, each a sum in index order; threads take blocks.
   gram = torch::zeros({num_blocks(), m, m}, torch::kFloat64);
   const double* hp = H.data_ptr<double>();
@@ -77,6 +78,12 @@ void PackedCovariance::sweep_joint_cpu(const torch::Tensor& H, torch::Tensor& Y)
     zeros = torch::zeros({m, total}, torch::kFloat64);
     pending = {zeros.data_ptr<double>(), total, static_cast<int>(m), 1.0};
   }
+  // Blocks a congruence has flushed alone (flush_block) take U = 0, lambda = 1: their update is in P.
+  torch::Tensor none;
+  if (!applied_.empty() && pending_U_.defined()) none = torch::zeros({m, total}, torch::kFloat64);
+  const packed::RankUpdate flushed =
+      none.defined() ? packed::RankUpdate{none.data_ptr<double>(), total, static_cast<int>(m), 1.0}
+                     : packed::RankUpdate{};
   for_each_chunk([&](auto* P, const Task& task, std::int64_t) {
     const auto j = static_cast<std::size_t>(task.block);
     const auto n = sizes_[j];
@@ -84,7 +91,7 @@ void PackedCovariance::sweep_joint_cpu(const torch::Tensor& H, torch::Tensor& Y)
     // This task's m partial vectors lie one after another at m * task.partial.
     double* y = ws + m * task.partial;
     std::fill(y, y + m * len, 0.0);
-    packed::RankUpdate update = pending;
+    packed::RankUpdate update = applied(j) ? flushed : pending;
     update.U += offsets_[j];
     packed::joint_sweep_rows(P, n, task.r0, task.r1, update, {hp + offsets_[j], total}, static_cast<int>(m),
                              {y, len});
@@ -115,6 +122,7 @@ void PackedCovariance::defer_joint_update(torch::Tensor U, double lambda) {
                      std::to_string(offsets_.back()) + "] matrix on " + device_.str());
   if (has_pending()) flush();
   pending_U_ = std::move(U);
+  applied_.clear();
   pending_inv_lambda_ = 1.0 / lambda;
 }
 

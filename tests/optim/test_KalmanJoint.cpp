@@ -303,6 +303,50 @@ TEST_CASE("joint updates refuse bad counts and non-finite innovations", "[optim]
   CHECK(kf.steps() == 0);
 }
 
+TEST_CASE("a congruence on one block applies the pending joint update to that block alone, as a flush would",
+          "[optim][packed][joint]") {
+  // The diagonal cap scales single blocks; with a joint update pending, only the scaled block is flushed
+  // and the next sweep applies the update to the others: float64 bit for bit what a full flush gives,
+  // float32 to its rounding (a sweep multiplies with the updated value before storing it).
+  const std::vector<std::int64_t> sizes = {3, 900, 1, 1300};
+  std::int64_t total = 0;
+  for (const auto n : sizes) total += n;
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(11);
+  const auto H1 = at::randn({3, total}, gen, torch::kFloat64);
+  const auto H2 = at::randn({3, total}, gen, torch::kFloat64);
+  const auto U = 0.01 * at::randn({3, total}, gen, torch::kFloat64);
+  const auto s = 0.5 + 0.5 * at::rand({900}, gen, torch::kFloat64);
+  for (const auto dtype : {torch::kFloat64, torch::kFloat32}) {
+    INFO("dtype " << c10::toString(dtype));
+    const auto run = [&](bool flush_all) {
+      deepkf::PackedCovariance cov(sizes, 1.5, dtype, torch::kCPU);
+      torch::Tensor gram;
+      cov.sweep_joint(H1, gram);
+      cov.defer_joint_update(U.clone(), 0.97);
+      if (flush_all) cov.flush();
+      cov.congruence(1, s);
+      const double trace = cov.diagonal_sum();  // the pending update of the other blocks included
+      const auto Y = cov.sweep_joint(H2, gram);
+      cov.defer_joint_update(U.clone(), 0.97);
+      cov.congruence(3, torch::ones({1300}, torch::kFloat64));
+      std::vector<torch::Tensor> blocks;
+      for (std::int64_t j = 0; j < cov.num_blocks(); ++j) blocks.push_back(cov.packed(j).clone());
+      return std::make_tuple(trace, Y, gram, blocks);
+    };
+    const auto [trace_alone, y_alone, gram_alone, blocks_alone] = run(false);
+    const auto [trace_all, y_all, gram_all, blocks_all] = run(true);
+    const double tol = dtype == torch::kFloat64 ? 0.0 : 1e-6;
+    CHECK(std::abs(trace_alone - trace_all) <= tol * std::abs(trace_all));
+    CHECK(relative_difference(y_alone, y_all) <= tol);
+    CHECK(relative_difference(gram_alone, gram_all) <= tol);
+    for (std::size_t j = 0; j < sizes.size(); ++j) {
+      INFO("block " << j);
+      CHECK(relative_difference(blocks_alone[j].to(torch::kFloat64), blocks_all[j].to(torch::kFloat64)) <=
+            tol);
+    }
+  }
+}
+
 TEST_CASE("the joint sweep: a flush equals the update inside a sweep, and threads do not change a bit",
           "[optim][packed][joint]") {
   // Blocks with one and with several row chunks (the threads' unit), so partial sums are combined.
