@@ -205,17 +205,10 @@ void PackedCovariance::flush_block(std::size_t j) {
   if (applied(j)) return;
   // The same instructions as flush_cpu's on this block's row chunks: the block ends as a full flush leaves
   // it.
-  const packed::RankUpdate pending = pending_joint();
-  with_dtype(dtype_, [&](auto zero) {
-    using T = decltype(zero);
-    T* P = blocks_[j].data_ptr<T>();
-    const auto first = first_task_[j];
-    for_each_task(first_task_[j + 1] - first, [&](std::int64_t t) {
-      const Task& task = tasks_[static_cast<std::size_t>(first + t)];
-      packed::RankUpdate update = pending;
-      update.U += offsets_[j];
-      packed::joint_update_rows(P, sizes_[j], task.r0, task.r1, update);
-    });
+  packed::RankUpdate update = pending_joint();
+  update.U += offsets_[j];
+  for_each_chunk_of(j, [&](auto* P, const Task& task, std::int64_t) {
+    packed::joint_update_rows(P, sizes_[j], task.r0, task.r1, update);
   });
   if (applied_.empty()) applied_.assign(sizes_.size(), 0);
   applied_[j] = 1;
@@ -333,15 +326,8 @@ void PackedCovariance::congruence(std::size_t j, const torch::Tensor& s_in) {
 #endif
     return;
   }
-  const auto n = sizes_[j];
-  with_dtype(dtype_, [&](auto zero) {
-    using T = decltype(zero);
-    T* P = blocks_[j].data_ptr<T>();
-    const auto first = first_task_[j];
-    for_each_task(first_task_[j + 1] - first, [&](std::int64_t t) {
-      const Task& task = tasks_[static_cast<std::size_t>(first + t)];
-      packed::scale_rows(P, n, task.r0, task.r1, s.data_ptr<double>());
-    });
+  for_each_chunk_of(j, [&](auto* P, const Task& task, std::int64_t) {
+    packed::scale_rows(P, sizes_[j], task.r0, task.r1, s.data_ptr<double>());
   });
 }
 

@@ -140,6 +140,18 @@ class PackedCovariance {
     });
   }
 
+  // CPU: the same for the chunks of block j only.
+  template <typename F>
+  void for_each_chunk_of(std::size_t j, const F& job) {
+    with_dtype(dtype_, [&](auto zero) {
+      using T = decltype(zero);
+      const auto first = first_task_[j];
+      for_each_task(first_task_[j + 1] - first, [&](std::int64_t t) {
+        job(blocks_[j].template data_ptr<T>(), tasks_[static_cast<std::size_t>(first + t)], first + t);
+      });
+    });
+  }
+
   std::vector<std::int64_t> sizes_;
   std::vector<std::int64_t> offsets_{0};  // block j covers [offsets_[j], offsets_[j + 1]) of h and K
   torch::ScalarType dtype_ = torch::kFloat64;
