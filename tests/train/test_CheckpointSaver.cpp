@@ -134,7 +134,7 @@ TEST_CASE("a background checkpoint holds P as it was at the save while the filte
   fs::remove_all(dir);
 }
 
-TEST_CASE("checkpoints in the foreground are complete on return; 'auto' leaves small covariances there",
+TEST_CASE("checkpoints in the foreground are complete on return, and 'auto' leaves small covariances there",
           "[train][checkpoint]") {
   torch::manual_seed(4);
   const std::string dir = deepkf::test::make_temp_dir("checkpoint-saver-fg");
