@@ -198,10 +198,9 @@ ModelOutput DeepPotImpl::evaluate(const torch::Tensor& coord, const torch::Tenso
   check_inputs(config_, coord, atype, nlist, shift);
   if (compressed()) {
     if (create_graph) refuse_training("outputs differentiable with respect to the weights");
-    // The tables' kernel computes se_e2_a's T; se_e2_r, se_e3 and a stripped type embedding (the table of
-    // G(s) times the pair's 1 + G_t) evaluate their tables by LibTorch operations.
-    if (table_kernel_ && coord.device().is_cpu() && config_.descriptor == "se_e2_a" &&
-        !config_.type_embedded())
+    // The tables' kernel computes se_e2_a's T (with a stripped type embedding from G(s)'s table times each
+    // pair's 1 + G_t); se_e2_r and se_e3 evaluate their tables by LibTorch operations.
+    if (table_kernel_ && coord.device().is_cpu() && config_.descriptor == "se_e2_a")
       return evaluate_compressed(coord, atype, nlist, shift, need_atom_virial);
   }
   torch::AutoGradMode grad_mode(true);
@@ -256,7 +255,9 @@ ModelOutput DeepPotImpl::evaluate_compressed(const torch::Tensor& coord, const t
   const auto nloc = nlist.size(1);
   const auto m = config_.embedding_width();
   const auto axis = config_.axis_neuron;
-  TabulatedDescriptor descriptor(*table_, config_, davg_, dstd_, coord, atype, nlist, shift);
+  TabulatedDescriptor descriptor(*table_, config_, davg_, dstd_, coord, atype, nlist, shift,
+                                 config_.stripped() ? &strip_tables() : nullptr);
+  const torch::Tensor tebd = config_.type_embedded() ? type_vectors() : torch::Tensor();
   // T = R^T G / N_c of every centre: (nf nloc) x 4 x M
   const auto t_all = descriptor.forward();
   const auto types = atype.narrow(1, 0, nloc).reshape({nf * nloc}).to(torch::kCPU);
@@ -269,9 +270,11 @@ ModelOutput DeepPotImpl::evaluate_compressed(const torch::Tensor& coord, const t
     const auto t_mat = t_all.index_select(0, idx);  // n x 4 x M
     const auto t_axis = t_mat.narrow(2, 0, axis);   // n x 4 x M<
     // D = T^T T< : n x (M M<) ; E_i = F_c(D_i) + bias[c] with dE/dD
-    const auto d = torch::bmm(t_mat.transpose(1, 2), t_axis).reshape({n, m * axis});
-    const auto [e, grad_d_flat] = fitting_[static_cast<std::size_t>(c)]->forward_with_input_gradient(d);
-    const auto grad_d = grad_d_flat.view({n, m, axis});
+    auto d = torch::bmm(t_mat.transpose(1, 2), t_axis).reshape({n, m * axis});
+    // under a type embedding the one fitting net reads [D_i, tebd_c]; dE/dD is the first M M< of its gradient
+    if (tebd.defined()) d = torch::cat({d, tebd[c].expand({n, tebd.size(1)})}, 1);
+    const auto [e, grad_in] = fitting_net(c)->forward_with_input_gradient(d);
+    const auto grad_d = grad_in.narrow(1, 0, m * axis).reshape({n, m, axis});
     // dE/dT_am = sum_k dE/dD_mk T_ak + [m < M<] sum_m' dE/dD_m'm T_am'
     auto grad = torch::bmm(t_axis, grad_d.transpose(1, 2));
     grad.narrow(2, 0, axis).add_(torch::bmm(t_mat, grad_d));
@@ -287,6 +290,22 @@ ModelOutput DeepPotImpl::evaluate_compressed(const torch::Tensor& coord, const t
   out.atom_virial = forces.atom_virial;
   out.beyond_table = descriptor.beyond_table();
   return out;
+}
+
+const std::vector<torch::Tensor>& DeepPotImpl::strip_tables() {
+  if (!strip_tables_.empty()) return strip_tables_;
+  torch::NoGradGuard no_grad;
+  const int nt = config_.ntypes();
+  const auto tebd = type_vectors();
+  const auto& coef = table_->coefficients(0);  // intervals x 6 x M: G(s) = sum_k c_k t^k, linear in c
+  for (int c = 0; c < (config_.type_one_side ? 1 : nt); ++c) {
+    for (int t = 0; t < nt; ++t) {
+      const auto types = config_.type_one_side ? tebd[t] : torch::cat({tebd[t], tebd[c]});
+      const auto factor = (1.0 + type_filter_->forward(types)).to(coef.scalar_type());
+      strip_tables_.push_back((coef * factor.view({1, 1, -1})).contiguous());
+    }
+  }
+  return strip_tables_;
 }
 
 void DeepPotImpl::refuse_training(const char* what) const {
@@ -315,6 +334,7 @@ void DeepPotImpl::compress(const TableSettings& settings) {
                                        net_names_.begin() + static_cast<std::ptrdiff_t>(embedding_.size()));
   table_ = register_module(
       "table", EmbeddingTable(embedding_, names, config_, davg_, dstd_, training_range_, settings));
+  strip_tables_.clear();
 }
 
 void DeepPotImpl::prepare_tables(const nlohmann::json& layout, const std::string& where) {
@@ -322,6 +342,7 @@ void DeepPotImpl::prepare_tables(const nlohmann::json& layout, const std::string
   if (config_.hybrid() || (config_.type_embedded() && !config_.stripped()))
     throw ModelError(where + ": a hybrid descriptor's or a concat type-embedded model has no tables");
   table_ = register_module("table", EmbeddingTable(layout, config_, where));
+  strip_tables_.clear();
 }
 
 void DeepPotImpl::set_trainable(bool descriptor, const std::vector<bool>& fitting) {

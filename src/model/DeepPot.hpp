@@ -141,6 +141,12 @@ class DeepPotImpl : public torch::nn::Module {
   std::vector<std::string> net_names_;
   DenseNet type_net_{nullptr};     // type embedding: one-hot(t) -> tebd_t
   DenseNet type_filter_{nullptr};  // strip: G_t of the embedded types
+  // A compressed strip model's tables for the CPU kernel: G(s)'s coefficients times 1 + G_t of each
+  // neighbour type (type_one_side) or (centre, neighbour) pair, made at the first evaluation after the
+  // weights are in place (a compressed model is not trained, so they stay valid; compress and
+  // prepare_tables clear them).
+  std::vector<torch::Tensor> strip_tables_;
+  const std::vector<torch::Tensor>& strip_tables();
   torch::Tensor davg_, dstd_, energy_bias_;
   TrainingRange training_range_;
   EmbeddingTable table_{nullptr};  // registered as "table" once compressed

@@ -19,8 +19,9 @@ constexpr std::int64_t kGrain = 8;
 TabulatedDescriptor::TabulatedDescriptor(const EmbeddingTableImpl& table, const ModelConfig& config,
                                          const torch::Tensor& davg, const torch::Tensor& dstd,
                                          const torch::Tensor& coord, const torch::Tensor& atype,
-                                         const torch::Tensor& nlist, const torch::Tensor& shift)
-    : table_(table), config_(config) {
+                                         const torch::Tensor& nlist, const torch::Tensor& shift,
+                                         const std::vector<torch::Tensor>* scaled)
+    : table_(table), config_(config), scaled_(scaled) {
   for (const auto* t : {&davg, &coord, &atype, &nlist, &shift}) {
     if (t->defined() && !t->device().is_cpu()) {
       throw ModelError(
@@ -58,8 +59,12 @@ tabulated::Problem<Real> TabulatedDescriptor::problem() const {
   p.type_one_side = config_.type_one_side;
   p.rcut = config_.rcut;
   p.rcut_smth = config_.rcut_smth;
-  for (std::size_t k = 0; k < table_.size(); ++k)
-    p.tables.push_back({table_.grid(k), table_.coefficients(k).template data_ptr<Real>()});
+  if (scaled_ != nullptr) {
+    for (const auto& coef : *scaled_) p.tables.push_back({table_.grid(0), coef.template data_ptr<Real>()});
+  } else {
+    for (std::size_t k = 0; k < table_.size(); ++k)
+      p.tables.push_back({table_.grid(k), table_.coefficients(k).template data_ptr<Real>()});
+  }
   return p;
 }
 

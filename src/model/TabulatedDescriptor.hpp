@@ -6,6 +6,7 @@
 #include <torch/types.h>
 
 #include <cstdint>
+#include <vector>
 
 #include "src/model/EmbeddingTable.hpp"
 #include "src/model/ModelConfig.hpp"
@@ -16,10 +17,14 @@ class TabulatedDescriptor {
  public:
   // table, config, davg/dstd (ntypes x nnei x 4): the compressed model's; coord: nframes x nall x 3 (A);
   // atype: nframes x nall (int64); nlist: nframes x nloc x nnei (int64, -1 empty); shift: nframes x nloc x
-  // nnei x 3 (A) or undefined. Throws ModelError when the inputs are not on the CPU.
+  // nnei x 3 (A) or undefined. Throws ModelError when the inputs are not on the CPU. `scaled`: the
+  // coefficients to use instead of table's, one tensor per neighbour type (type_one_side) or per (centre,
+  // neighbour) pair, all on table's grid 0 (a type embedding's strip form: G(s)'s table times each pair's
+  // 1 + G_t); null: table's own. They must outlive this object.
   TabulatedDescriptor(const EmbeddingTableImpl& table, const ModelConfig& config, const torch::Tensor& davg,
                       const torch::Tensor& dstd, const torch::Tensor& coord, const torch::Tensor& atype,
-                      const torch::Tensor& nlist, const torch::Tensor& shift);
+                      const torch::Tensor& nlist, const torch::Tensor& shift,
+                      const std::vector<torch::Tensor>* scaled = nullptr);
 
   // T of every centre: (nframes nloc) x 4 x M, the model's dtype.
   torch::Tensor forward();
@@ -45,6 +50,7 @@ class TabulatedDescriptor {
   const EmbeddingTableImpl& table_;
   const ModelConfig& config_;
   torch::Tensor davg_, dstd_, coord_, atype_, nlist_, shift_;  // contiguous, CPU, model dtype / int64
+  const std::vector<torch::Tensor>* scaled_ = nullptr;
   std::int64_t beyond_ = 0;
 };
 

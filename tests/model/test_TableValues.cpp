@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <limits>
+#include <string>
 
 #include "src/model/TabulatedKernel.hpp"
 #include "tests/model/ModelTestSupport.hpp"
@@ -17,8 +18,9 @@ using namespace deepkf::test;
 
 namespace {
 
-DeepPot compressed(bool type_one_side, c10::ScalarType precision, double extrapolate = 5.0) {
-  auto model = small_model(type_one_side, true, precision);
+DeepPot compressed(bool type_one_side, c10::ScalarType precision, double extrapolate = 5.0,
+                   const std::string& descriptor = "se_e2_a") {
+  auto model = small_model(type_one_side, true, precision, descriptor);
   TrainingRange r(2);
   r.add({0.9, 1.0, 1.0, 1.1}, 1);
   model->set_training_range(r);
@@ -87,12 +89,15 @@ TEST_CASE("a table by LibTorch operations gives the kernel's values and the poly
 
 TEST_CASE("a compressed model by LibTorch operations equals the kernel: energies, forces, virials",
           "[model][compress]") {
+  // se_e2_a, and se_a_ebd_v2, whose kernel tables are G(s)'s times each pair's 1 + G_t
+  const std::string descriptor = GENERATE(as<std::string>{}, "se_e2_a", "se_a_ebd_v2");
+  INFO("descriptor " << descriptor);
   const auto cell = jittered_cell({7.2, 0, 0, 1.1, 6.9, 0, -0.8, 0.9, 7.1}, 3, 2, 11);
   for (const bool one_side : {true, false}) {
     INFO("type_one_side " << one_side);
-    auto m64 = compressed(one_side, torch::kFloat64);
+    auto m64 = compressed(one_side, torch::kFloat64, 5.0, descriptor);
     check_paths_agree(m64, cell, 1e-12);
-    auto m32 = compressed(one_side, torch::kFloat32);
+    auto m32 = compressed(one_side, torch::kFloat32, 5.0, descriptor);
     check_paths_agree(m32, cell, 1e-5);
   }
   // Neighbours closer than the table reaches (tangent lines, counted) as in the kernel's own test.
