@@ -5,76 +5,15 @@
 #include "src/core/Error.hpp"
 #include "src/core/JsonKeys.hpp"
 #include "src/model/ModelConfig.hpp"
+#include "src/model/ModelKeys.hpp"
 
 namespace deepkf {
 
 namespace {
 
+using namespace model_keys;
+
 std::string dump(const nlohmann::json& v) { return v.dump(); }
-
-const nlohmann::json* find(const nlohmann::json& section, const std::string& key) {
-  auto it = section.find(key);
-  return it == section.end() ? nullptr : &*it;
-}
-
-double read_number(const nlohmann::json& section, const std::string& key, double fallback,
-                   const std::string& path) {
-  const nlohmann::json* v = find(section, key);
-  if (v == nullptr) return fallback;
-  if (!v->is_number()) {
-    throw ConfigError("model key '" + path + "." + key + "' must be a number, got " + dump(*v));
-  }
-  return v->get<double>();
-}
-
-bool read_bool(const nlohmann::json& section, const std::string& key, bool fallback,
-               const std::string& path) {
-  const nlohmann::json* v = find(section, key);
-  if (v == nullptr) return fallback;
-  if (!v->is_boolean()) {
-    throw ConfigError("model key '" + path + "." + key + "' must be true or false, got " + dump(*v));
-  }
-  return v->get<bool>();
-}
-
-std::vector<int> read_int_list(const nlohmann::json& section, const std::string& key,
-                               const std::vector<int>& fallback, const std::string& path,
-                               const std::string& file) {
-  const nlohmann::json* v = find(section, key);
-  if (v == nullptr) return fallback;
-  if (!v->is_array()) {
-    throw ConfigError("model key '" + path + "." + key + "' must be a list of integers, got " + dump(*v));
-  }
-  std::vector<int> out;
-  for (const auto& x : *v) {
-    if (!x.is_number()) {
-      throw ConfigError("model key '" + path + "." + key + "' must be a list of integers, got " + dump(*v));
-    }
-    out.push_back(json_value<int>(x, path + "." + key + "[" + std::to_string(out.size()) + "]", file));
-  }
-  return out;
-}
-
-// An integer key: a whole number inside int's range (0.5 is an error, not 0).
-int read_int(const nlohmann::json& section, const std::string& key, int fallback, const std::string& path,
-             const std::string& file) {
-  const nlohmann::json* v = find(section, key);
-  if (v == nullptr) return fallback;
-  if (!v->is_number())
-    throw ConfigError("model key '" + path + "." + key + "' must be an integer, got " + dump(*v));
-  return json_value<int>(*v, path + "." + key, file);
-}
-
-c10::ScalarType read_precision(const nlohmann::json& section, const std::string& path) {
-  const nlohmann::json* v = find(section, "precision");
-  if (v == nullptr) return c10::ScalarType::Double;
-  if (v->is_string()) {
-    const auto s = v->get<std::string>();
-    if (s == "float64" || s == "default") return c10::ScalarType::Double;
-    if (s == "float32") return c10::ScalarType::Float;
-  }
-  throw ConfigError("model key '" + path + ".precision' must be \"float64\" or \"float32\", got " + dump(*v));
-}
 
 // The descriptor a DeePMD-kit type names, in its canonical spelling; empty when deepkf does not build it.
 std::string canonical_descriptor(const nlohmann::json& type) {
@@ -183,9 +122,7 @@ void check_model_keys(const nlohmann::json& model, const std::string& file) {
 void read_descriptor_section(const nlohmann::json* desc, const std::string& dp, const std::string& file,
                              ModelConfig& c) {
   // DeePMD-kit options this model does not implement: refuse values other than their defaults
-  if (const auto* a = find(*desc, "activation_function"); a != nullptr && *a != "tanh" && *a != "default") {
-    throw ConfigError("model key '" + dp + ".activation_function' must be \"tanh\", got " + dump(*a));
-  }
+  require_tanh(*desc, dp);
   if (const auto* z = find(*desc, "set_davg_zero"); z != nullptr && *z != false) {
     throw ConfigError("model key '" + dp + ".set_davg_zero' is not supported, got " + dump(*z));
   }
@@ -274,10 +211,7 @@ void read_fitting(const nlohmann::json& model, const std::string& file, ModelCon
         t != nullptr && !(t->is_string() && t->get<std::string>() == "ener")) {
       throw ConfigError("model key 'model.fitting_net.type' must be \"ener\", got " + dump(*t));
     }
-    if (const auto* a = find(*fit, "activation_function"); a != nullptr && *a != "tanh" && *a != "default") {
-      throw ConfigError("model key 'model.fitting_net.activation_function' must be \"tanh\", got " +
-                        dump(*a));
-    }
+    require_tanh(*fit, fp);
     for (const char* key : {"numb_fparam", "numb_aparam"}) {
       if (const auto* n = find(*fit, key); n != nullptr && *n != 0) {
         throw ConfigError("model key 'model.fitting_net." + std::string(key) + "' is not supported, got " +
@@ -285,8 +219,7 @@ void read_fitting(const nlohmann::json& model, const std::string& file, ModelCon
       }
     }
     // Checked, not used: the nets are initialised from one generator seeded by model.descriptor.seed.
-    if (const auto* s = find(*fit, "seed"); s != nullptr && !s->is_null() && !s->is_number_integer())
-      throw ConfigError("model key 'model.fitting_net.seed' must be an integer, got " + dump(*s));
+    require_integer_seed(*fit, fp);
     c.fitting_neuron = read_int_list(*fit, "neuron", c.fitting_neuron, fp, file);
     c.fitting_resnet_dt = read_bool(*fit, "resnet_dt", c.fitting_resnet_dt, fp);
     if (const auto* t = find(*fit, "trainable"); t != nullptr) {
