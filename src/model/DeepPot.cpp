@@ -163,7 +163,7 @@ torch::Tensor DeepPotImpl::energy_from_pairs(const torch::Tensor& rij, const tor
   }
   const auto types = centre_types.reshape({nf * nloc});
   auto atom_energy = torch::zeros({nf * nloc}, rij.options());
-  const torch::Tensor tebd = config_.type_embedded() ? type_vectors() : torch::Tensor();
+  const auto tebd = type_vectors();
   for (int c = 0; c < config_.ntypes(); ++c) {
     const auto idx = torch::nonzero(types.eq(c)).squeeze(1);
     std::vector<torch::Tensor> parts;
@@ -172,13 +172,11 @@ torch::Tensor DeepPotImpl::energy_from_pairs(const torch::Tensor& rij, const tor
       const auto cols = envs[k].size(2);
       const auto mean = davg_[c].narrow(0, stat_offset_[k], parts_[k].nnei()).narrow(1, 0, cols);
       const auto dev = dstd_[c].narrow(0, stat_offset_[k], parts_[k].nnei()).narrow(1, 0, cols);
-      parts.push_back(descriptor(k, c, (envs[k].index_select(0, idx) - mean) / dev, beyond_end));
+      parts.push_back(descriptor(k, c, (envs[k].index_select(0, idx) - mean) / dev, tebd, beyond_end));
     }
     // E_i = F_c(D_i) + bias[c], D_i the descriptors side by side; under a type embedding F([D_i, tebd_c])
-    auto d = parts.size() == 1 ? parts.front() : torch::cat(parts, 1);
-    if (config_.type_embedded())
-      d = torch::cat({d, tebd[c].expand({d.size(0), config_.type_embedding.width()})}, 1);
-    const auto e = fitting_net(c)->forward(d).squeeze(-1) + energy_bias_[c];
+    const auto d = parts.size() == 1 ? parts.front() : torch::cat(parts, 1);
+    const auto e = fitting_net(c)->forward(fitting_input(d, tebd, c)).squeeze(-1) + energy_bias_[c];
     atom_energy = atom_energy.index_add(0, idx, e);
   }
   return atom_energy.reshape({nf, nloc});
@@ -257,7 +255,7 @@ ModelOutput DeepPotImpl::evaluate_compressed(const torch::Tensor& coord, const t
   const auto axis = config_.axis_neuron;
   TabulatedDescriptor descriptor(*table_, config_, davg_, dstd_, coord, atype, nlist, shift,
                                  config_.stripped() ? &strip_tables() : nullptr);
-  const torch::Tensor tebd = config_.type_embedded() ? type_vectors() : torch::Tensor();
+  const auto tebd = type_vectors();
   // T = R^T G / N_c of every centre: (nf nloc) x 4 x M
   const auto t_all = descriptor.forward();
   const auto types = atype.narrow(1, 0, nloc).reshape({nf * nloc}).to(torch::kCPU);
@@ -270,10 +268,9 @@ ModelOutput DeepPotImpl::evaluate_compressed(const torch::Tensor& coord, const t
     const auto t_mat = t_all.index_select(0, idx);  // n x 4 x M
     const auto t_axis = t_mat.narrow(2, 0, axis);   // n x 4 x M<
     // D = T^T T< : n x (M M<) ; E_i = F_c(D_i) + bias[c] with dE/dD
-    auto d = torch::bmm(t_mat.transpose(1, 2), t_axis).reshape({n, m * axis});
-    // under a type embedding the one fitting net reads [D_i, tebd_c]; dE/dD is the first M M< of its gradient
-    if (tebd.defined()) d = torch::cat({d, tebd[c].expand({n, tebd.size(1)})}, 1);
-    const auto [e, grad_in] = fitting_net(c)->forward_with_input_gradient(d);
+    const auto d = torch::bmm(t_mat.transpose(1, 2), t_axis).reshape({n, m * axis});
+    // under a type embedding the input is [D_i, tebd_c]: dE/dD is the first M M< of its gradient
+    const auto [e, grad_in] = fitting_net(c)->forward_with_input_gradient(fitting_input(d, tebd, c));
     const auto grad_d = grad_in.narrow(1, 0, m * axis).reshape({n, m, axis});
     // dE/dT_am = sum_k dE/dD_mk T_ak + [m < M<] sum_m' dE/dD_m'm T_am'
     auto grad = torch::bmm(t_axis, grad_d.transpose(1, 2));
@@ -300,8 +297,7 @@ const std::vector<torch::Tensor>& DeepPotImpl::strip_tables() {
   const auto& coef = table_->coefficients(0);  // intervals x 6 x M: G(s) = sum_k c_k t^k, linear in c
   for (int c = 0; c < (config_.type_one_side ? 1 : nt); ++c) {
     for (int t = 0; t < nt; ++t) {
-      const auto types = config_.type_one_side ? tebd[t] : torch::cat({tebd[t], tebd[c]});
-      const auto factor = (1.0 + type_filter_->forward(types)).to(coef.scalar_type());
+      const auto factor = strip_factor(tebd, c, t).to(coef.scalar_type());
       strip_tables_.push_back((coef * factor.view({1, 1, -1})).contiguous());
     }
   }

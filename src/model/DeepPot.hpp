@@ -111,18 +111,26 @@ class DeepPotImpl : public torch::nn::Module {
   torch::Tensor energy_from_pairs(const torch::Tensor& rij, const torch::Tensor& centre_types,
                                   torch::Tensor* beyond_end = nullptr);
   // The embedding net of (first, second) of descriptor `part` (ModelConfig::embedding_index) at inputs x
-  // (any shape): x.sizes() + [M], from the tables when compressed. Under a type embedding, the one net
-  // with the types' vectors: G([x, tebd_second(, tebd_first)]) or G(x) (1 + G_t(...)) (strip).
+  // (any shape): x.sizes() + [M], from the tables when compressed. Under a type embedding (tebd =
+  // type_vectors()), the one net with the pair's vectors: G([x, pair_types]) or G(x) strip_factor (strip).
   // first/second: the centre and neighbour type (se_e2_a, se_e2_r) or two neighbour types (se_e3).
   torch::Tensor embed(std::size_t part, int first, int second, const torch::Tensor& x,
-                      torch::Tensor* beyond_end);
-  // Each element's embedded vector tebd_t: ntypes x Y (type embedding only).
+                      const torch::Tensor& tebd, torch::Tensor* beyond_end);
+  // Each element's embedded vector tebd_t: ntypes x Y; undefined without a type embedding.
   torch::Tensor type_vectors();
-  // The fitting net of centre type c: its own, or under a type embedding the one net for all.
+  // The vectors a (centre, neighbour) pair's net reads: tebd_neighbour, or [tebd_neighbour, tebd_centre]
+  // without type_one_side (neighbour first, as DeePMD-kit concatenates them).
+  torch::Tensor pair_types(const torch::Tensor& tebd, int centre, int neighbour) const;
+  // strip: the pair's factor on G(s), 1 + G_t(pair_types): M numbers.
+  torch::Tensor strip_factor(const torch::Tensor& tebd, int centre, int neighbour);
+  // The fitting net of centre type c, and its input from the centres' descriptors d: its own net and d, or
+  // under a type embedding the one net for all and [d, tebd_c].
   DenseNet& fitting_net(int c) { return fitting_[config_.type_embedded() ? 0 : static_cast<std::size_t>(c)]; }
+  torch::Tensor fitting_input(const torch::Tensor& d, const torch::Tensor& tebd, int c) const;
   // Descriptor `part` (parts_) of n centres of type c from their normalised environment rows env_c (n x
   // nnei_k x cols): n x its descriptor_dim().
-  torch::Tensor descriptor(std::size_t part, int c, const torch::Tensor& env_c, torch::Tensor* beyond_end);
+  torch::Tensor descriptor(std::size_t part, int c, const torch::Tensor& env_c, const torch::Tensor& tebd,
+                           torch::Tensor* beyond_end);
   // evaluate() of a compressed model: T by the tables' kernel, the fitting nets and dE/dT written out,
   // forces and virials by the kernel's backward pass.
   ModelOutput evaluate_compressed(const torch::Tensor& coord, const torch::Tensor& atype,

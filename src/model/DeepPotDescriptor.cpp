@@ -8,30 +8,40 @@
 namespace deepkf {
 
 torch::Tensor DeepPotImpl::embed(std::size_t part, int first, int second, const torch::Tensor& x,
-                                 torch::Tensor* beyond_end) {
+                                 const torch::Tensor& tebd, torch::Tensor* beyond_end) {
   const auto net = static_cast<std::size_t>(first_net_[part] + parts_[part].embedding_index(first, second));
-  if (!config_.type_embedded())
-    return compressed() ? table_->values(net, x, beyond_end) : embedding_[net]->forward(x.unsqueeze(-1));
-  // The types' vectors: tebd_j, or [tebd_j, tebd_i] (neighbour first, as DeePMD-kit concatenates them).
-  const auto tebd = type_vectors();
-  const auto types = config_.type_one_side ? tebd[second] : torch::cat({tebd[second], tebd[first]});
-  if (config_.stripped()) {  // G(s) (1 + G_t(types)), G_t a vector of M for the pair; G(s) tabulated
+  if (!config_.type_embedded() || config_.stripped()) {
     const auto g =
         compressed() ? table_->values(net, x, beyond_end) : embedding_[net]->forward(x.unsqueeze(-1));
-    return g * (1.0 + type_filter_->forward(types));
+    return config_.stripped() ? g * strip_factor(tebd, first, second) : g;  // G(s) (1 + G_t(types))
   }
+  const auto types = pair_types(tebd, first, second);
   auto sizes = x.sizes().vec();
   sizes.push_back(types.size(0));
   return embedding_[net]->forward(torch::cat({x.unsqueeze(-1), types.expand(sizes)}, -1));  // G([s, types])
 }
 
 torch::Tensor DeepPotImpl::type_vectors() {
+  if (!config_.type_embedded()) return {};
   return type_net_->forward(torch::eye(
       config_.ntypes(), torch::TensorOptions().dtype(config_.precision).device(energy_bias_.device())));
 }
 
+torch::Tensor DeepPotImpl::pair_types(const torch::Tensor& tebd, int centre, int neighbour) const {
+  return config_.type_one_side ? tebd[neighbour] : torch::cat({tebd[neighbour], tebd[centre]});
+}
+
+torch::Tensor DeepPotImpl::strip_factor(const torch::Tensor& tebd, int centre, int neighbour) {
+  return 1.0 + type_filter_->forward(pair_types(tebd, centre, neighbour));
+}
+
+torch::Tensor DeepPotImpl::fitting_input(const torch::Tensor& d, const torch::Tensor& tebd, int c) const {
+  if (!tebd.defined()) return d;
+  return torch::cat({d, tebd[c].expand({d.size(0), tebd.size(1)})}, 1);
+}
+
 torch::Tensor DeepPotImpl::descriptor(std::size_t part, int c, const torch::Tensor& env_c,
-                                      torch::Tensor* beyond_end) {
+                                      const torch::Tensor& tebd, torch::Tensor* beyond_end) {
   const ModelConfig& config = parts_[part];
   const auto n = env_c.size(0);
   const int nt = config.ntypes();
@@ -66,7 +76,7 @@ torch::Tensor DeepPotImpl::descriptor(std::size_t part, int c, const torch::Tens
           g = g.index_select(1, upper[0] * la + upper[1]);  // the pairs j <= k
           weighted = torch::where(upper[0].eq(upper[1]), g, 2.0 * g);
         }
-        const auto emb = embed(part, a, b, g, beyond_end);  // n x K x M
+        const auto emb = embed(part, a, b, g, tebd, beyond_end);  // n x K x M
         const double pairs = static_cast<double>(config.sel[static_cast<std::size_t>(a)]) *
                              static_cast<double>(config.sel[static_cast<std::size_t>(b)]);
         d = d + torch::matmul(weighted.unsqueeze(1), emb).squeeze(1) / pairs;
@@ -79,8 +89,8 @@ torch::Tensor DeepPotImpl::descriptor(std::size_t part, int c, const torch::Tens
   auto t_mat = radial ? torch::zeros({n, m}, env_c.options()) : torch::zeros({n, 4, m}, env_c.options());
   for (int t = 0; t < nt; ++t) {
     if (config.sel[static_cast<std::size_t>(t)] == 0) continue;
-    const auto rows = block(env_c, t);                                // n x sel_t x cols
-    const auto g = embed(part, c, t, rows.select(2, 0), beyond_end);  // n x sel_t x M
+    const auto rows = block(env_c, t);                                      // n x sel_t x cols
+    const auto g = embed(part, c, t, rows.select(2, 0), tebd, beyond_end);  // n x sel_t x M
     t_mat = radial ? t_mat + g.sum(1) : t_mat + torch::matmul(rows.transpose(1, 2), g);
   }
   // se_e2_r: D = (1/5) (1/N_c) sum_j G(s^_ij), DeePMD-kit's scale : n x M
