@@ -71,19 +71,16 @@ void PackedCovariance::sweep_joint_cpu(const torch::Tensor& H, torch::Tensor& Y)
     joint_workspace_ = torch::empty({m * partial}, torch::kFloat64);
   double* ws = joint_workspace_.data_ptr<double>();
   const double* hp = H.data_ptr<double>();
-  // With no update pending the kernel takes U = 0, lambda = 1 (PackedJointSweep.hpp: the same instructions).
+  // With no update pending, and on blocks a congruence has flushed alone (flush_block: their update is in
+  // P), the kernel takes U = 0, lambda = 1 (PackedJointSweep.hpp: the same instructions).
   torch::Tensor zeros;
+  packed::RankUpdate none;
   packed::RankUpdate pending = pending_joint();
-  if (pending.q == 0) {
+  if (pending.q == 0 || !applied_.empty()) {
     zeros = torch::zeros({m, total}, torch::kFloat64);
-    pending = {zeros.data_ptr<double>(), total, static_cast<int>(m), 1.0};
+    none = {zeros.data_ptr<double>(), total, static_cast<int>(m), 1.0};
+    if (pending.q == 0) pending = none;
   }
-  // Blocks a congruence has flushed alone (flush_block) take U = 0, lambda = 1: their update is in P.
-  torch::Tensor none;
-  if (!applied_.empty() && pending_U_.defined()) none = torch::zeros({m, total}, torch::kFloat64);
-  const packed::RankUpdate flushed =
-      none.defined() ? packed::RankUpdate{none.data_ptr<double>(), total, static_cast<int>(m), 1.0}
-                     : packed::RankUpdate{};
   for_each_chunk([&](auto* P, const Task& task, std::int64_t) {
     const auto j = static_cast<std::size_t>(task.block);
     const auto n = sizes_[j];
@@ -91,7 +88,7 @@ void PackedCovariance::sweep_joint_cpu(const torch::Tensor& H, torch::Tensor& Y)
     // This task's m partial vectors lie one after another at m * task.partial.
     double* y = ws + m * task.partial;
     std::fill(y, y + m * len, 0.0);
-    packed::RankUpdate update = applied(j) ? flushed : pending;
+    packed::RankUpdate update = applied(j) ? none : pending;
     update.U += offsets_[j];
     packed::joint_sweep_rows(P, n, task.r0, task.r1, update, {hp + offsets_[j], total}, static_cast<int>(m),
                              {y, len});
