@@ -27,6 +27,13 @@ std::int64_t covariance_values(const TrainingStep& step) {
   return values;
 }
 
+// The size of the file at `path`, -1 when it cannot be read.
+std::int64_t file_bytes(const std::string& path) {
+  std::error_code ec;
+  const auto bytes = std::filesystem::file_size(path, ec);
+  return ec ? -1 : static_cast<std::int64_t>(bytes);
+}
+
 }  // namespace
 
 CheckpointSaver::Mode checkpoint_saver_mode(const nlohmann::json& value) {
@@ -83,15 +90,15 @@ CheckpointSaver::Report CheckpointSaver::save(const std::string& path, std::int6
   auto pending = write_training_checkpoint(path, model, meta, step, comm, average,
                                            report.background ? buffer_ : torch::Tensor());
   report.waited = seconds_since(start);
-  if (!pending) return report;
+  if (!pending) {
+    if (root) report.bytes = file_bytes(path);
+    return report;
+  }
   // The thread owns the pending file; it reads buffer_, which no one writes until the next save joins it.
   writer_ = std::thread([this, pending = std::move(pending), path, step_number, start]() mutable {
     try {
       pending->complete();
-      std::error_code ec;
-      const auto bytes = std::filesystem::file_size(path, ec);
-      if (on_written_)
-        on_written_(path, step_number, ec ? -1 : static_cast<std::int64_t>(bytes), seconds_since(start));
+      if (on_written_) on_written_(path, step_number, file_bytes(path), seconds_since(start));
     } catch (const std::exception& e) {
       std::lock_guard<std::mutex> lock(mutex_);
       failure_ = e.what();

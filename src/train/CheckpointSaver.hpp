@@ -40,6 +40,7 @@ class CheckpointSaver {
   struct Report {
     bool background = false;  // the covariance is being written by the thread
     double waited = 0.0;      // seconds this save kept training waiting (a previous write's end included)
+    std::int64_t bytes = -1;  // rank 0, written at once: the file's size (-1: unknown, or in the background)
   };
   // Collective (write_training_checkpoint). `last`: the file is complete when save() returns.
   Report save(const std::string& path, std::int64_t step_number, const DeepPot& model,

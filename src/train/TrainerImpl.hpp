@@ -94,6 +94,10 @@ struct Trainer::Impl {
   // `last`: the run's last checkpoint, complete on return; others may be written in the background
   // (training.save_in_background).
   void write_checkpoint_now(const std::string& path, bool last);
+  // The log's line for a checkpoint written (bytes -1: size unknown), `how` after the seconds ("" or " in
+  // the background").
+  static std::string checkpoint_written(const std::string& path, std::int64_t step, std::int64_t bytes,
+                                        double seconds, const std::string& how);
   // change_bias_after_training: shifts the energy bias to fit the training frames (EnergyBiasRefit.hpp)
   // and logs the shift. Collective.
   void change_energy_bias();

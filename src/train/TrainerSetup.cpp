@@ -13,7 +13,6 @@
 
 #include "src/core/AtomicFile.hpp"
 #include "src/core/Error.hpp"
-#include "src/core/HostMemory.hpp"
 #include "src/core/OpenMpWait.hpp"
 #include "src/core/Together.hpp"
 #include "src/model/Batch.hpp"
@@ -83,8 +82,7 @@ void Trainer::Impl::setup() {
   saver = std::make_unique<CheckpointSaver>(
       checkpoint_saver_mode(cfg.save_in_background),
       [log = log](const std::string& path, std::int64_t at, std::int64_t bytes, double seconds) {
-        log->info("checkpoint {} written at step {} ({}, {:.1f} s in the background)", path, at,
-                  bytes < 0 ? std::string("size unknown") : format_bytes(bytes), seconds);
+        log->info("{}", checkpoint_written(path, at, bytes, seconds, " in the background"));
       });
   setup_threads_and_device();
   for (const auto& key : cfg.ignored_keys) log->info("input key {} has no effect in deepkf", key);

@@ -172,10 +172,13 @@ void Trainer::Impl::write_checkpoint_now(const std::string& path, bool last) {
               step, report.waited);
     return;
   }
-  std::error_code ec;
-  const auto bytes = std::filesystem::file_size(path, ec);
-  log->info("checkpoint {} written at step {} ({}, {:.1f} s)", path, step,
-            ec ? std::string("size unknown") : format_bytes(static_cast<std::int64_t>(bytes)), report.waited);
+  log->info("{}", checkpoint_written(path, step, report.bytes, report.waited, ""));
+}
+
+std::string Trainer::Impl::checkpoint_written(const std::string& path, std::int64_t step, std::int64_t bytes,
+                                              double seconds, const std::string& how) {
+  return fmt::format("checkpoint {} written at step {} ({}, {:.1f} s{})", path, step,
+                     bytes < 0 ? std::string("size unknown") : format_bytes(bytes), seconds, how);
 }
 
 void Trainer::Impl::change_energy_bias() {
