@@ -39,6 +39,21 @@ JointStep make_joint(const std::vector<torch::Tensor>& params, std::int64_t s, s
   return out;
 }
 
+// Packed blocks with one and with several row chunks (the threads' unit), so partial sums are combined; two
+// m-column measurement matrices and a pending update of rank m, drawn in that order from `gen`.
+struct SweepCase {
+  std::vector<std::int64_t> sizes{3, 900, 1, 1300};
+  at::Generator gen;
+  torch::Tensor H1, H2, U;
+  SweepCase(std::int64_t m, std::uint64_t seed) : gen(at::make_generator<at::CPUGeneratorImpl>(seed)) {
+    std::int64_t total = 0;
+    for (const auto n : sizes) total += n;
+    H1 = at::randn({m, total}, gen, torch::kFloat64);
+    H2 = at::randn({m, total}, gen, torch::kFloat64);
+    U = 0.01 * at::randn({m, total}, gen, torch::kFloat64);
+  }
+};
+
 }  // namespace
 
 TEST_CASE("a joint update of one measurement is the scalar update bit for bit", "[optim][kalman][joint]") {
@@ -308,14 +323,10 @@ TEST_CASE("a congruence on one block applies the pending joint update to that bl
   // The diagonal cap scales single blocks; with a joint update pending, only the scaled block is flushed
   // and the next sweep applies the update to the others: float64 bit for bit what a full flush gives,
   // float32 to its rounding (a sweep multiplies with the updated value before storing it).
-  const std::vector<std::int64_t> sizes = {3, 900, 1, 1300};
-  std::int64_t total = 0;
-  for (const auto n : sizes) total += n;
-  auto gen = at::make_generator<at::CPUGeneratorImpl>(11);
-  const auto H1 = at::randn({3, total}, gen, torch::kFloat64);
-  const auto H2 = at::randn({3, total}, gen, torch::kFloat64);
-  const auto U = 0.01 * at::randn({3, total}, gen, torch::kFloat64);
-  const auto s = 0.5 + 0.5 * at::rand({900}, gen, torch::kFloat64);
+  SweepCase sweep(3, 11);
+  const auto& sizes = sweep.sizes;
+  const auto &H1 = sweep.H1, &H2 = sweep.H2, &U = sweep.U;
+  const auto s = 0.5 + 0.5 * at::rand({900}, sweep.gen, torch::kFloat64);
   for (const auto dtype : {torch::kFloat64, torch::kFloat32}) {
     INFO("dtype " << c10::toString(dtype));
     const auto run = [&](bool flush_all) {
@@ -349,14 +360,9 @@ TEST_CASE("a congruence on one block applies the pending joint update to that bl
 
 TEST_CASE("the joint sweep: a flush equals the update inside a sweep, and threads do not change a bit",
           "[optim][packed][joint]") {
-  // Blocks with one and with several row chunks (the threads' unit), so partial sums are combined.
-  const std::vector<std::int64_t> sizes = {3, 900, 1, 1300};
-  std::int64_t total = 0;
-  for (const auto n : sizes) total += n;
-  auto gen = at::make_generator<at::CPUGeneratorImpl>(9);
-  const auto H1 = at::randn({4, total}, gen, torch::kFloat64);
-  const auto H2 = at::randn({4, total}, gen, torch::kFloat64);
-  const auto U = 0.01 * at::randn({4, total}, gen, torch::kFloat64);
+  const SweepCase sweep(4, 9);
+  const auto& sizes = sweep.sizes;
+  const auto &H1 = sweep.H1, &H2 = sweep.H2, &U = sweep.U;
   const auto run = [&](bool flush_between, int threads) {
     const int before = at::get_num_threads();
     at::set_num_threads(threads);

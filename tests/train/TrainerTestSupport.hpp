@@ -55,4 +55,10 @@ inline std::string error_of(const nlohmann::json& doc) {
   return "no error";
 }
 
+// The smallest run record a checkpoint of `model` at `step` holds (its model section, the step, the
+// optimizer's name), for the checkpoint file's own tests.
+inline nlohmann::json checkpoint_meta(const DeepPot& model, std::int64_t step) {
+  return {{"model", model->config().to_json()}, {"step", step}, {"optimizer", "LKF"}};
+}
+
 }  // namespace deepkf::test

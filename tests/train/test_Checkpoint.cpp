@@ -19,6 +19,7 @@
 #include "tests/support/Catch.hpp"
 #include "tests/support/SmallModel.hpp"
 #include "tests/support/TestData.hpp"
+#include "tests/train/TrainerTestSupport.hpp"
 
 namespace fs = std::filesystem;
 using Catch::Matchers::Contains;
@@ -43,16 +44,12 @@ std::unique_ptr<KalmanFilter> updated_filter(deepkf::DeepPot& model) {
   return kf;
 }
 
-nlohmann::json meta_of(const deepkf::DeepPot& model, std::int64_t step) {
-  return {{"model", model->config().to_json()}, {"step", step}, {"optimizer", "LKF"}};
-}
-
 void write_streamed(const std::string& path, deepkf::DeepPot& model, KalmanFilter& kf, std::int64_t step) {
   torch::serialize::OutputArchive state;
   kf.save_state(state);
   std::vector<std::int64_t> sizes;
   for (const auto& b : kf.layout().blocks()) sizes.push_back(b.size());
-  CheckpointWriter writer(path, model, meta_of(model, step), state, sizes);
+  CheckpointWriter writer(path, model, deepkf::test::checkpoint_meta(model, step), state, sizes);
   kf.stream_covariance([&](std::int64_t i, const torch::Tensor& block) { writer.write_block(i, block); });
   writer.commit();
 }
@@ -166,7 +163,7 @@ TEST_CASE("an unfinished checkpoint write leaves the previous checkpoint in plac
   std::vector<std::int64_t> sizes;
   for (const auto& b : kf->layout().blocks()) sizes.push_back(b.size());
   {
-    CheckpointWriter writer(path, model, meta_of(model, 2), state, sizes);
+    CheckpointWriter writer(path, model, deepkf::test::checkpoint_meta(model, 2), state, sizes);
     CHECK_THROWS_WITH(writer.write_block(1, kf->packed_covariance(1)), Contains("block 0 expected"));
     CHECK_THROWS_WITH(writer.write_block(0, kf->covariance(0)), Contains("packed triangle"));
     writer.write_block(0, kf->packed_covariance(0));
@@ -188,7 +185,7 @@ TEST_CASE("a format 1 checkpoint (covariance inside the archive) still restores"
   auto kf = updated_filter(model);
   {
     // The layout format 1 had: one LibTorch archive, blocks as "P_<i>" in the optimizer state.
-    auto meta = meta_of(model, 5);
+    auto meta = deepkf::test::checkpoint_meta(model, 5);
     meta["format_version"] = 1;
     torch::serialize::OutputArchive weights, state, archive;
     model->save(weights);
@@ -220,7 +217,7 @@ TEST_CASE("a format 2 checkpoint (dense blocks after the archive) still restores
   {
     torch::serialize::OutputArchive state;
     kf->save_state(state);
-    CheckpointWriter writer(bare, model, meta_of(model, 9), state);
+    CheckpointWriter writer(bare, model, deepkf::test::checkpoint_meta(model, 9), state);
     writer.commit();
   }
   std::ifstream in(bare, std::ios::binary);

@@ -17,6 +17,7 @@
 #include "tests/support/Catch.hpp"
 #include "tests/support/SmallModel.hpp"
 #include "tests/support/TestData.hpp"
+#include "tests/train/TrainerTestSupport.hpp"
 
 namespace fs = std::filesystem;
 using Catch::Matchers::Contains;
@@ -68,10 +69,6 @@ class FilterStep final : public deepkf::TrainingStep {
   std::vector<torch::Tensor> shapes;
 };
 
-nlohmann::json meta_of(const deepkf::DeepPot& model, std::int64_t step) {
-  return {{"model", model->config().to_json()}, {"step", step}, {"optimizer", "LKF"}};
-}
-
 void check_blocks(const std::string& path, const std::vector<torch::Tensor>& expected) {
   const auto ckpt = deepkf::read_checkpoint(path, torch::kCPU);
   REQUIRE(ckpt.covariance_blocks == static_cast<std::int64_t>(expected.size()));
@@ -103,7 +100,8 @@ TEST_CASE("a background checkpoint holds P as it was at the save while the filte
                         });
 
   const auto at_save = step.blocks();
-  const auto report = saver.save(path, 5, model, meta_of(model, 5), step, *comm, nullptr, false);
+  const auto report =
+      saver.save(path, 5, model, deepkf::test::checkpoint_meta(model, 5), step, *comm, nullptr, false);
   CHECK(report.background);
   // The filter goes on while the thread writes: the file must not see these updates.
   for (int k = 0; k < 3; ++k) step.advance(0.2 * (k + 1));
@@ -119,10 +117,12 @@ TEST_CASE("a background checkpoint holds P as it was at the save while the filte
 
   // A second background save replaces the first (the same buffer, reused); the last one is written before
   // save() returns and reports no background work.
-  CHECK(saver.save(path, 6, model, meta_of(model, 6), step, *comm, nullptr, false).background);
+  CHECK(saver.save(path, 6, model, deepkf::test::checkpoint_meta(model, 6), step, *comm, nullptr, false)
+            .background);
   step.advance(0.5);
   const auto at_last = step.blocks();
-  const auto last = saver.save(path, 7, model, meta_of(model, 7), step, *comm, nullptr, true);
+  const auto last =
+      saver.save(path, 7, model, deepkf::test::checkpoint_meta(model, 7), step, *comm, nullptr, true);
   CHECK_FALSE(last.background);
   CHECK(written.calls == 2);  // the step-6 write was waited for before the last one began
   CHECK(written.step == 6);
@@ -149,7 +149,9 @@ TEST_CASE("checkpoints in the foreground are complete on return, and 'auto' leav
     CheckpointSaver saver(mode, count);
     const auto expected = step.blocks();
     // This model's covariance is far below kMinBackgroundBytes, so "auto" writes it at once too.
-    CHECK_FALSE(saver.save(path, 3, model, meta_of(model, 3), step, *comm, nullptr, false).background);
+    CHECK_FALSE(
+        saver.save(path, 3, model, deepkf::test::checkpoint_meta(model, 3), step, *comm, nullptr, false)
+            .background);
     check_blocks(path, expected);
     step.advance(0.3);
   }
@@ -171,7 +173,8 @@ TEST_CASE("a background checkpoint that cannot be completed fails the run at the
   FilterStep step(model);
   auto comm = deepkf::make_serial_communicator();
   CheckpointSaver saver(CheckpointSaver::Mode::kBackground, nullptr);
-  REQUIRE(saver.save(path, 2, model, meta_of(model, 2), step, *comm, nullptr, false).background);
+  REQUIRE(saver.save(path, 2, model, deepkf::test::checkpoint_meta(model, 2), step, *comm, nullptr, false)
+              .background);
   fs::remove_all(out);  // the folder goes away under the writer: its rename cannot succeed
   CHECK_THROWS_WITH(saver.wait(*comm), Contains(path));
   CHECK_NOTHROW(saver.wait(*comm));  // reported once

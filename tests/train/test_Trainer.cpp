@@ -168,14 +168,12 @@ TEST_CASE("checkpoints written in the background leave training as it was and ar
   std::vector<std::vector<double>> weights;
   for (const bool background : {false, true}) {
     doc["training"]["save_in_background"] = background;
-    TrainerOptions o;
-    o.output_dir = deepkf::test::make_temp_dir(background ? "ckpt-background" : "ckpt-foreground");
-    o.progress = 0;
+    const auto o = deepkf::test::options_in(
+        deepkf::test::make_temp_dir(background ? "ckpt-background" : "ckpt-foreground"), true);
     Trainer trainer(config_of(doc), o, comm);
     const auto result = trainer.run();
     weights.push_back(trainer.flat_parameters());
-    std::ifstream in(o.output_dir + "/train.log");
-    const std::string log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string log = deepkf::test::read_text(o.output_dir + "/train.log");
     INFO(log);
     for (const int step : {3, 6}) {
       const std::string copied = "at step " + std::to_string(step) + ": covariance copied in";
