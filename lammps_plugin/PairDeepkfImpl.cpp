@@ -5,6 +5,7 @@
 
 #include "lmptype.h"
 #include "src/geometry/NeighborList.hpp"
+#include "src/model/Batch.hpp"
 
 namespace LAMMPS_NS {
 
@@ -52,7 +53,8 @@ PairDeepkf::Impl::Output PairDeepkf::Impl::evaluate(std::size_t m, const int* la
     types[k] = model.type_of[lammps_type[lammps_of[k]]];
     types64[k] = types[k];
   }
-  const auto nl = deepkf::sort_neighbors(x.data(), types.data(), ncentre, offset.data(), neigh.data(),
+  const auto in_list = deepkf::list_types(config, types);  // all 0 for a mixed-type descriptor
+  const auto nl = deepkf::sort_neighbors(x.data(), in_list.data(), ncentre, offset.data(), neigh.data(),
                                          config.rcut, config.sel);
   const auto on = model.device;
   const auto dtype = torch::TensorOptions().dtype(config.precision).device(on);

@@ -17,7 +17,9 @@
 # descriptor with the same embedding and fitting nets (no axis_neuron) instead of se_e2_a; DESCRIPTOR=hybrid
 # trains se_e2_a of rcut 3.5 beside se_e2_r of rcut 5. DESCRIPTOR=se_e2_a_tebd (or se_a_ebd_v2) trains se_e2_a
 # with a type embedding of widths [2, 4, 8] (DeePMD-kit's se_e2_a_tebd example's), in "concat" (or "strip")
-# form, type_one_side true as in that example.
+# form, type_one_side true as in that example. DESCRIPTOR=se_atten (or se_atten_v2) trains DPA-1 over the
+# neighbours of any type with two attention layers of width 32 and tebd_dim 8 (se_atten: "concat",
+# se_atten_v2: "strip" with the smooth gates).
 set -euo pipefail
 deepkf=$(realpath "$1"); datasets=$(realpath "$2"); out=$3; shift 3
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -58,6 +60,7 @@ for name in "${names[@]}"; do
       se_e2_a) ;;
       se_e2_a_tebd|se_a_ebd_v2) [ "$type" = se_a_ebd_v2 ] || type=se_e2_a
         axis="$axis \"type_one_side\": true,"; tebd='"type_embedding": {"neuron": [2, 4, 8]},';;
+      se_atten|se_atten_v2) axis="$axis \"attn\": 32, \"attn_layer\": 2, \"tebd_dim\": 8,";;
       *) axis="";;
     esac
     descriptor="{\"type\": \"$type\", \"sel\": \"auto\", \"rcut_smth\": 0.5, \"rcut\": 5.0,

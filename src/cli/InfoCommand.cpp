@@ -84,6 +84,13 @@ void print_info(const std::string& path) {
       fmt::print("  embedding net {} -> {}, axis_neuron {} (one net for all types; descriptor {} numbers)\n",
                  p.stripped() ? 1 : 1 + p.type_input_dim(), fmt::join(p.embedding_neuron, " -> "),
                  p.axis_neuron, p.descriptor_dim());
+      if (p.attention_descriptor()) {
+        const auto& a = p.attention;
+        fmt::print(
+            "  attention     {} layers of width {}, attn_dotr {}, smooth_type_embedding {}, normalize {}, "
+            "concat_output_tebd {}\n",
+            a.layers, a.width, a.dotr, a.smooth, a.normalize, a.concat_output_tebd);
+      }
     } else if (p.descriptor != "se_e2_a") {
       fmt::print("  embedding net 1 -> {} (descriptor {} numbers)\n", fmt::join(p.embedding_neuron, " -> "),
                  p.descriptor_dim());

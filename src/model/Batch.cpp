@@ -18,6 +18,11 @@ torch::Tensor from_doubles(const double* data, std::vector<int64_t> sizes) {
 
 }  // namespace
 
+std::vector<int> list_types(const ModelConfig& config, std::vector<int> types) {
+  if (config.mixed_types()) std::fill(types.begin(), types.end(), 0);
+  return types;
+}
+
 Batch make_batch(const System& system, const std::vector<std::int64_t>& frames, const ModelConfig& config,
                  torch::Device device, torch::Dtype dtype) {
   const auto natoms = system.natoms;
@@ -46,6 +51,7 @@ Batch make_batch(const System& system, const std::vector<std::int64_t>& frames, 
   b.has_force = system.has_force();
   b.has_virial = system.has_virial();
   b.max_count.assign(config.sel.size(), 0);
+  const auto in_list = list_types(config, types);
   std::vector<std::int64_t> nlist(static_cast<std::size_t>(nb * natoms * nnei));
   std::vector<double> shift(static_cast<std::size_t>(nb * natoms * nnei * 3));
   std::vector<double> coord, box, energy, force, virial;
@@ -57,7 +63,7 @@ Batch make_batch(const System& system, const std::vector<std::int64_t>& frames, 
     }
     const double* x = system.coord.data() + f * natoms * 3;
     const double* h = system.periodic ? system.box.data() + f * 9 : nullptr;
-    const auto nl = build_neighbor_list(x, natoms, types.data(), h, config.rcut, config.sel);
+    const auto nl = build_neighbor_list(x, natoms, in_list.data(), h, config.rcut, config.sel);
     std::copy(nl.index.begin(), nl.index.end(), nlist.begin() + k * natoms * nnei);
     std::copy(nl.shift.begin(), nl.shift.end(), shift.begin() + k * natoms * nnei * 3);
     b.ndropped += nl.ndropped;

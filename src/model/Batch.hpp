@@ -28,9 +28,13 @@ struct Batch {
   std::vector<std::int64_t> max_count;  // per neighbour type, the most neighbours any centre had
 };
 
-// Neighbour lists by build_neighbor_list with config.rcut and config.sel; the System's types are mapped to
-// the model's type_map by name. Throws DataError naming the system for a frame index out of range or an
-// element missing from the model's type map.
+// The types a neighbour list for `config` is built with (build_neighbor_list, sort_neighbors): the atoms'
+// model types, or all 0 for a mixed-type descriptor, whose list holds the nearest sel[0] of any type.
+std::vector<int> list_types(const ModelConfig& config, std::vector<int> types);
+
+// Neighbour lists by build_neighbor_list with config.rcut and config.sel (and list_types); the System's types
+// are mapped to the model's type_map by name. Throws DataError naming the system for a frame index out of
+// range or an element missing from the model's type map.
 Batch make_batch(const System& system, const std::vector<std::int64_t>& frames, const ModelConfig& config,
                  torch::Device device, torch::Dtype dtype);
 

@@ -95,12 +95,16 @@ void DeepPotImpl::build() {
       // one-hot(t) -> tebd_t; one net of s (concat: of [s, embedded types]); strip: G_t of the types
       const auto& te = p.type_embedding;
       type_net_ = register_module("type_embedding", DenseNet(DenseNetImpl::Kind::Embedding, nt, te.neuron,
-                                                             te.resnet_dt, gen, dtype, te.bias));
+                                                             te.resnet_dt, gen, dtype, te.bias, te.linear));
       add_net("all", "all", p.stripped() ? 1 : 1 + p.type_input_dim());
       if (p.stripped()) {
         type_filter_ = register_module(
             "embedding_types", DenseNet(DenseNetImpl::Kind::Embedding, p.type_input_dim(), p.embedding_neuron,
                                         p.embedding_resnet_dt, gen, dtype));
+      }
+      if (p.attention_descriptor() && p.attention.layers > 0) {
+        attention_ =
+            register_module("attention", NeighborAttention(p.attention, p.embedding_width(), gen, dtype));
       }
       continue;
     }
@@ -150,6 +154,7 @@ void DeepPotImpl::set_energy_bias(const torch::Tensor& bias) {
 }
 
 torch::Tensor DeepPotImpl::energy_from_pairs(const torch::Tensor& rij, const torch::Tensor& centre_types,
+                                             const torch::Tensor& neighbour_types,
                                              torch::Tensor* beyond_end) {
   const auto nf = rij.size(0);
   const auto nloc = rij.size(1);
@@ -164,6 +169,12 @@ torch::Tensor DeepPotImpl::energy_from_pairs(const torch::Tensor& rij, const tor
   const auto types = centre_types.reshape({nf * nloc});
   auto atom_energy = torch::zeros({nf * nloc}, rij.options());
   const auto tebd = type_vectors();
+  // se_atten: the switch w(r) and the neighbours' types of every slot, (nf nloc) x nnei
+  torch::Tensor sw, slot_types;
+  if (config_.mixed_types()) {
+    sw = switch_weight(rij, config_.rcut, config_.rcut_smth).first.reshape({nf * nloc, config_.nnei()});
+    slot_types = neighbour_types.reshape({nf * nloc, config_.nnei()});
+  }
   for (int c = 0; c < config_.ntypes(); ++c) {
     const auto idx = torch::nonzero(types.eq(c)).squeeze(1);
     std::vector<torch::Tensor> parts;
@@ -172,7 +183,10 @@ torch::Tensor DeepPotImpl::energy_from_pairs(const torch::Tensor& rij, const tor
       const auto cols = envs[k].size(2);
       const auto mean = davg_[c].narrow(0, stat_offset_[k], parts_[k].nnei()).narrow(1, 0, cols);
       const auto dev = dstd_[c].narrow(0, stat_offset_[k], parts_[k].nnei()).narrow(1, 0, cols);
-      parts.push_back(descriptor(k, c, (envs[k].index_select(0, idx) - mean) / dev, tebd, beyond_end));
+      const auto env_c = (envs[k].index_select(0, idx) - mean) / dev;
+      parts.push_back(config_.mixed_types() ? attention_descriptor(c, env_c, sw.index_select(0, idx),
+                                                                   slot_types.index_select(0, idx), tebd)
+                                            : descriptor(k, c, env_c, tebd, beyond_end));
     }
     // E_i = F_c(D_i) + bias[c], D_i the descriptors side by side; under a type embedding F([D_i, tebd_c])
     const auto d = parts.size() == 1 ? parts.front() : torch::cat(parts, 1);
@@ -187,7 +201,7 @@ torch::Tensor DeepPotImpl::atomic_energy(const torch::Tensor& coord, const torch
   refuse_training("differentiable energies");
   check_inputs(config_, coord, atype, nlist, shift);
   const auto rij = pair_vectors(coord, nlist, shift, config_.rcut).to(config_.precision);
-  return energy_from_pairs(rij, atype.narrow(1, 0, nlist.size(1)));
+  return energy_from_pairs(rij, atype.narrow(1, 0, nlist.size(1)), neighbour_types(atype, nlist));
 }
 
 ModelOutput DeepPotImpl::evaluate(const torch::Tensor& coord, const torch::Tensor& atype,
@@ -212,7 +226,8 @@ ModelOutput DeepPotImpl::evaluate(const torch::Tensor& coord, const torch::Tenso
   ModelOutput out;
   torch::Tensor beyond_end;  // a compressed model's count of slots beyond its tables
   if (compressed()) beyond_end = torch::zeros({}, nlist.options());
-  out.atom_energy = energy_from_pairs(rij, atype.narrow(1, 0, nloc), compressed() ? &beyond_end : nullptr);
+  out.atom_energy = energy_from_pairs(rij, atype.narrow(1, 0, nloc), neighbour_types(atype, nlist),
+                                      compressed() ? &beyond_end : nullptr);
   out.energy = out.atom_energy.sum(1);
   // g_ij = dE/dr_ij, zero on empty slots
   auto g = torch::autograd::grad({out.energy.sum()}, {rij}, {}, /*retain_graph=*/create_graph,
@@ -311,10 +326,10 @@ void DeepPotImpl::refuse_training(const char* what) const {
 }
 
 void DeepPotImpl::compress(const TableSettings& settings) {
-  if (config_.hybrid()) {
-    throw ModelError(
-        "a hybrid descriptor's model is not compressed by this version of deepkf: use the uncompressed "
-        "model");
+  if (config_.hybrid() || config_.attention_descriptor()) {
+    throw ModelError("a " + config_.descriptor +
+                     " descriptor's model is not compressed by this version of deepkf: use the uncompressed "
+                     "model");
   }
   if (config_.type_embedded() && !config_.stripped()) {
     throw ModelError(
@@ -335,66 +350,10 @@ void DeepPotImpl::compress(const TableSettings& settings) {
 
 void DeepPotImpl::prepare_tables(const nlohmann::json& layout, const std::string& where) {
   if (compressed()) throw ModelError(where + ": the model already has tables");
-  if (config_.hybrid() || (config_.type_embedded() && !config_.stripped()))
-    throw ModelError(where + ": a hybrid descriptor's or a concat type-embedded model has no tables");
+  if (config_.hybrid() || config_.attention_descriptor() || (config_.type_embedded() && !config_.stripped()))
+    throw ModelError(where + ": a hybrid, se_atten or concat type-embedded model has no tables");
   table_ = register_module("table", EmbeddingTable(layout, config_, where));
   strip_tables_.clear();
-}
-
-void DeepPotImpl::set_trainable(bool descriptor, const std::vector<bool>& fitting) {
-  ModelConfig c = config_;
-  c.descriptor_trainable = descriptor;
-  for (auto& p : c.parts) p.descriptor_trainable = descriptor;  // a hybrid's parts say the same
-  c.fitting_trainable = fitting;
-  c.validate();
-  for (auto& net : embedding_)
-    for (std::size_t k = 0; k < net->num_layers(); ++k) net->set_layer_trainable(k, descriptor);
-  if (!type_filter_.is_empty())
-    for (std::size_t k = 0; k < type_filter_->num_layers(); ++k)
-      type_filter_->set_layer_trainable(k, descriptor);
-  if (!type_net_.is_empty())
-    for (std::size_t k = 0; k < type_net_->num_layers(); ++k)
-      type_net_->set_layer_trainable(k, c.type_embedding.trainable);
-  for (auto& net : fitting_)
-    for (std::size_t k = 0; k < net->num_layers(); ++k)
-      net->set_layer_trainable(k, c.fitting_layer_trainable(k));
-  config_ = c;
-}
-
-std::vector<torch::Tensor> DeepPotImpl::trainable_parameters() const {
-  std::vector<torch::Tensor> out;
-  for (const auto& p : parameters())
-    if (p.requires_grad()) out.push_back(p);
-  return out;
-}
-
-std::int64_t DeepPotImpl::trainable_count() const {
-  std::int64_t n = 0;
-  for (const auto& p : trainable_parameters()) n += p.numel();
-  return n;
-}
-
-std::string DeepPotImpl::trained_text() const {
-  const auto trained = trainable_count();
-  const auto frozen = parameter_count() - trained;
-  return frozen == 0 ? fmt::format("{} parameters", trained)
-                     : fmt::format("{} parameters trained ({} frozen)", trained, frozen);
-}
-
-std::int64_t DeepPotImpl::parameter_count() const {
-  std::int64_t n = 0;
-  for (const auto& p : parameters()) n += p.numel();
-  return n;
-}
-
-std::vector<std::pair<std::string, std::int64_t>> DeepPotImpl::parameter_counts() const {
-  std::vector<std::pair<std::string, std::int64_t>> out;
-  std::size_t k = 0;
-  if (!type_net_.is_empty()) out.emplace_back("type_embedding", type_net_->parameter_count());
-  for (const auto& net : embedding_) out.emplace_back(net_names_[k++], net->parameter_count());
-  if (!type_filter_.is_empty()) out.emplace_back("embedding[types]", type_filter_->parameter_count());
-  for (const auto& net : fitting_) out.emplace_back(net_names_[k++], net->parameter_count());
-  return out;
 }
 
 }  // namespace deepkf

@@ -1,9 +1,9 @@
 #pragma once
-// The Deep Potential model DeepPot-SE (descriptor se_e2_a, se_e2_r or se_e3, fitting "ener"), as defined in
-// docs/deep-potential.md: per-atom energies from the smooth environment of each atom, forces and virials by
-// autograd. Batched over frames, vectorised over atoms and neighbours, device- and precision-agnostic.
-// A compressed model (compress(), docs/compression.md) evaluates its embedding nets from tables instead,
-// with forces and virials from the tables' exact derivatives and no autograd, on the CPU.
+// The Deep Potential model DeepPot-SE (descriptor se_e2_a, se_e2_r, se_e3, se_atten or hybrid, fitting
+// "ener"), as defined in docs/deep-potential.md: per-atom energies from the smooth environment of each atom,
+// forces and virials by autograd. Batched over frames, vectorised over atoms and neighbours, device- and
+// precision-agnostic. A compressed model (compress(), docs/compression.md) evaluates its embedding nets from
+// tables instead, with forces and virials from the tables' exact derivatives and no autograd, on the CPU.
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
 
@@ -15,6 +15,7 @@
 #include "src/model/DenseNet.hpp"
 #include "src/model/EmbeddingTable.hpp"
 #include "src/model/ModelConfig.hpp"
+#include "src/model/NeighborAttention.hpp"
 #include "src/model/TrainingRange.hpp"
 
 namespace deepkf {
@@ -105,11 +106,19 @@ class DeepPotImpl : public torch::nn::Module {
 
  private:
   void build();  // the networks and statistics buffers of config_, allocated
-  // rij: nframes x nloc x nnei x 3 (model dtype); centre_types: nframes x nloc -> nframes x nloc (eV).
-  // A compressed model's embedding comes from its tables (counting into beyond_end, where given, the slots
-  // beyond their table's end).
+  // rij: nframes x nloc x nnei x 3 (model dtype); centre_types: nframes x nloc -> nframes x nloc (eV);
+  // neighbour_types: nframes x nloc x nnei (-1 on empty slots), read by a mixed-type descriptor only
+  // (neighbour_types()). A compressed model's embedding comes from its tables (counting into beyond_end,
+  // where given, the slots beyond their table's end).
   torch::Tensor energy_from_pairs(const torch::Tensor& rij, const torch::Tensor& centre_types,
-                                  torch::Tensor* beyond_end = nullptr);
+                                  const torch::Tensor& neighbour_types, torch::Tensor* beyond_end = nullptr);
+  // The type of each slot's neighbour (atype gathered by nlist, -1 on empty slots) for a mixed-type
+  // descriptor (ModelConfig::mixed_types); undefined otherwise.
+  torch::Tensor neighbour_types(const torch::Tensor& atype, const torch::Tensor& nlist) const;
+  // se_atten's descriptor of n centres of type c (DeepPotAttention.cpp): env_c n x N x 4 normalised rows,
+  // sw_c n x N the switch w(r), types_c n x N the neighbours' types (-1 empty) -> n x descriptor_dim().
+  torch::Tensor attention_descriptor(int c, const torch::Tensor& env_c, const torch::Tensor& sw_c,
+                                     const torch::Tensor& types_c, const torch::Tensor& tebd);
   // The embedding net of (first, second) of descriptor `part` (ModelConfig::embedding_index) at inputs x
   // (any shape): x.sizes() + [M], from the tables when compressed. Under a type embedding (tebd =
   // type_vectors()), the one net with the pair's vectors: G([x, pair_types]) or G(x) strip_factor (strip).
@@ -147,8 +156,9 @@ class DeepPotImpl : public torch::nn::Module {
   std::vector<DenseNet> embedding_;
   std::vector<DenseNet> fitting_;
   std::vector<std::string> net_names_;
-  DenseNet type_net_{nullptr};     // type embedding: one-hot(t) -> tebd_t
-  DenseNet type_filter_{nullptr};  // strip: G_t of the embedded types
+  DenseNet type_net_{nullptr};            // type embedding: one-hot(t) -> tebd_t
+  DenseNet type_filter_{nullptr};         // strip: G_t of the embedded types
+  NeighborAttention attention_{nullptr};  // se_atten with attn_layer > 0
   // A compressed strip model's tables for the CPU kernel: G(s)'s coefficients times 1 + G_t of each
   // neighbour type (type_one_side) or (centre, neighbour) pair, made at the first evaluation after the
   // weights are in place (a compressed model is not trained, so they stay valid; compress and

@@ -36,7 +36,7 @@ torch::Tensor DeepPotImpl::strip_factor(const torch::Tensor& tebd, int centre, i
 }
 
 torch::Tensor DeepPotImpl::fitting_input(const torch::Tensor& d, const torch::Tensor& tebd, int c) const {
-  if (!tebd.defined()) return d;
+  if (!tebd.defined() || config_.attention_descriptor()) return d;  // se_atten's D_i ends with tebd_i
   return torch::cat({d, tebd[c].expand({d.size(0), tebd.size(1)})}, 1);
 }
 

@@ -10,8 +10,9 @@
 namespace deepkf {
 
 DenseNetImpl::DenseNetImpl(Kind kind, std::int64_t n_in, const std::vector<int>& widths, bool resnet_dt,
-                           at::Generator generator, c10::ScalarType dtype, bool bias)
-    : kind_(kind) {
+                           at::Generator generator, c10::ScalarType dtype, bool bias, bool linear)
+    : kind_(kind), linear_(linear) {
+  if (linear && kind != Kind::Embedding) throw ModelError("a linear dense net must be an embedding net");
   const auto opts = torch::TensorOptions().dtype(torch::kFloat64);
   std::vector<std::int64_t> sizes{n_in};
   for (int w : widths) sizes.push_back(w);
@@ -58,8 +59,8 @@ torch::Tensor DenseNetImpl::forward(const torch::Tensor& x) {
       y = z;
       continue;
     }
-    // h = tanh(z)
-    const auto h = torch::tanh(z);
+    // h = tanh(z), or z for a linear net
+    const auto h = linear_ ? z : torch::tanh(z);
     if (layer.doubled) {
       // y = [x, x] + h (* dt), without materialising [x, x]
       const auto xx = y.unsqueeze(1);
@@ -78,8 +79,8 @@ torch::Tensor DenseNetImpl::forward(const torch::Tensor& x) {
 
 std::array<torch::Tensor, 3> DenseNetImpl::forward_derivatives(const torch::Tensor& x) {
   torch::NoGradGuard guard;
-  if (x.dim() != 2 || x.size(1) != 1 || layers_.front().w.size(0) != 1) {
-    throw ModelError("forward_derivatives needs a net of one input and x of n x 1");
+  if (x.dim() != 2 || x.size(1) != 1 || layers_.front().w.size(0) != 1 || linear_) {
+    throw ModelError("forward_derivatives needs a tanh net of one input and x of n x 1");
   }
   const auto dtype = x.scalar_type();
   // (y, y', y'') of the current layer's input; dx/dx = 1
@@ -116,6 +117,7 @@ std::array<torch::Tensor, 3> DenseNetImpl::forward_derivatives(const torch::Tens
 
 std::array<torch::Tensor, 2> DenseNetImpl::forward_with_input_gradient(const torch::Tensor& x) {
   torch::NoGradGuard guard;
+  if (linear_) throw ModelError("forward_with_input_gradient needs a tanh net");
   // forward, keeping each layer's tanh output
   std::vector<torch::Tensor> hs;
   hs.reserve(layers_.size());

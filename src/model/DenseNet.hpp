@@ -18,9 +18,10 @@ class DenseNetImpl : public torch::nn::Module {
   // w<k> [n_in, n_out] (y = x W + b), b<k> [n_out], then dt<k> [n_out] when the layer has one; the fitting
   // net ends with a linear layer w<L>, b<L> to 1 output. Initialised with W ~ N(0, 1/sqrt(n_in + n_out)),
   // b ~ N(0, 1), dt ~ N(0.1, 0.001) drawn from `generator`, stored in `dtype`. bias = false: no b<k>
-  // (z = x W; DeePMD-kit's type embedding net without use_tebd_bias).
+  // (z = x W; DeePMD-kit's type embedding net without use_tebd_bias). linear = true (an embedding net
+  // only): h = z instead of tanh(z), the skip rules kept (DPA-1's type embedding).
   DenseNetImpl(Kind kind, std::int64_t n_in, const std::vector<int>& widths, bool resnet_dt,
-               at::Generator generator, c10::ScalarType dtype, bool bias = true);
+               at::Generator generator, c10::ScalarType dtype, bool bias = true, bool linear = false);
 
   // x: ... x n_in -> ... x n_out (n_out = widths.back() for the embedding net, 1 for the fitting net).
   torch::Tensor forward(const torch::Tensor& x);
@@ -55,6 +56,7 @@ class DenseNetImpl : public torch::nn::Module {
     bool activation = true;  // false for the fitting net's last layer
   };
   Kind kind_;
+  bool linear_ = false;
   std::vector<Layer> layers_;
 };
 

@@ -24,13 +24,18 @@ torch::Tensor pair_vectors(const torch::Tensor& coord, const torch::Tensor& nlis
   return torch::where(mask.unsqueeze(-1), rij, far);
 }
 
-torch::Tensor environment_matrix(const torch::Tensor& rij, double rcut, double rcut_smth) {
+std::pair<torch::Tensor, torch::Tensor> switch_weight(const torch::Tensor& rij, double rcut,
+                                                      double rcut_smth) {
   // r = |r_ij| (a plain sum of squares: the generic norm kernel is slow over a last dimension of 3)
   const auto r = rij.square().sum(-1, /*keepdim=*/true).sqrt();
   // u = (r - rcut_smth) / (rcut - rcut_smth), clamped to [0, 1]
   const auto u = ((r - rcut_smth) / (rcut - rcut_smth)).clamp(0.0, 1.0);
   // w(r) = u^3 (-6 u^2 + 15 u - 10) + 1
-  const auto w = u * u * u * (u * (u * -6.0 + 15.0) - 10.0) + 1.0;
+  return {u * u * u * (u * (u * -6.0 + 15.0) - 10.0) + 1.0, r};
+}
+
+torch::Tensor environment_matrix(const torch::Tensor& rij, double rcut, double rcut_smth) {
+  const auto [w, r] = switch_weight(rij, rcut, rcut_smth);
   // s = w / r ; row = (s, s x/r, s y/r, s z/r)
   const auto s = w / r;
   return torch::cat({s, rij * (s / r)}, -1);

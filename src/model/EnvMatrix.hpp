@@ -3,6 +3,7 @@
 #include <torch/types.h>
 
 #include <cstddef>
+#include <utility>
 
 namespace deepkf {
 
@@ -19,6 +20,11 @@ torch::Tensor pair_vectors(const torch::Tensor& coord, const torch::Tensor& nlis
 // The unnormalised environment matrix R~ of every slot, rows (s, s x/r, s y/r, s z/r) with s = w(r)/r.
 //   rij: ... x 3 (A) -> ... x 4 (1/A). Slots at or beyond rcut give zero rows.
 torch::Tensor environment_matrix(const torch::Tensor& rij, double rcut, double rcut_smth);
+
+// The switch w(r) = u^3 (-6 u^2 + 15 u - 10) + 1 of every slot, and r = |r_ij|: rij ... x 3 (A) -> two
+// tensors ... x 1. w is 0 at and beyond rcut (empty slots included).
+std::pair<torch::Tensor, torch::Tensor> switch_weight(const torch::Tensor& rij, double rcut,
+                                                      double rcut_smth);
 
 // R~ of descriptor k of `mc` (descriptor_parts order) from the pair vectors of mc's neighbour list
 // (... x nnei x 3): a hybrid's part reads its own slots (ModelConfig::part_slots) with its own rcut and

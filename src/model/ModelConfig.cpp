@@ -40,6 +40,8 @@ std::int64_t ModelConfig::descriptor_dim() const {
     for (const auto& p : parts) n += p.descriptor_dim();
     return n;
   }
+  if (attention_descriptor())
+    return embedding_width() * axis_neuron + (attention.concat_output_tebd ? type_embedding.width() : 0);
   return descriptor == "se_e2_a" ? embedding_width() * axis_neuron : embedding_width();
 }
 
@@ -125,13 +127,18 @@ void ModelConfig::check() const {
     throw ConfigError("model key 'model.descriptor.rcut_smth' must lie in [0, rcut = " +
                       std::to_string(rcut) + "), got " + std::to_string(rcut_smth));
   }
-  if (sel.size() != type_map.size()) {
-    throw ConfigError("model key 'model.descriptor.sel' has " + std::to_string(sel.size()) +
-                      " entries (unresolved \"auto\"?) but type_map has " + std::to_string(type_map.size()));
-  }
   for (int s : sel) {
     if (s < 0)
       throw ConfigError("model key 'model.descriptor.sel' has a negative entry " + std::to_string(s));
+  }
+  if (mixed_types() && sel.size() != 1) {
+    throw ConfigError("model key 'model.descriptor.sel' of " + descriptor +
+                      " counts the neighbours of all types together: one number, got " +
+                      std::to_string(sel.size()) + " entries (unresolved \"auto\"?)");
+  }
+  if (!mixed_types() && sel.size() != type_map.size()) {
+    throw ConfigError("model key 'model.descriptor.sel' has " + std::to_string(sel.size()) +
+                      " entries (unresolved \"auto\"?) but type_map has " + std::to_string(type_map.size()));
   }
   if (nnei() == 0) throw ConfigError("model key 'model.descriptor.sel' sums to 0");
   if (embedding_neuron.empty()) throw ConfigError("model key 'model.descriptor.neuron' is empty");
@@ -139,9 +146,11 @@ void ModelConfig::check() const {
     if (n < 1)
       throw ConfigError("model key 'model.descriptor.neuron' has a width " + std::to_string(n) + " < 1");
   }
-  if (descriptor != "se_e2_a" && descriptor != "se_e2_r" && descriptor != "se_e3" && !hybrid())
+  if (descriptor != "se_e2_a" && descriptor != "se_e2_r" && descriptor != "se_e3" && !hybrid() &&
+      !attention_descriptor())
     throw ConfigError(
-        "model key 'model.descriptor.type' must be \"se_e2_a\", \"se_e2_r\" or \"se_e3\", got \"" +
+        "model key 'model.descriptor.type' must be \"se_e2_a\", \"se_e2_r\", \"se_e3\" or \"se_atten\", "
+        "got \"" +
         descriptor + "\"");
   if (three_body() && type_one_side) {
     throw ConfigError(
@@ -149,7 +158,8 @@ void ModelConfig::check() const {
         "pair of neighbour types");
   }
   check_type_embedding();
-  if (descriptor == "se_e2_a" && (axis_neuron < 1 || axis_neuron > embedding_width())) {
+  if ((descriptor == "se_e2_a" || attention_descriptor()) &&
+      (axis_neuron < 1 || axis_neuron > embedding_width())) {
     throw ConfigError("model key 'model.descriptor.axis_neuron' must lie in [1, " +
                       std::to_string(embedding_width()) + "], got " + std::to_string(axis_neuron));
   }
@@ -188,15 +198,18 @@ void ModelConfig::check_type_embedding() const {
     throw ConfigError("model key 'model.descriptor.tebd_input_mode' must be \"concat\" or \"strip\", got \"" +
                       tebd_input_mode + "\"");
   }
+  if (attention_descriptor() && !type_embedded())
+    throw ConfigError("model.descriptor " + descriptor + " needs its type embedding (tebd_dim >= 1)");
   if (!type_embedded()) {
     if (tebd_input_mode == "strip")
       throw ConfigError(
           "model.descriptor se_a_ebd_v2 embeds the element types: give the model a 'type_embedding' section");
     return;
   }
-  if (descriptor != "se_e2_a") {
+  if (descriptor != "se_e2_a" && !attention_descriptor()) {
     throw ConfigError(
-        "model key 'model.type_embedding' works with the se_e2_a descriptor (and se_a_ebd_v2) in "
+        "model key 'model.type_embedding' works with the se_e2_a descriptor (and se_a_ebd_v2) and se_atten "
+        "in "
         "deepkf, not with " +
         descriptor + ": remove it, or use se_e2_a");
   }
@@ -247,7 +260,7 @@ nlohmann::json ModelConfig::to_json() const {
                          {"seed", seed},
                          {"precision", precision_name()}};
   if (!three_body()) desc["type_one_side"] = type_one_side;
-  if (descriptor == "se_e2_a") desc["axis_neuron"] = axis_neuron;
+  if (descriptor == "se_e2_a" || attention_descriptor()) desc["axis_neuron"] = axis_neuron;
   if (!descriptor_trainable) desc["trainable"] = false;
   if (sel_auto && sel.empty()) {
     desc["sel"] = "auto:" + std::to_string(sel_auto_factor);
@@ -261,9 +274,22 @@ nlohmann::json ModelConfig::to_json() const {
                         {"precision", precision_name()}};
   if (!fitting_trainable.empty()) fit["trainable"] = fitting_trainable;
   nlohmann::json model = {{"type_map", type_map}, {"descriptor", desc}, {"fitting_net", fit}};
+  if (attention_descriptor()) {
+    // se_atten's own keys; its type embedding as tebd_dim when it is the descriptor's own linear layer
+    auto& d = model["descriptor"];
+    d["sel"] = sel.empty() ? d["sel"] : nlohmann::json(sel.front());
+    d["tebd_input_mode"] = tebd_input_mode;
+    attention.write(d);
+    const auto& te = type_embedding;
+    if (te.linear && te.neuron.size() == 1 && !te.resnet_dt) {
+      d["tebd_dim"] = te.neuron.front();
+      d["use_tebd_bias"] = te.bias;
+      return model;
+    }
+  }
   if (type_embedded()) {
     model["type_embedding"] = type_embedding.to_json(precision_name());
-    if (stripped()) model["descriptor"]["type"] = "se_a_ebd_v2";
+    if (stripped() && !attention_descriptor()) model["descriptor"]["type"] = "se_a_ebd_v2";
   }
   return model;
 }

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "src/model/AttentionConfig.hpp"
 #include "src/model/TypeEmbeddingConfig.hpp"
 
 namespace deepkf {
@@ -16,7 +17,9 @@ struct ModelConfig {
   // The descriptor (docs/deep-potential.md): "se_e2_a" (angular and radial: D = T^T T[:, :M<]), "se_e2_r"
   // (radial only: D = mean_j G(s_ij) / 5) or "se_e3" (three-body: D = sum over neighbour-type pairs of the
   // mean of g_jk G(g_jk), g_jk = r^_j . r^_k), or "hybrid" (the descriptors of `parts` side by side).
-  // DeePMD-kit's other spellings (se_a, se_r, se_at, se_a_3be, se_t) are read as these.
+  // "se_atten" (DPA-1: a type-embedded se_e2_a over the nearest neighbours of any type, refined by gated
+  // self-attention over them). DeePMD-kit's other spellings (se_a, se_r, se_at, se_a_3be, se_t, dpa1,
+  // se_atten_v2) are read as these.
   std::string descriptor = "se_e2_a";
   // hybrid: one ModelConfig per descriptor of DeePMD-kit's "list", each with its own rcut, sel and nets
   // (and this one's type_map, precision and fitting settings). This config's rcut, rcut_smth, sel and
@@ -28,11 +31,14 @@ struct ModelConfig {
   // types through their embedded vectors. tebd_input_mode "concat": G([s_ij, tebd_j]) (type_one_side) or
   // G([s_ij, tebd_j, tebd_i]); "strip" (DeePMD-kit's se_a_ebd_v2): G(s_ij) (1 + G_t(tebd_j)) or
   // G(s_ij) (1 + G_t([tebd_j, tebd_i])). The fitting net reads [D_i, tebd_i].
+  // se_atten: the descriptor's own type embedding (one linear layer of tebd_dim, unless the model section
+  // gives a "type_embedding"), always present.
   TypeEmbeddingConfig type_embedding;
   std::string tebd_input_mode = "concat";
+  AttentionConfig attention;     // se_atten's attention layers and options
   double rcut = 6.0;             // cutoff radius (A)
   double rcut_smth = 0.5;        // the switch starts here (A)
-  std::vector<int> sel;          // neighbour slots per neighbour type
+  std::vector<int> sel;          // neighbour slots per neighbour type (se_atten: one entry, any type)
   bool sel_auto = false;         // input said "auto": the caller fills `sel` from the data
   double sel_auto_factor = 1.1;  // "auto:1.2" -> 1.2
   std::vector<int> embedding_neuron{10, 20, 40};
@@ -62,13 +68,24 @@ struct ModelConfig {
   bool radial() const { return descriptor == "se_e2_r"; }
   bool three_body() const { return descriptor == "se_e3"; }
   bool hybrid() const { return descriptor == "hybrid"; }
+  bool attention_descriptor() const { return descriptor == "se_atten"; }
+  // The neighbour list holds the nearest sel[0] neighbours of any type (se_atten), not sel[t] per type:
+  // lists are built with every atom of one type (model_neighbor_list) and the model reads the
+  // neighbours' types from atype.
+  bool mixed_types() const { return attention_descriptor(); }
+  // Entries of sel: one per neighbour type, or 1 for mixed types.
+  int neighbour_groups() const { return mixed_types() ? 1 : ntypes(); }
   bool type_embedded() const { return type_embedding.enabled(); }
   bool stripped() const { return type_embedded() && tebd_input_mode == "strip"; }
   // Width of the embedded types the embedding net (concat) or G_t (strip) reads: tebd_j, or [tebd_j, tebd_i].
   std::int64_t type_input_dim() const { return type_embedding.width() * (type_one_side ? 1 : 2); }
-  // The fitting net's input: D_i, with tebd_i after it under a type embedding.
-  std::int64_t fitting_input_dim() const { return descriptor_dim() + type_embedding.width(); }
-  // Descriptor length: M * M< (se_e2_a), M (se_e2_r, se_e3), the parts' lengths summed (hybrid).
+  // The fitting net's input: D_i, with tebd_i after it under a type embedding (se_atten: D_i, which ends
+  // with tebd_i itself when concat_output_tebd).
+  std::int64_t fitting_input_dim() const {
+    return descriptor_dim() + (attention_descriptor() ? 0 : type_embedding.width());
+  }
+  // Descriptor length: M * M< (se_e2_a; se_atten plus tebd_i's Y with concat_output_tebd), M (se_e2_r,
+  // se_e3), the parts' lengths summed (hybrid).
   std::int64_t descriptor_dim() const;
   // The descriptors of the model: `parts` (hybrid), else this config alone.
   std::vector<ModelConfig> descriptor_parts() const;

@@ -1,6 +1,7 @@
 // ModelConfig::parse and read_type_map: DeePMD-kit's "model" section read with its defaults, each bad value
 // named by its key.
 #include <algorithm>
+#include <numeric>
 
 #include "src/core/Error.hpp"
 #include "src/core/JsonKeys.hpp"
@@ -22,12 +23,13 @@ std::string canonical_descriptor(const nlohmann::json& type) {
   if (t == "se_e2_a" || t == "se_a" || t == "se_a_ebd_v2" || t == "se_a_tpe_v2") return "se_e2_a";
   if (t == "se_e2_r" || t == "se_r") return "se_e2_r";
   if (t == "se_e3" || t == "se_at" || t == "se_a_3be" || t == "se_t") return "se_e3";
+  if (t == "se_atten" || t == "dpa1" || t == "se_atten_v2") return "se_atten";
   if (t == "hybrid") return "hybrid";
   return "";
 }
 
 constexpr const char* kBuilt =
-    "one se_e2_a (with or without a type embedding), se_e2_r, se_e3 or hybrid energy model";
+    "one se_e2_a (with or without a type embedding), se_e2_r, se_e3, se_atten or hybrid energy model";
 
 // DeePMD-kit's se_a_ebd_v2 (also se_a_tpe_v2): se_e2_a with the type embedding in "strip" mode.
 bool stripped_type(const nlohmann::json& type) { return type == "se_a_ebd_v2" || type == "se_a_tpe_v2"; }
@@ -39,12 +41,14 @@ void check_descriptor(const nlohmann::json& d, const std::string& path, const st
                       bool in_hybrid) {
   const auto* type_value = find(d, "type");
   const std::string type = type_value == nullptr ? "" : canonical_descriptor(*type_value);
-  if (type.empty() || (in_hybrid && type == "hybrid")) {
+  if (type.empty() || (in_hybrid && (type == "hybrid" || type == "se_atten"))) {
     throw ConfigError("model key '" + path + ".type' in " + file + " is " +
                       (type_value ? dump(*type_value) : std::string("missing")) +
                       ": deepkf builds the descriptors se_e2_a (also written se_a; with a type embedding "
                       "also se_a_ebd_v2), se_e2_r (se_r), se_e3 (se_at, se_a_3be, se_t)" +
-                      (in_hybrid ? " inside a hybrid" : " and hybrid combinations of them"));
+                      (in_hybrid
+                           ? " inside a hybrid"
+                           : ", se_atten (dpa1, se_atten_v2) and hybrid combinations of the first three"));
   }
   if (type == "hybrid") {
     check_keys(d, path, {"type", "list"}, file);
@@ -67,7 +71,19 @@ void check_descriptor(const nlohmann::json& d, const std::string& path, const st
       "resnet_dt",     "seed",      "precision",     "activation_function", "set_davg_zero",
       "exclude_types", "trainable", "env_protection"};
   if (type != "se_e3") keys.push_back("type_one_side");
-  if (type == "se_e2_a") keys.push_back("axis_neuron");
+  if (type == "se_e2_a" || type == "se_atten") keys.push_back("axis_neuron");
+  if (type == "se_atten") {
+    // DeePMD-kit's se_atten arguments; se_atten_v2 fixes tebd_input_mode and smooth_type_embedding
+    for (const char* k : {"attn", "attn_layer", "attn_dotr", "attn_mask", "scaling_factor", "normalize",
+                          "temperature", "trainable_ln", "ln_eps", "concat_output_tebd", "tebd_dim",
+                          "use_econf_tebd", "use_tebd_bias", "lmax", "type_map"})
+      keys.push_back(k);
+    if ((*type_value) != "se_atten_v2") {
+      for (const char* k :
+           {"tebd_input_mode", "stripped_type_embedding", "smooth_type_embedding", "smooth_type_embdding"})
+        keys.push_back(k);
+    }
+  }
   check_keys(d, path, keys, file);
 }
 
@@ -118,12 +134,55 @@ void check_model_keys(const nlohmann::json& model, const std::string& file) {
   }
 }
 
+// se_atten's own keys (the common ones are read by read_descriptor_section): its type embedding, input mode
+// and attention layers.
+void read_attention_section(const nlohmann::json& d, const std::string& dp, const std::string& file,
+                            ModelConfig& c) {
+  const bool v2 = d["type"] == "se_atten_v2";
+  if (const auto* l = find(d, "lmax"); l != nullptr && !l->is_null() && *l != 1) {
+    throw ConfigError("model key '" + dp + ".lmax' in " + file + " is " + dump(*l) +
+                      ": deepkf builds se_atten's moments of degree 1 only (lmax 1)");
+  }
+  if (read_bool(d, "use_econf_tebd", false, dp)) {
+    throw ConfigError("model key '" + dp + ".use_econf_tebd' in " + file +
+                      " asks for the electronic-configuration type embedding, which deepkf does not build: "
+                      "leave it false (each element's one-hot vector is embedded)");
+  }
+  if (const auto* tm = find(d, "type_map"); tm != nullptr && !tm->is_null() && *tm != c.type_map) {
+    throw ConfigError("model key '" + dp + ".type_map' in " + file + " is " + dump(*tm) +
+                      " but model.type_map is " + dump(c.type_map));
+  }
+  c.attention = AttentionConfig::read(d, v2, dp, file);
+  c.tebd_input_mode = v2 ? "strip" : "concat";
+  if (!v2) {
+    if (const auto* m = find(d, "tebd_input_mode"); m != nullptr) {
+      if (!m->is_string() || (*m != "concat" && *m != "strip"))
+        throw ConfigError("model key '" + dp + ".tebd_input_mode' in " + file +
+                          " must be \"concat\" or \"strip\", got " + dump(*m));
+      c.tebd_input_mode = m->get<std::string>();
+    }
+    if (const auto* s = find(d, "stripped_type_embedding"); s != nullptr && !s->is_null())
+      c.tebd_input_mode = read_bool(d, "stripped_type_embedding", false, dp) ? "strip" : "concat";
+  }
+  // DPA-1's own type embedding: one linear layer from the one-hot vector to tebd_dim numbers (a model
+  // section's "type_embedding", read afterwards, replaces it)
+  c.type_embedding.neuron = {read_int(d, "tebd_dim", 8, dp, file)};
+  if (c.type_embedding.neuron.front() < 1) {
+    throw ConfigError("model key '" + dp + ".tebd_dim' in " + file + " must be at least 1, got " +
+                      dump(d.at("tebd_dim")));
+  }
+  c.type_embedding.linear = true;
+  c.type_embedding.bias = read_bool(d, "use_tebd_bias", false, dp);
+  c.type_embedding.trainable = c.descriptor_trainable;
+}
+
 // One descriptor section (not a hybrid) at path dp into c (its type and keys checked by check_descriptor).
 void read_descriptor_section(const nlohmann::json* desc, const std::string& dp, const std::string& file,
                              ModelConfig& c) {
   // DeePMD-kit options this model does not implement: refuse values other than their defaults
   require_tanh(*desc, dp);
-  if (const auto* z = find(*desc, "set_davg_zero"); z != nullptr && *z != false) {
+  const bool attention = canonical_descriptor((*desc)["type"]) == "se_atten";
+  if (const auto* z = find(*desc, "set_davg_zero"); !attention && z != nullptr && *z != false) {
     throw ConfigError("model key '" + dp + ".set_davg_zero' is not supported, got " + dump(*z));
   }
   if (const auto* x = find(*desc, "exclude_types"); x != nullptr && !(x->is_array() && x->empty())) {
@@ -151,11 +210,17 @@ void read_descriptor_section(const nlohmann::json* desc, const std::string& dp, 
       throw ConfigError("model key '" + dp + ".sel' must be a list of integers or \"auto\", got " +
                         dump(*sel));
     }
+  } else if (attention && sel->is_number_integer()) {
+    c.sel = {read_int(*desc, "sel", 0, dp, file)};
   } else {
     c.sel = read_int_list(*desc, "sel", {}, dp, file);
+    // se_atten: only the total counts (DeePMD-kit: "only the summation of sel[i] matters")
+    if (attention && std::none_of(c.sel.begin(), c.sel.end(), [](int n) { return n < 0; }))
+      c.sel = {std::accumulate(c.sel.begin(), c.sel.end(), 0)};
   }
   c.embedding_neuron = read_int_list(*desc, "neuron", c.embedding_neuron, dp, file);
-  if (c.descriptor == "se_e2_a") c.axis_neuron = read_int(*desc, "axis_neuron", c.axis_neuron, dp, file);
+  if (c.descriptor == "se_e2_a" || attention)
+    c.axis_neuron = read_int(*desc, "axis_neuron", c.axis_neuron, dp, file);
   c.type_one_side = read_bool(*desc, "type_one_side", c.type_one_side, dp);
   c.embedding_resnet_dt = read_bool(*desc, "resnet_dt", c.embedding_resnet_dt, dp);
   c.descriptor_trainable = read_bool(*desc, "trainable", c.descriptor_trainable, dp);
@@ -165,6 +230,7 @@ void read_descriptor_section(const nlohmann::json* desc, const std::string& dp, 
     c.seed = s->get<std::int64_t>();
   }
   c.precision = read_precision(*desc, dp);
+  if (attention) read_attention_section(*desc, dp, file, c);
 }
 
 // model.descriptor into c: one descriptor, or a hybrid's parts (each with this model's type map) combined.

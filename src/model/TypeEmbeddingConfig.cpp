@@ -22,8 +22,9 @@ constexpr const char* kPath = "model.type_embedding";
 
 nlohmann::json TypeEmbeddingConfig::to_json(const std::string& precision_name) const {
   if (!enabled()) return nullptr;
-  return {{"neuron", neuron},      {"activation_function", "tanh"}, {"resnet_dt", resnet_dt},
-          {"use_tebd_bias", bias}, {"trainable", trainable},        {"precision", precision_name}};
+  return {{"neuron", neuron},       {"activation_function", linear ? "linear" : "tanh"},
+          {"resnet_dt", resnet_dt}, {"use_tebd_bias", bias},
+          {"trainable", trainable}, {"precision", precision_name}};
 }
 
 TypeEmbeddingConfig TypeEmbeddingConfig::read(const nlohmann::json& s, c10::ScalarType model_precision,
@@ -38,7 +39,11 @@ TypeEmbeddingConfig TypeEmbeddingConfig::read(const nlohmann::json& s, c10::Scal
   c.neuron = read_int_list(s, "neuron", {8}, kPath, file);
   if (c.neuron.empty() || std::any_of(c.neuron.begin(), c.neuron.end(), [](int w) { return w < 1; }))
     bad("neuron", "a non-empty list of widths of at least 1", s.at("neuron"), file);
-  require_tanh(s, kPath);
+  if (const auto* a = find(s, "activation_function"); a != nullptr && (*a == "linear" || *a == "none")) {
+    c.linear = true;
+  } else {
+    require_tanh(s, kPath);
+  }
   // "default" is the model's precision; another must be it (one precision for the whole model)
   if (const auto* p = find(s, "precision");
       p != nullptr && *p != "default" && read_precision(s, kPath) != model_precision)

@@ -17,6 +17,7 @@ struct TypeEmbeddingConfig {
   bool resnet_dt = false;
   bool bias = false;  // use_tebd_bias
   bool trainable = true;
+  bool linear = false;  // activation_function "linear" (DPA-1's own type embedding): no tanh
 
   bool enabled() const { return !neuron.empty(); }
   std::int64_t width() const { return neuron.empty() ? 0 : neuron.back(); }
@@ -24,8 +25,8 @@ struct TypeEmbeddingConfig {
   nlohmann::json to_json(const std::string& precision_name) const;
   // The "type_embedding" object of a model section, with DeePMD-kit's defaults (neuron [8], tanh,
   // resnet_dt false, use_tebd_bias false, trainable true). ConfigError naming the key for a bad value, a
-  // precision other than the model's, or an option deepkf does not build (use_econf_tebd, another
-  // activation).
+  // precision other than the model's, or an option deepkf does not build (use_econf_tebd, an activation
+  // other than tanh or linear).
   static TypeEmbeddingConfig read(const nlohmann::json& section, c10::ScalarType model_precision,
                                   const std::string& file);
 };

@@ -228,12 +228,13 @@ void resolve_sel(ModelConfig& mcfg, const std::vector<FrameSubset>& train, Commu
     mcfg.combine_parts();
     return;
   }
-  if (mcfg.rcut <= 0.0 || (!mcfg.sel_auto && mcfg.sel.size() != mcfg.type_map.size())) return;  // validate()
+  const auto groups = static_cast<std::size_t>(mcfg.neighbour_groups());
+  if (mcfg.rcut <= 0.0 || (!mcfg.sel_auto && mcfg.sel.size() != groups)) return;  // validate()
   // One scan of every training frame (the neighbour search is O(N)): the largest per-type neighbour count
   // within rcut, and, for a given sel, the neighbours it leaves out. With "auto" the slots are 0 and every
   // neighbour counts as cut.
-  const std::vector<int> slots = mcfg.sel_auto ? std::vector<int>(mcfg.type_map.size(), 0) : mcfg.sel;
-  std::vector<std::int64_t> counts(static_cast<std::size_t>(mcfg.ntypes()), 0);
+  const std::vector<int> slots = mcfg.sel_auto ? std::vector<int>(groups, 0) : mcfg.sel;
+  std::vector<std::int64_t> counts(groups, 0);
   // neighbours within rcut, those beyond sel, frames with any beyond sel, frames
   std::vector<double> cut = {0.0, 0.0, 0.0, 0.0};
   together(comm, [&] {
@@ -245,6 +246,7 @@ void resolve_sel(ModelConfig& mcfg, const std::vector<FrameSubset>& train, Commu
         types[i] = static_cast<int>(std::find(mcfg.type_map.begin(), mcfg.type_map.end(), name) -
                                     mcfg.type_map.begin());
       }
+      types = list_types(mcfg, types);
       // Each rank scans its share of the frames; the maximum and the sums over ranks follow.
       for_rank_frames(part, 64, comm, [&](const System& chunk, std::int64_t) {
         for (std::int64_t f = 0; f < chunk.nframes; ++f) {
@@ -278,8 +280,9 @@ void resolve_sel(ModelConfig& mcfg, const std::vector<FrameSubset>& train, Commu
         "sel [{}] is smaller than the training data's neighbour counts within rcut {} A (at most [{}] "
         "per atom, types {}): {} of {} neighbours ({:.2f} %) in {} of {} frames are cut and not seen by "
         "the model; sel \"auto\" would give [{}]",
-        fmt::join(mcfg.sel, ", "), mcfg.rcut, fmt::join(most, ", "), fmt::join(mcfg.type_map, " "), cut[1],
-        cut[0], 100.0 * cut[1] / cut[0], cut[2], cut[3], fmt::join(auto_sel(most), ", "));
+        fmt::join(mcfg.sel, ", "), mcfg.rcut, fmt::join(most, ", "),
+        mcfg.mixed_types() ? std::string("all together") : fmt::format("{}", fmt::join(mcfg.type_map, " ")),
+        cut[1], cut[0], 100.0 * cut[1] / cut[0], cut[2], cut[3], fmt::join(auto_sel(most), ", "));
   }
 }
 

@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "src/geometry/NeighborList.hpp"
+#include "src/model/Batch.hpp"
 #include "src/model/ModelFile.hpp"
 #include "tests/support/TestData.hpp"
 
@@ -112,6 +113,21 @@ void write_water_model(const std::string& path, std::int64_t seed, const std::st
   mc.axis_neuron = 4;
   mc.fitting_neuron = {16, 16};
   mc.seed = seed;
+  if (descriptor == "se_atten" || descriptor == "se_atten_v2") {
+    // the nearest 120 of any type, two attention layers; se_atten: concat without smooth gates,
+    // se_atten_v2: strip with them
+    mc.descriptor = "se_atten";
+    mc.sel = {120};
+    mc.type_embedding.neuron = {8};
+    mc.type_embedding.linear = true;
+    mc.attention.layers = 2;
+    mc.attention.width = 16;
+    if (descriptor == "se_atten_v2") {
+      mc.tebd_input_mode = "strip";
+      mc.attention.smooth = true;
+      mc.attention.set_davg_zero = false;
+    }
+  }
   if (descriptor == "hybrid") {
     // DeePMD-kit's water hybrid example's layout: se_e2_a of rcut 4 beside se_e2_r of rcut 6
     ModelConfig a = mc, r = mc;
@@ -143,7 +159,8 @@ Direct direct(const std::string& model_path, const Frame& f) {
   auto loaded = load_model(model_path);
   const auto& mc = loaded.config;
   const auto n = f.natoms();
-  const auto nl = build_neighbor_list(f.coord.data(), n, f.types.data(), f.box.data(), mc.rcut, mc.sel);
+  const auto in_list = list_types(mc, f.types);
+  const auto nl = build_neighbor_list(f.coord.data(), n, in_list.data(), f.box.data(), mc.rcut, mc.sel);
   const auto coord = torch::tensor(f.coord, torch::kFloat64).view({1, n, 3});
   const auto atype =
       torch::tensor(std::vector<int64_t>(f.types.begin(), f.types.end()), torch::kInt64).view({1, n});

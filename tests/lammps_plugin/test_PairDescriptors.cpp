@@ -1,5 +1,5 @@
 // pair_style deepkf with the descriptors beside se_e2_a (se_e2_r, se_e3, hybrid, se_e2_a with a type
-// embedding): run 0 against the direct
+// embedding, se_atten over the neighbours of any type): run 0 against the direct
 // evaluation on 1 and 2 ranks, compressed too, and the same MD trajectory on 1 and 2 ranks.
 #include <string>
 #include <vector>
@@ -11,7 +11,8 @@
 
 using namespace deepkf::test;
 
-TEST_CASE("se_e2_r, se_e3, hybrid and type-embedded models: run 0 equals the direct evaluation", "[lammps]") {
+TEST_CASE("se_e2_r, se_e3, hybrid, type-embedded and se_atten models: run 0 equals the direct evaluation",
+          "[lammps]") {
   SECTION("se_e2_r model, triclinic water frame, 1 rank") {
     check_run0(water_frame(1, true), 1, false, "se_e2_r");
   }
@@ -42,11 +43,19 @@ TEST_CASE("se_e2_r, se_e3, hybrid and type-embedded models: run 0 equals the dir
   SECTION("compressed se_a_ebd_v2 model, orthorhombic water frame, 2 ranks") {
     check_run0(water_frame(1, false), 2, true, "se_a_ebd_v2");
   }
+  SECTION("se_atten model (the nearest neighbours of any type), triclinic water frame, 1 rank") {
+    check_run0(water_frame(1, true), 1, false, "se_atten");
+  }
+  SECTION("se_atten_v2 model, orthorhombic water frame, 2 ranks") {
+    check_run0(water_frame(3, false), 2, false, "se_atten_v2");
+  }
 }
 
-TEST_CASE("se_e2_r, se_e3, hybrid and type-embedded models give the same 100 MD steps on 1 and 2 ranks",
-          "[lammps]") {
-  const std::string descriptor = GENERATE(as<std::string>{}, "se_e2_r", "se_e3", "hybrid", "se_a_ebd_v2");
+TEST_CASE(
+    "se_e2_r, se_e3, hybrid, type-embedded and se_atten models give the same 100 MD steps on 1 and 2 ranks",
+    "[lammps]") {
+  const std::string descriptor =
+      GENERATE(as<std::string>{}, "se_e2_r", "se_e3", "hybrid", "se_a_ebd_v2", "se_atten", "se_atten_v2");
   INFO("descriptor " << descriptor);
   const auto frame = water_frame(0, false);
   std::vector<std::vector<std::vector<double>>> ends;

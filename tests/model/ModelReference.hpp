@@ -31,7 +31,7 @@ inline double switch_w(double r, double rc, double rs) {
 
 // Dense layers of one net, read back from the model's named parameters ("<net>.w0", "<net>.b0", ...).
 inline torch::Tensor reference_net(const DeepPot& model, const std::string& net, torch::Tensor x,
-                                   bool fitting, bool resnet_dt) {
+                                   bool fitting, bool resnet_dt, bool linear = false) {
   const auto params = model->named_parameters();
   for (int k = 0;; ++k) {
     const auto key = net + ".w" + std::to_string(k);
@@ -42,7 +42,7 @@ inline torch::Tensor reference_net(const DeepPot& model, const std::string& net,
     const auto z =
         params.contains(bias) ? x.matmul(w) + params[bias].detach().to(torch::kFloat64) : x.matmul(w);
     if (last) return z;
-    auto h = torch::tanh(z);
+    auto h = linear ? z : torch::tanh(z);
     const auto in = w.size(0), out = w.size(1);
     const bool has_dt = resnet_dt && (!fitting || (k > 0 && in == out));
     if (has_dt) h = h * params[net + ".dt" + std::to_string(k)].detach().to(torch::kFloat64);
@@ -62,22 +62,20 @@ inline torch::Tensor reference_type_vectors(const DeepPot& model) {
   const auto& mc = model->config();
   if (!mc.type_embedded()) return torch::Tensor();
   return reference_net(model, "type_embedding", torch::eye(mc.ntypes(), torch::kFloat64), false,
-                       mc.type_embedding.resnet_dt);
+                       mc.type_embedding.resnet_dt, mc.type_embedding.linear);
 }
 
-// Total energy by brute force: every image within rcut (images n in [-m, m]^3), per-type slots sorted by
-// distance, padded with zero rows, normalised, embedded, contracted (se_e2_a: T^T T<; se_e2_r: the sum of
-// the embeddings over the slots / (5 N_c)) and fitted atom by atom; a type embedding's nets as defined in
-// docs/deep-potential.md.
-// One descriptor `mc` (nets named prefix + "embedding_..."; statistics davg, dstd: its rows) of atom i.
-inline torch::Tensor reference_descriptor(const DeepPot& model, const ModelConfig& mc,
-                                          const std::string& prefix, const torch::Tensor& davg,
-                                          const torch::Tensor& dstd, const Config& c, std::int64_t i, int m) {
-  const auto n = c.natoms();
-  const int ti = c.types[i];
-  // neighbours per type: (r, row of R~)
-  std::vector<std::vector<std::pair<double, std::array<double, 4>>>> by_type(mc.sel.size());
-  for (std::int64_t j = 0; j < n; ++j) {
+// Every image j + a A + b B + c C (a, b, c in [-m, m]; m = 0 without a box) within mc.rcut of atom i, but
+// i itself: its distance r, its type and its row (s, s x/r, s y/r, s z/r) of R~.
+struct BruteNeighbour {
+  double r;
+  int type;
+  std::array<double, 4> row;
+};
+inline std::vector<BruteNeighbour> brute_neighbours(const Config& c, std::int64_t i, const ModelConfig& mc,
+                                                    int m) {
+  std::vector<BruteNeighbour> out;
+  for (std::int64_t j = 0; j < c.natoms(); ++j) {
     for (int a = -m; a <= m; ++a) {
       for (int b = -m; b <= m; ++b) {
         for (int cc = -m; cc <= m; ++cc) {
@@ -90,11 +88,26 @@ inline torch::Tensor reference_descriptor(const DeepPot& model, const ModelConfi
           const double len = std::sqrt(r[0] * r[0] + r[1] * r[1] + r[2] * r[2]);
           if (len >= mc.rcut) continue;
           const double s = switch_w(len, mc.rcut, mc.rcut_smth) / len;
-          by_type[c.types[j]].push_back({len, {s, s * r[0] / len, s * r[1] / len, s * r[2] / len}});
+          out.push_back({len, c.types[j], {s, s * r[0] / len, s * r[1] / len, s * r[2] / len}});
         }
       }
     }
   }
+  return out;
+}
+
+// Total energy by brute force: every image within rcut (images n in [-m, m]^3), per-type slots sorted by
+// distance, padded with zero rows, normalised, embedded, contracted (se_e2_a: T^T T<; se_e2_r: the sum of
+// the embeddings over the slots / (5 N_c)) and fitted atom by atom; a type embedding's nets as defined in
+// docs/deep-potential.md.
+// One descriptor `mc` (nets named prefix + "embedding_..."; statistics davg, dstd: its rows) of atom i.
+inline torch::Tensor reference_descriptor(const DeepPot& model, const ModelConfig& mc,
+                                          const std::string& prefix, const torch::Tensor& davg,
+                                          const torch::Tensor& dstd, const Config& c, std::int64_t i, int m) {
+  const int ti = c.types[i];
+  // neighbours per type: (r, row of R~)
+  std::vector<std::vector<std::pair<double, std::array<double, 4>>>> by_type(mc.sel.size());
+  for (const auto& nb : brute_neighbours(c, i, mc, m)) by_type[nb.type].push_back({nb.r, nb.row});
   auto env = torch::zeros({mc.nnei(), 4}, torch::kFloat64);
   for (std::size_t t = 0; t < by_type.size(); ++t) {
     auto& list = by_type[t];
@@ -160,8 +173,12 @@ inline torch::Tensor reference_descriptor(const DeepPot& model, const ModelConfi
                          : tmat.t().matmul(tmat.narrow(1, 0, mc.axis_neuron)).reshape({1, -1});
 }
 
+// se_atten's reference (tests/model/AttentionReference.hpp).
+inline double reference_attention_energy(const DeepPot& model, const Config& c, int images);
+
 inline double reference_energy(const DeepPot& model, const Config& c, int images = 3) {
   const auto& mc = model->config();
+  if (mc.attention_descriptor()) return reference_attention_energy(model, c, images);
   const int m = c.box.empty() ? 0 : images;
   const auto davg = model->davg().to(torch::kFloat64);
   const auto dstd = model->dstd().to(torch::kFloat64);
@@ -190,3 +207,5 @@ inline double reference_energy(const DeepPot& model, const Config& c, int images
 }
 
 }  // namespace deepkf::test
+
+#include "tests/model/AttentionReference.hpp"

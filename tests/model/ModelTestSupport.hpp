@@ -37,7 +37,8 @@ struct Inputs {
 
 inline Inputs make_inputs(const Config& c, const ModelConfig& mc) {
   const auto n = c.natoms();
-  const auto nl = build_neighbor_list(c.coord.data(), n, c.types.data(),
+  const auto in_list = list_types(mc, c.types);
+  const auto nl = build_neighbor_list(c.coord.data(), n, in_list.data(),
                                       c.box.empty() ? nullptr : c.box.data(), mc.rcut, mc.sel);
   Inputs in;
   in.coord = torch::tensor(c.coord, torch::kFloat64).view({1, n, 3});
@@ -216,6 +217,26 @@ inline ModelConfig small_config(bool type_one_side, bool resnet_dt,
     mc.type_embedding.neuron = {2, 4, 8};
     mc.type_embedding.resnet_dt = resnet_dt;
     if (descriptor == "se_a_ebd_v2") mc.tebd_input_mode = "strip";
+    return mc;
+  }
+  if (descriptor == "se_atten" || descriptor == "se_atten_v2") {
+    // se_atten over 40 slots of any type with two attention layers; "se_atten": concat, DPA-1's linear
+    // type embedding of width 2 (= ntypes: its skip rule y = x + x W), no smooth gates; "se_atten_v2":
+    // strip with the smooth gates, type vectors of 4 (= 2 ntypes: y = [x, x] + x W), attn_dotr off
+    ModelConfig mc = small_config(type_one_side, resnet_dt, "se_e2_a");
+    mc.descriptor = "se_atten";
+    mc.sel = {40};
+    mc.type_embedding.neuron = {descriptor == "se_atten" ? 2 : 4};
+    mc.type_embedding.linear = true;
+    mc.attention.layers = 2;
+    mc.attention.width = 6;
+    if (descriptor == "se_atten_v2") {
+      mc.tebd_input_mode = "strip";
+      mc.attention.smooth = true;
+      mc.attention.dotr = false;
+      mc.attention.set_davg_zero = false;
+      mc.attention.temperature = 0.8;
+    }
     return mc;
   }
   ModelConfig mc;

@@ -60,8 +60,8 @@ TEST_CASE("ModelConfig reads DeePMD-kit's keys and defaults and rejects bad valu
     model["descriptor"]["precision"] = "float16";
     CHECK_THROWS_WITH(ModelConfig::from_json(model), Catch::Contains("float16"));
     model = water_reference_model();
-    model["descriptor"]["type"] = "se_atten";
-    CHECK_THROWS_WITH(ModelConfig::from_json(model), Catch::Contains("se_atten"));
+    model["descriptor"]["type"] = "dpa2";
+    CHECK_THROWS_WITH(ModelConfig::from_json(model), Catch::Contains("dpa2"));
     model = water_reference_model();
     model["descriptor"]["axis_neuron"] = 200;
     CHECK_THROWS_WITH(ModelConfig::from_json(model),
@@ -95,11 +95,12 @@ TEST_CASE("ModelConfig reads DeePMD-kit's keys and defaults and rejects bad valu
     model["models"] = nlohmann::json::array();
     CHECK_THROWS_WITH(ModelConfig::from_json(model, "in.json"), Catch::Contains("'model.models' in in.json"));
     model = water_reference_model();
-    model["descriptor"] = {{"type", "se_atten"}};
+    model["descriptor"] = {{"type", "dpa2"}};
     CHECK_THROWS_WITH(ModelConfig::from_json(model, "in.json"),
-                      "model key 'model.descriptor.type' in in.json is \"se_atten\": deepkf builds the "
+                      "model key 'model.descriptor.type' in in.json is \"dpa2\": deepkf builds the "
                       "descriptors se_e2_a (also written se_a; with a type embedding also se_a_ebd_v2), "
-                      "se_e2_r (se_r), se_e3 (se_at, se_a_3be, se_t) and hybrid combinations of them");
+                      "se_e2_r (se_r), se_e3 (se_at, se_a_3be, se_t), se_atten (dpa1, se_atten_v2) and "
+                      "hybrid combinations of the first three");
     model["descriptor"] = {{"type", "hybrid"}, {"list", nlohmann::json::array()}};
     CHECK_THROWS_WITH(ModelConfig::from_json(model, "in.json"),
                       Catch::Contains("'model.descriptor.list' in in.json must be a non-empty list"));
@@ -186,5 +187,106 @@ TEST_CASE("ModelConfig reads DeePMD-kit's keys and defaults and rejects bad valu
     model["fitting_net"]["rcond"] = 1e-3;
     model["_comment"] = "that's all";
     CHECK_NOTHROW(ModelConfig::from_json(model, "in.json"));
+  }
+}
+
+TEST_CASE("se_atten sections read DeePMD-kit's keys, defaults and spellings", "[model]") {
+  // DeePMD-kit's examples/water/se_atten_dpa1_compat descriptor, then its variants
+  const nlohmann::json base = {{"type_map", {"O", "H"}},
+                               {"descriptor",
+                                {{"type", "se_atten"},
+                                 {"sel", 120},
+                                 {"rcut_smth", 0.5},
+                                 {"rcut", 6.0},
+                                 {"neuron", {25, 50, 100}},
+                                 {"axis_neuron", 16},
+                                 {"attn", 128},
+                                 {"attn_layer", 2},
+                                 {"attn_dotr", true},
+                                 {"attn_mask", false}}},
+                               {"fitting_net", {{"neuron", {240, 240, 240}}}}};
+  SECTION("se_atten: concat, DeePMD-kit's defaults, one sel for all types") {
+    const auto c = ModelConfig::from_json(base, "in.json");
+    CHECK(c.descriptor == "se_atten");
+    CHECK(c.mixed_types());
+    CHECK(c.sel == std::vector<int>{120});
+    CHECK(c.tebd_input_mode == "concat");
+    CHECK(c.type_embedding.neuron == std::vector<int>{8});
+    CHECK(c.type_embedding.linear);
+    CHECK_FALSE(c.type_embedding.bias);
+    CHECK(c.attention.layers == 2);
+    CHECK(c.attention.width == 128);
+    CHECK(c.attention.set_davg_zero);
+    CHECK_FALSE(c.attention.smooth);
+    CHECK(c.attention.normalize);
+    CHECK(c.attention.scaling(128) == Approx(1.0 / std::sqrt(128.0)));
+    CHECK(c.attention.ln_eps == 1e-5);
+    CHECK(c.descriptor_dim() == 100 * 16 + 8);  // D_i then tebd_i (concat_output_tebd)
+    CHECK(c.fitting_input_dim() == c.descriptor_dim());
+    const auto again = ModelConfig::from_json(c.to_json(), "again.json");
+    CHECK(again.differences(c).empty());
+    CHECK(again.to_json() == c.to_json());
+  }
+  SECTION("se_atten_v2 and dpa1 spellings, sel as a list, temperature, strip") {
+    auto v2 = base;
+    v2["descriptor"]["type"] = "se_atten_v2";
+    v2["descriptor"]["sel"] = {40, 80};
+    const auto c = ModelConfig::from_json(v2, "in.json");
+    CHECK(c.sel == std::vector<int>{120});
+    CHECK(c.tebd_input_mode == "strip");
+    CHECK(c.attention.smooth);
+    CHECK_FALSE(c.attention.set_davg_zero);
+    CHECK(ModelConfig::from_json(c.to_json(), "again.json").differences(c).empty());
+    auto dpa1 = base;
+    dpa1["descriptor"]["type"] = "dpa1";
+    dpa1["descriptor"]["temperature"] = 1.0;
+    dpa1["descriptor"]["type_one_side"] = true;
+    dpa1["descriptor"]["stripped_type_embedding"] = true;
+    dpa1["descriptor"]["smooth_type_embdding"] = true;  // DeePMD-kit's misspelt alias
+    dpa1["descriptor"]["tebd_dim"] = 4;
+    dpa1["descriptor"]["concat_output_tebd"] = false;
+    const auto d = ModelConfig::from_json(dpa1, "in.json");
+    CHECK(d.attention.scaling(128) == 1.0);
+    CHECK(d.stripped());
+    CHECK(d.attention.smooth);
+    CHECK(d.type_embedding.neuron == std::vector<int>{4});
+    CHECK(d.descriptor_dim() == 100 * 16);
+    CHECK(ModelConfig::from_json(d.to_json(), "again.json").differences(d).empty());
+  }
+  SECTION("a model section's type_embedding replaces the descriptor's linear one") {
+    auto tf = base;
+    tf["type_embedding"] = {{"neuron", {2, 4, 8}}};
+    const auto c = ModelConfig::from_json(tf, "in.json");
+    CHECK(c.type_embedding.neuron == std::vector<int>{2, 4, 8});
+    CHECK_FALSE(c.type_embedding.linear);
+    const auto again = ModelConfig::from_json(c.to_json(), "again.json");
+    CHECK(again.differences(c).empty());
+    CHECK(again.type_embedding.neuron == c.type_embedding.neuron);
+  }
+  SECTION("options not built and bad values are refused by key") {
+    const auto refused = [&](const std::string& key, const nlohmann::json& value, const std::string& says) {
+      auto m = base;
+      m["descriptor"][key] = value;
+      INFO(key << " = " << value.dump());
+      CHECK_THROWS_WITH(ModelConfig::from_json(m, "in.json"),
+                        Catch::Contains("model.descriptor." + key) && Catch::Contains(says));
+    };
+    refused("attn_mask", true, "attn_mask");
+    refused("lmax", 2, "lmax 1");
+    refused("use_econf_tebd", true, "electronic-configuration");
+    refused("attn_layer", -1, "0 or more");
+    refused("attn", 0, "at least 1");
+    refused("tebd_input_mode", "mix", "\"concat\" or \"strip\"");
+    refused("temperature", "hot", "number");
+    refused("exclude_types", nlohmann::json::array({nlohmann::json::array({0, 1})}), "not supported");
+    refused("sel", nlohmann::json::array({-1, 4}), "negative");
+    auto v2 = base;
+    v2["descriptor"]["type"] = "se_atten_v2";
+    v2["descriptor"]["tebd_input_mode"] = "concat";  // not a key of se_atten_v2
+    CHECK_THROWS_WITH(ModelConfig::from_json(v2, "in.json"), Catch::Contains("tebd_input_mode"));
+    auto hybrid = base;
+    hybrid["descriptor"] = {{"type", "hybrid"}, {"list", {base["descriptor"]}}};
+    CHECK_THROWS_WITH(ModelConfig::from_json(hybrid, "in.json"),
+                      Catch::Contains("'model.descriptor.list[0].type' in in.json is \"se_atten\""));
   }
 }

@@ -1,8 +1,8 @@
 // DeePMD-kit's own training inputs (tests/train/deepmd-kit-inputs, copied unchanged from its repository)
 // train here as they are, on the water data laid out where those inputs expect it: the PyTorch water
 // example (its numb_steps cut to 2, no bias fit after training) and its LKF test input (1 step, as written);
-// the same example with num_epoch is read; its se_e2_r, se_e3, hybrid and se_e2_a_tebd examples train
-// (2 steps).
+// the same example with num_epoch is read; its se_e2_r, se_e3, hybrid, se_e2_a_tebd and se_atten examples
+// train (2 steps).
 // DeePMD-kit's LMDB example (examples/lmdb_downsample_data, read from a DeePMD-kit checkout; skipped without
 // one) trains as it is but for its length.
 #include <cmath>
@@ -11,6 +11,10 @@
 #include <fstream>
 
 #include "src/core/Communicator.hpp"
+#include "src/data/Dataset.hpp"
+#include "src/model/Batch.hpp"
+#include "src/model/DeepPot.hpp"
+#include "src/model/ModelFile.hpp"
 #include "src/train/Trainer.hpp"
 #include "tests/support/Catch.hpp"
 #include "tests/support/TestData.hpp"
@@ -36,11 +40,12 @@ json read_json(const std::string& path) {
   return json::parse(in, nullptr, true, true);
 }
 
-// DeePMD-kit's water model (1,014,182 weights) from `doc`, written to `path` with numb_steps cut to 2, and
-// trained into `output_dir` with 2 GiB for the memory plan (which picks the covariance's block size and
+// DeePMD-kit's water model (1,014,182 weights) from `doc`, written to `path` with numb_steps cut to `steps`,
+// and trained into `output_dir` with 2 GiB for the memory plan (which picks the covariance's block size and
 // precision for it).
-deepkf::TrainResult train_two_steps(json doc, const std::string& path, const std::string& output_dir) {
-  doc["training"]["numb_steps"] = 2;
+deepkf::TrainResult train_two_steps(json doc, const std::string& path, const std::string& output_dir,
+                                    int steps = 2) {
+  doc["training"]["numb_steps"] = steps;
   // The energy bias fit after training (change_bias_after_training) evaluates all 320 training frames with
   // the 1M-weight model: negligible after a real run, 100 times the time of these 2 steps.
   doc["training"]["change_bias_after_training"] = false;
@@ -139,6 +144,49 @@ TEST_CASE(
   CHECK(neuron == (descriptor == "se_e3" ? json({2, 4, 8}) : tebd ? json({25, 50, 100}) : json({5, 10, 20})));
   if (tebd) CHECK(resolved["model"]["type_embedding"]["neuron"] == json({2, 4, 8}));
   CHECK(resolved["optimizer"]["type"] == "RLEKF");
+  fs::remove_all(root);
+}
+
+TEST_CASE("DeePMD-kit's se_atten water examples are read unchanged, and its main one trains",
+          "[train][deepmd]") {
+  // examples/water/se_atten/{input, input_torch}.json (se_atten_v2; dpa1 with type_one_side and a
+  // temperature), se_atten_compressible (attn_layer 0) and se_atten_dpa1_compat (se_atten, concat): sel 120
+  // of any type, attention of width 128. The attention costs about 10x se_e2_a's arithmetic per atom, so that
+  // RLEKF's first step with its automatic p0 (16 gradients) takes minutes on two cores: the main example
+  // (se_atten/input.json) trains one step, the others are read, built and evaluated on a water frame.
+  const std::string name = GENERATE(as<std::string>{}, "se_atten_input", "se_atten_input_torch",
+                                    "se_atten_compressible_input", "se_atten_dpa1_compat_input");
+  INFO("input " << name);
+  const auto [root, example] = water_example(name, "se_atten");
+  const json input = read_json(kInputs + "/" + name + ".json");
+  json desc;
+  if (name == "se_atten_input") {
+    const auto result = train_two_steps(input, example + "/input.json", root + "/out", 1);
+    CHECK(result.steps == 1);
+    CHECK(std::isfinite(result.validation.rmse_e()));
+    CHECK(std::isfinite(result.validation.rmse_f()));
+    CHECK(read_json(root + "/out/input.resolved.json")["optimizer"]["type"] == "RLEKF");
+    desc = deepkf::load_model(root + "/out/model.pt").config.to_json()["descriptor"];
+  } else {
+    std::ofstream(example + "/input.json") << input.dump(2);
+    const auto cfg = deepkf::TrainConfig::from_file(example + "/input.json");
+    const auto mc = deepkf::ModelConfig::from_json(cfg.model, cfg.file);
+    deepkf::DeepPot model(mc);
+    const auto frames = deepkf::read_systems(example + "/../data/data_3");
+    REQUIRE(!frames.empty());
+    const auto b = deepkf::make_batch(frames.front(), {0}, mc, torch::kCPU, torch::kFloat64);
+    const auto out = model->evaluate(b.coord, b.atype, b.nlist, b.shift, false);
+    CHECK(std::isfinite(out.energy.item<double>()));
+    CHECK(std::isfinite(out.force.abs().max().item<double>()));
+    desc = mc.to_json()["descriptor"];
+  }
+  CHECK(desc["type"] == "se_atten");
+  CHECK(desc["sel"] == 120);
+  CHECK(desc["attn_layer"] == input["model"]["descriptor"]["attn_layer"]);
+  const bool concat = name == "se_atten_dpa1_compat_input" || name == "se_atten_input_torch";
+  CHECK(desc["tebd_input_mode"] == (concat ? "concat" : "strip"));
+  CHECK(desc["smooth_type_embedding"] == !concat);
+  CHECK(desc["tebd_dim"] == 8);
   fs::remove_all(root);
 }
 
