@@ -30,8 +30,10 @@ std::pair<torch::Tensor, torch::Tensor> switch_weight(const torch::Tensor& rij, 
   const auto r = rij.square().sum(-1, /*keepdim=*/true).sqrt();
   // u = (r - rcut_smth) / (rcut - rcut_smth), clamped to [0, 1]
   const auto u = ((r - rcut_smth) / (rcut - rcut_smth)).clamp(0.0, 1.0);
-  // w(r) = u^3 (-6 u^2 + 15 u - 10) + 1
-  return {u * u * u * (u * (u * -6.0 + 15.0) - 10.0) + 1.0, r};
+  // w(r) = u^3 (-6 u^2 + 15 u - 10) + 1, written as (1 - u)^3 (1 + 3 u + 6 u^2): the same polynomial
+  // without the cancellation 1 - 1 near the cutoff, where w is tiny and its relative rounding would be large
+  const auto v = 1.0 - u;
+  return {v * v * v * (u * (u * 6.0 + 3.0) + 1.0), r};
 }
 
 torch::Tensor environment_matrix(const torch::Tensor& rij, double rcut, double rcut_smth) {

@@ -22,8 +22,9 @@ inline Real switched_inverse(Real r, Real rcut, Real rcut_smth, Real& ds) {
   }
   const Real width = rcut - rcut_smth;
   const Real u = std::min((r - rcut_smth) / width, Real(1));
-  const Real w = u * u * u * (u * (u * Real(-6) + Real(15)) - Real(10)) + Real(1);
   const Real one_minus_u = Real(1) - u;
+  // (1 - u)^3 (1 + 3 u + 6 u^2) = u^3 (-6 u^2 + 15 u - 10) + 1, without its cancellation near u = 1
+  const Real w = one_minus_u * one_minus_u * one_minus_u * (u * (u * Real(6) + Real(3)) + Real(1));
   const Real dw = Real(-30) * u * u * one_minus_u * one_minus_u / width;
   ds = (dw - w * inv_r) * inv_r;
   return w * inv_r;
