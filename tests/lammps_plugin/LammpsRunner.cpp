@@ -114,10 +114,11 @@ void write_water_model(const std::string& path, std::int64_t seed, const std::st
   mc.fitting_neuron = {16, 16};
   mc.seed = seed;
   if (descriptor == "se_atten" || descriptor == "se_atten_v2") {
-    // the nearest 120 of any type, two attention layers; se_atten: concat without smooth gates,
-    // se_atten_v2: strip with them
+    // the nearest 64 of any type within 4.5 A (the attention's cost grows with sel^2), two attention
+    // layers; se_atten: concat without smooth gates, se_atten_v2: strip with them
     mc.descriptor = "se_atten";
-    mc.sel = {120};
+    mc.rcut = 4.5;
+    mc.sel = {64};
     mc.type_embedding.neuron = {8};
     mc.type_embedding.linear = true;
     mc.attention.layers = 2;

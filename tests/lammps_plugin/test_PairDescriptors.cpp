@@ -54,8 +54,10 @@ TEST_CASE("se_e2_r, se_e3, hybrid, type-embedded and se_atten models: run 0 equa
 TEST_CASE(
     "se_e2_r, se_e3, hybrid, type-embedded and se_atten models give the same 100 MD steps on 1 and 2 ranks",
     "[lammps]") {
+  // se_atten in its smooth form: without the gates a neighbour crossing rcut changes the forces by a step,
+  // and the two runs' rounding decides in which time step it does (1.5e-6 A apart after 100 steps)
   const std::string descriptor =
-      GENERATE(as<std::string>{}, "se_e2_r", "se_e3", "hybrid", "se_a_ebd_v2", "se_atten", "se_atten_v2");
+      GENERATE(as<std::string>{}, "se_e2_r", "se_e3", "hybrid", "se_a_ebd_v2", "se_atten_v2");
   INFO("descriptor " << descriptor);
   const auto frame = water_frame(0, false);
   std::vector<std::vector<std::vector<double>>> ends;
