@@ -48,6 +48,8 @@ def train(work, name, precision="float64", seed=1, steps=4, descriptor="se_e2_a"
     tebd = descriptor == "se_a_ebd_v2"  # se_e2_a with a type embedding (strip)
     if descriptor == "se_e2_a" or tebd:
         desc["axis_neuron"] = 2
+    if descriptor == "se_atten_v2":  # DPA-1 over the nearest 48 of any type, one attention layer
+        desc.update(sel=48, axis_neuron=2, attn=8, attn_layer=1, tebd_dim=4)
     if descriptor == "hybrid":  # se_e2_a of a shorter cutoff beside se_e2_r
         angular = dict(desc, type="se_e2_a", rcut=3.0, sel=[8, 16], axis_neuron=2)
         desc = {"type": "hybrid", "list": [angular, dict(desc, type="se_e2_r")]}
@@ -95,6 +97,7 @@ class Models(unittest.TestCase):
         cls.three_body = train(cls.work, "se_e3", descriptor="se_e3")
         cls.hybrid = train(cls.work, "hybrid", descriptor="hybrid")
         cls.type_embedded = train(cls.work, "se_a_ebd_v2", descriptor="se_a_ebd_v2")
+        cls.attention = train(cls.work, "se_atten_v2", descriptor="se_atten_v2")
         cls.compressed = os.path.join(cls.work, "compressed.pt")
         run("compress", cls.f64, "-o", cls.compressed)
         cls.coord, cls.box, cls.types, cls.energy, cls.force = water_frames()
@@ -113,7 +116,8 @@ class DeepPotTest(Models):
                                                  (self.radial, "se_e2_r", 1e-12, 1e-10, 1e-10),
                                                  (self.three_body, "se_e3", 1e-12, 1e-10, 1e-10),
                                                  (self.hybrid, "hybrid", 1e-12, 1e-10, 1e-10),
-                                                 (self.type_embedded, "se_a_ebd_v2", 1e-12, 1e-10, 1e-10)]:
+                                                 (self.type_embedded, "se_a_ebd_v2", 1e-12, 1e-10, 1e-10),
+                                                 (self.attention, "se_atten_v2", 1e-12, 1e-10, 1e-10)]:
             e_ref, f_ref, v_ref = detail(self.work, model, name)
             e, f, v = DeepPot(model).eval(self.coord, self.box, self.types)
             assert_close(self, e[:, 0], e_ref, e_tol, f"{name} energies against deepkf test")
