@@ -64,6 +64,12 @@ constexpr std::int64_t kEnergyGraphCopies = 3;
 // se_e3's force graph, per pair input (measured: DeePMD-kit's se_e3 water example, 192 atoms, sel 40/76,
 // peaks at 5.3 GiB beside its 4.4 GiB covariance, about 2.9 copies of its 6,786 pair inputs x 21 values).
 constexpr std::int64_t kThreeBodyGraphCopies = 4;
+// se_atten's attention layers, values per pair of neighbour slots (j, k) of one centre and layer in a force
+// graph with its parameter gradient (measured: DeePMD-kit's se_atten dpa1 water example, 192 atoms, sel 120,
+// attn 128, two layers, float64: 4.6 GB peak for one frame, about 90 values per slot pair and layer beyond
+// the nets' activations); an energy graph keeps about a third of them.
+constexpr std::int64_t kAttentionPairValues = 90;
+constexpr std::int64_t kAttentionEnergyPairValues = 30;
 
 // Estimate of the activations of a measurement's graph over `frames` frames on a rank: `copies` of the
 // embedding nets' outputs and the environment matrix per neighbour slot, frames x atoms x slots x (sum of

@@ -77,6 +77,12 @@ StepResources step_resources(const torch::Device& device, std::int64_t available
                                               part.three_body() ? kThreeBodyGraphCopies : kForceGraphCopies);
     res.frame_energy_bytes +=
         batch_activation_bytes(1, natoms, inputs, part.embedding_neuron, value_bytes, kEnergyGraphCopies);
+    if (part.attention_descriptor()) {
+      // the N x N weights of every centre and attention layer
+      const auto pairs = natoms * inputs * inputs * part.attention.layers * value_bytes;
+      res.batch_bytes += frames * pairs * kAttentionPairValues;
+      res.frame_energy_bytes += pairs * kAttentionEnergyPairValues;
+    }
   }
   res.batch_frames = frames;
   return res;
