@@ -79,8 +79,9 @@ void print_info(const std::string& path) {
     fmt::print("  rcut          {} A (switch from rcut_smth {} A)\n", p.rcut, p.rcut_smth);
     fmt::print("  sel           {} (N_c = {})\n", fmt::join(p.sel, " "), p.nnei());
     if (p.type_embedded()) {
-      fmt::print("  type embedding one-hot {} -> {} (tebd_input_mode {})\n", p.ntypes(),
-                 fmt::join(p.type_embedding.neuron, " -> "), p.tebd_input_mode);
+      fmt::print("  type embedding one-hot {} -> {}{} (tebd_input_mode {})\n", p.ntypes(),
+                 fmt::join(p.type_embedding.neuron, " -> "), p.type_embedding.linear ? ", linear" : "",
+                 p.tebd_input_mode);
       fmt::print("  embedding net {} -> {}, axis_neuron {} (one net for all types; descriptor {} numbers)\n",
                  p.stripped() ? 1 : 1 + p.type_input_dim(), fmt::join(p.embedding_neuron, " -> "),
                  p.axis_neuron, p.descriptor_dim());
