@@ -46,8 +46,9 @@ class DeepPotImpl : public torch::nn::Module {
   const ModelConfig& config() const { return config_; }
 
   // coord: nframes x nall x 3 (A); atype: nframes x nall (int64, type index); nlist: nframes x nloc x nnei
-  // (int64 index into nall, -1 empty, slots grouped by neighbour type as sel); shift: nframes x nloc x nnei x
-  // 3 (A) or undefined (= zero). Centres are the first nloc atoms. Returns per-atom energies nframes x nloc
+  // (int64 index into nall, -1 empty, slots grouped by neighbour type as sel, or for mixed types the
+  // nearest of any type: list_types); shift: nframes x nloc x nnei x 3 (A) or undefined (= zero). Centres
+  // are the first nloc atoms. Returns per-atom energies nframes x nloc
   // (eV) in the model's dtype, differentiable with respect to coord and the parameters. Throws ModelError
   // for a compressed model (training needs the nets).
   torch::Tensor atomic_energy(const torch::Tensor& coord, const torch::Tensor& atype,
