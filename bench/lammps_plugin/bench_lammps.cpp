@@ -24,7 +24,9 @@
 // 2/4/8 in the strip form; compressed: G(s)'s table by LibTorch operations); DEEPKF_BENCH_DESCRIPTOR=se_atten
 // its se_atten example (se_atten_v2: sel 120 of any type, embedding 25/50/100, axis 16, tebd_dim 8 strip,
 // two attention layers of width 128, fitting 240/240/240) and se_atten0 its se_atten_compressible example
-// (the same without attention layers), uncompressed only.
+// (the same without attention layers), uncompressed only; DEEPKF_BENCH_DESCRIPTOR=se_e3_tebd its
+// se_e3_tebd example (rcut 4, sel 40 of any type, embedding 2/4/8, tebd_dim 8 concat, fitting
+// 240/240/240), uncompressed only.
 //
 // For the uncompressed model the achieved GFLOP/s (5.708 MFLOP per atom-step, bench/support/ModelFlops.hpp,
 // times atom-steps/s) is printed as before; "speed-up" is compressed over uncompressed atom-steps/s of the
@@ -59,7 +61,7 @@ void write_models(deepkf::ModelConfig mc, const deepkf::Batch& b, c10::ScalarTyp
   auto model = deepkf::test::model_with_data_statistics(mc, b);
   const nlohmann::json provenance{{"source", "bench_lammps (random weights, statistics of water/data_0)"}};
   deepkf::save_model(plain, model, provenance);
-  if (mc.hybrid() || mc.attention_descriptor()) return;  // not compressed
+  if (mc.hybrid() || mc.mixed_types()) return;  // not compressed
   model->compress(deepkf::TableSettings{});
   deepkf::save_model(compressed, model, provenance);
 }
@@ -115,7 +117,18 @@ int main(int argc, char** argv) {
   const bool radial = chosen == "se_e2_r", three_body = chosen == "se_e3", hybrid = chosen == "hybrid";
   const bool tebd = chosen == "se_a_ebd_v2";
   const bool attention = chosen == "se_atten" || chosen == "se_atten0";
-  if (attention) {
+  const bool three_body_tebd = chosen == "se_e3_tebd";
+  if (three_body_tebd) {
+    mc.descriptor = "se_e3_tebd";
+    mc.rcut = 4.0;
+    mc.sel = {40};
+    mc.embedding_neuron = {2, 4, 8};
+    mc.type_one_side = false;
+    mc.type_embedding.neuron = {8};
+    mc.type_embedding.linear = true;
+    mc.attention.layers = 0;
+    mc.attention.smooth = true;
+  } else if (attention) {
     mc.descriptor = "se_atten";
     mc.sel = {120};
     mc.type_one_side = false;
@@ -155,10 +168,11 @@ int main(int argc, char** argv) {
     mc.parts = {a, r};
     mc.combine_parts();
   } else if (chosen != "se_e2_a") {
-    std::fprintf(stderr,
-                 "bench_lammps: DEEPKF_BENCH_DESCRIPTOR must be se_e2_a, se_e2_r, se_e3, hybrid, se_a_ebd_v2, "
-                 "se_atten or se_atten0, not '%s'\n",
-                 chosen.c_str());
+    std::fprintf(
+        stderr,
+        "bench_lammps: DEEPKF_BENCH_DESCRIPTOR must be se_e2_a, se_e2_r, se_e3, hybrid, se_a_ebd_v2, "
+        "se_atten, se_atten0 or se_e3_tebd, not '%s'\n",
+        chosen.c_str());
     return 2;
   }
   const auto batch = deepkf::make_batch(water.systems.at(0), frames, mc, torch::kCPU, torch::kFloat64);
@@ -174,7 +188,7 @@ int main(int argc, char** argv) {
   for (const auto& [name, precision] : precisions)
     write_models(mc, batch, precision, dir + "/" + name + ".pt", dir + "/" + name + "-compressed.pt");
   deepkf::test::write_data_file(dir + "/data.lmp", deepkf::test::water_frame(0, false));
-  const bool se_a = !radial && !three_body && !hybrid && !tebd && !attention;
+  const bool se_a = !radial && !three_body && !hybrid && !tebd && !attention && !three_body_tebd;
   const double fpas = se_a ? 2 * deepkf::bench::energy_flops_per_atom(mc) : 0.0;  // F_EF = 2 F_E
   if (!se_a) {
     std::printf(
@@ -195,7 +209,7 @@ int main(int argc, char** argv) {
       for (const auto& dtype : dtypes) {
         double plain_rate = 0;
         for (const bool compressed : {false, true}) {
-          if (compressed && (hybrid || attention)) continue;
+          if (compressed && (hybrid || attention || three_body_tebd)) continue;
           const int steps = rep == 1 ? steps_small : steps_large;
           const std::string model = dtype + (compressed ? "-compressed.pt" : ".pt");
           std::ostringstream in;

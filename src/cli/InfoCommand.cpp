@@ -69,8 +69,8 @@ void print_info(const std::string& path) {
   for (std::size_t k = 0; k < parts.size(); ++k) {
     const auto& p = parts[k];
     const std::string label = c.hybrid() ? fmt::format(" d{}", k) : "";
-    if (p.three_body()) {
-      fmt::print("descriptor{:<6}{} (nets per pair of neighbour types), resnet_dt {}\n", label, p.descriptor,
+    if (p.three_body() || p.three_body_tebd()) {
+      fmt::print("descriptor{:<6}{} (nets of neighbour pairs), resnet_dt {}\n", label, p.descriptor,
                  p.embedding_resnet_dt);
     } else {
       fmt::print("descriptor{:<6}{}, type_one_side {}, resnet_dt {}\n", label, p.descriptor, p.type_one_side,
@@ -82,9 +82,18 @@ void print_info(const std::string& path) {
       fmt::print("  type embedding one-hot {} -> {}{} (tebd_input_mode {})\n", p.ntypes(),
                  fmt::join(p.type_embedding.neuron, " -> "), p.type_embedding.linear ? ", linear" : "",
                  p.tebd_input_mode);
-      fmt::print("  embedding net {} -> {}, axis_neuron {} (one net for all types; descriptor {} numbers)\n",
-                 p.stripped() ? 1 : 1 + p.type_input_dim(), fmt::join(p.embedding_neuron, " -> "),
-                 p.axis_neuron, p.descriptor_dim());
+      if (p.three_body_tebd()) {
+        fmt::print(
+            "  embedding net {} -> {} (one net for all neighbour pairs; smooth {}, concat_output_tebd {}; "
+            "descriptor {} numbers)\n",
+            p.stripped() ? 1 : 1 + p.type_input_dim(), fmt::join(p.embedding_neuron, " -> "),
+            p.attention.smooth, p.attention.concat_output_tebd, p.descriptor_dim());
+      } else {
+        fmt::print(
+            "  embedding net {} -> {}, axis_neuron {} (one net for all types; descriptor {} numbers)\n",
+            p.stripped() ? 1 : 1 + p.type_input_dim(), fmt::join(p.embedding_neuron, " -> "), p.axis_neuron,
+            p.descriptor_dim());
+      }
       if (p.attention_descriptor()) {
         const auto& a = p.attention;
         fmt::print(

@@ -18,6 +18,12 @@ torch::Tensor from_doubles(const double* data, std::vector<int64_t> sizes) {
 
 }  // namespace
 
+torch::Tensor slot_types(const torch::Tensor& atype, const torch::Tensor& nlist) {
+  const auto nf = nlist.size(0);
+  const auto gathered = atype.gather(1, nlist.clamp_min(0).reshape({nf, -1})).view(nlist.sizes());
+  return torch::where(nlist.ge(0), gathered, torch::full({}, -1, gathered.options()));
+}
+
 std::vector<int> list_types(const ModelConfig& config, std::vector<int> types) {
   if (config.mixed_types()) std::fill(types.begin(), types.end(), 0);
   return types;

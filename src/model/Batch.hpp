@@ -32,6 +32,10 @@ struct Batch {
 // model types, or all 0 for a mixed-type descriptor, whose list holds the nearest sel[0] of any type.
 std::vector<int> list_types(const ModelConfig& config, std::vector<int> types);
 
+// Each slot's neighbour type in a list: atype (nframes x nall, int64) gathered by nlist (nframes x nloc x
+// nnei), -1 on empty slots.
+torch::Tensor slot_types(const torch::Tensor& atype, const torch::Tensor& nlist);
+
 // Neighbour lists by build_neighbor_list with config.rcut and config.sel (and list_types); the System's types
 // are mapped to the model's type_map by name. Throws DataError naming the system for a frame index out of
 // range or an element missing from the model's type map.

@@ -169,7 +169,7 @@ torch::Tensor DeepPotImpl::energy_from_pairs(const torch::Tensor& rij, const tor
   const auto types = centre_types.reshape({nf * nloc});
   auto atom_energy = torch::zeros({nf * nloc}, rij.options());
   const auto tebd = type_vectors();
-  // se_atten: the switch w(r) and the neighbours' types of every slot, (nf nloc) x nnei
+  // se_atten, se_e3_tebd: the switch w(r) and the neighbours' types of every slot, (nf nloc) x nnei
   torch::Tensor sw, slot_types;
   if (config_.mixed_types()) {
     sw = switch_weight(rij, config_.rcut, config_.rcut_smth).first.reshape({nf * nloc, config_.nnei()});
@@ -184,9 +184,15 @@ torch::Tensor DeepPotImpl::energy_from_pairs(const torch::Tensor& rij, const tor
       const auto mean = davg_[c].narrow(0, stat_offset_[k], parts_[k].nnei()).narrow(1, 0, cols);
       const auto dev = dstd_[c].narrow(0, stat_offset_[k], parts_[k].nnei()).narrow(1, 0, cols);
       const auto env_c = (envs[k].index_select(0, idx) - mean) / dev;
-      parts.push_back(config_.mixed_types() ? attention_descriptor(c, env_c, sw.index_select(0, idx),
-                                                                   slot_types.index_select(0, idx), tebd)
-                                            : descriptor(k, c, env_c, tebd, beyond_end));
+      if (config_.mixed_types()) {
+        const auto sw_c = sw.index_select(0, idx);
+        const auto types_c = slot_types.index_select(0, idx);
+        parts.push_back(config_.attention_descriptor()
+                            ? attention_descriptor(c, env_c, sw_c, types_c, tebd)
+                            : three_body_tebd_descriptor(c, env_c, sw_c, types_c, tebd));
+      } else {
+        parts.push_back(descriptor(k, c, env_c, tebd, beyond_end));
+      }
     }
     // E_i = F_c(D_i) + bias[c], D_i the descriptors side by side; under a type embedding F([D_i, tebd_c])
     const auto d = parts.size() == 1 ? parts.front() : torch::cat(parts, 1);
@@ -326,7 +332,7 @@ void DeepPotImpl::refuse_training(const char* what) const {
 }
 
 void DeepPotImpl::compress(const TableSettings& settings) {
-  if (config_.hybrid() || config_.attention_descriptor()) {
+  if (config_.hybrid() || config_.mixed_types()) {
     throw ModelError("a " + config_.descriptor +
                      " descriptor's model is not compressed by this version of deepkf: use the uncompressed "
                      "model");
@@ -350,8 +356,8 @@ void DeepPotImpl::compress(const TableSettings& settings) {
 
 void DeepPotImpl::prepare_tables(const nlohmann::json& layout, const std::string& where) {
   if (compressed()) throw ModelError(where + ": the model already has tables");
-  if (config_.hybrid() || config_.attention_descriptor() || (config_.type_embedded() && !config_.stripped()))
-    throw ModelError(where + ": a hybrid, se_atten or concat type-embedded model has no tables");
+  if (config_.hybrid() || config_.mixed_types() || (config_.type_embedded() && !config_.stripped()))
+    throw ModelError(where + ": a hybrid, se_atten, se_e3_tebd or concat type-embedded model has no tables");
   table_ = register_module("table", EmbeddingTable(layout, config_, where));
   strip_tables_.clear();
 }

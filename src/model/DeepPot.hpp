@@ -120,6 +120,9 @@ class DeepPotImpl : public torch::nn::Module {
   // sw_c n x N the switch w(r), types_c n x N the neighbours' types (-1 empty) -> n x descriptor_dim().
   torch::Tensor attention_descriptor(int c, const torch::Tensor& env_c, const torch::Tensor& sw_c,
                                      const torch::Tensor& types_c, const torch::Tensor& tebd);
+  // se_e3_tebd's descriptor of the same inputs (DeepPotThreeBodyTebd.cpp) -> n x descriptor_dim().
+  torch::Tensor three_body_tebd_descriptor(int c, const torch::Tensor& env_c, const torch::Tensor& sw_c,
+                                           const torch::Tensor& types_c, const torch::Tensor& tebd);
   // The embedding net of (first, second) of descriptor `part` (ModelConfig::embedding_index) at inputs x
   // (any shape): x.sizes() + [M], from the tables when compressed. Under a type embedding (tebd =
   // type_vectors()), the one net with the pair's vectors: G([x, pair_types]) or G(x) strip_factor (strip).

@@ -2,15 +2,13 @@
 // docs/deep-potential.md ("se_atten") defines it.
 #include <torch/torch.h>
 
+#include "src/model/Batch.hpp"
 #include "src/model/DeepPot.hpp"
 
 namespace deepkf {
 
 torch::Tensor DeepPotImpl::neighbour_types(const torch::Tensor& atype, const torch::Tensor& nlist) const {
-  if (!config_.mixed_types()) return {};
-  const auto nf = nlist.size(0);
-  const auto gathered = atype.gather(1, nlist.clamp_min(0).reshape({nf, -1})).view(nlist.sizes());
-  return torch::where(nlist.ge(0), gathered, torch::full({}, -1, gathered.options()));
+  return config_.mixed_types() ? slot_types(atype, nlist) : torch::Tensor();
 }
 
 torch::Tensor DeepPotImpl::attention_descriptor(int c, const torch::Tensor& env_c, const torch::Tensor& sw_c,
@@ -43,8 +41,7 @@ torch::Tensor DeepPotImpl::attention_descriptor(int c, const torch::Tensor& env_
   if (!attention_.is_empty()) {
     // r^_j from the normalised rows' columns 1..3 (their direction is r_ij's; 0 on empty slots)
     const auto dirs = env_c.narrow(2, 1, 3);
-    const auto rhat = dirs * dirs.square().sum(2, true).clamp_min(1e-24).rsqrt();
-    g = attention_->forward(g, real, sw_c, rhat);
+    g = attention_->forward(g, real, sw_c, unit_rows(dirs));
   }
   // T = R^^T G / N_c : n x 4 x M ; D = T^T T[:, :M<] : n x (M M<), then tebd_i with concat_output_tebd
   const auto t = torch::matmul(env_c.transpose(1, 2), g) / static_cast<double>(nnei);

@@ -36,7 +36,7 @@ torch::Tensor DeepPotImpl::strip_factor(const torch::Tensor& tebd, int centre, i
 }
 
 torch::Tensor DeepPotImpl::fitting_input(const torch::Tensor& d, const torch::Tensor& tebd, int c) const {
-  if (!tebd.defined() || config_.attention_descriptor()) return d;  // se_atten's D_i ends with tebd_i
+  if (!tebd.defined() || config_.mixed_types()) return d;  // se_atten's, se_e3_tebd's D_i end with tebd_i
   return torch::cat({d, tebd[c].expand({d.size(0), tebd.size(1)})}, 1);
 }
 

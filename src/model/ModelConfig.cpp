@@ -40,8 +40,9 @@ std::int64_t ModelConfig::descriptor_dim() const {
     for (const auto& p : parts) n += p.descriptor_dim();
     return n;
   }
-  if (attention_descriptor())
-    return embedding_width() * axis_neuron + (attention.concat_output_tebd ? type_embedding.width() : 0);
+  const auto centre_type = attention.concat_output_tebd ? type_embedding.width() : 0;
+  if (attention_descriptor()) return embedding_width() * axis_neuron + centre_type;
+  if (three_body_tebd()) return embedding_width() + centre_type;
   return descriptor == "se_e2_a" ? embedding_width() * axis_neuron : embedding_width();
 }
 
@@ -84,6 +85,7 @@ std::int64_t ModelConfig::embedding_inputs() const {
     for (const auto& p : parts) n += p.embedding_inputs();
     return n;
   }
+  if (three_body_tebd()) return nnei() * nnei();
   if (!three_body()) return nnei();
   std::int64_t n = 0;
   for (std::size_t a = 0; a < sel.size(); ++a) {
@@ -147,15 +149,14 @@ void ModelConfig::check() const {
       throw ConfigError("model key 'model.descriptor.neuron' has a width " + std::to_string(n) + " < 1");
   }
   if (descriptor != "se_e2_a" && descriptor != "se_e2_r" && descriptor != "se_e3" && !hybrid() &&
-      !attention_descriptor())
+      !attention_descriptor() && !three_body_tebd())
     throw ConfigError(
-        "model key 'model.descriptor.type' must be \"se_e2_a\", \"se_e2_r\", \"se_e3\" or \"se_atten\", "
-        "got \"" +
+        "model key 'model.descriptor.type' must be \"se_e2_a\", \"se_e2_r\", \"se_e3\", \"se_atten\" or "
+        "\"se_e3_tebd\", got \"" +
         descriptor + "\"");
-  if (three_body() && type_one_side) {
-    throw ConfigError(
-        "model key 'model.descriptor.type_one_side' does not apply to se_e3, whose embedding nets are per "
-        "pair of neighbour types");
+  if ((three_body() || three_body_tebd()) && type_one_side) {
+    throw ConfigError("model key 'model.descriptor.type_one_side' does not apply to " + descriptor +
+                      ", whose embedding nets read pairs of neighbours");
   }
   check_type_embedding();
   if ((descriptor == "se_e2_a" || attention_descriptor()) &&
@@ -198,7 +199,7 @@ void ModelConfig::check_type_embedding() const {
     throw ConfigError("model key 'model.descriptor.tebd_input_mode' must be \"concat\" or \"strip\", got \"" +
                       tebd_input_mode + "\"");
   }
-  if (attention_descriptor() && !type_embedded())
+  if (mixed_types() && !type_embedded())
     throw ConfigError("model.descriptor " + descriptor + " needs its type embedding (tebd_dim >= 1)");
   if (!type_embedded()) {
     if (tebd_input_mode == "strip")
@@ -206,11 +207,10 @@ void ModelConfig::check_type_embedding() const {
           "model.descriptor se_a_ebd_v2 embeds the element types: give the model a 'type_embedding' section");
     return;
   }
-  if (descriptor != "se_e2_a" && !attention_descriptor()) {
+  if (descriptor != "se_e2_a" && !mixed_types()) {
     throw ConfigError(
-        "model key 'model.type_embedding' works with the se_e2_a descriptor (and se_a_ebd_v2) and se_atten "
-        "in "
-        "deepkf, not with " +
+        "model key 'model.type_embedding' works with the se_e2_a descriptor (and se_a_ebd_v2), se_atten and "
+        "se_e3_tebd in deepkf, not with " +
         descriptor + ": remove it, or use se_e2_a");
   }
 }
@@ -259,7 +259,7 @@ nlohmann::json ModelConfig::to_json() const {
                          {"resnet_dt", embedding_resnet_dt},
                          {"seed", seed},
                          {"precision", precision_name()}};
-  if (!three_body()) desc["type_one_side"] = type_one_side;
+  if (!three_body() && !three_body_tebd()) desc["type_one_side"] = type_one_side;
   if (descriptor == "se_e2_a" || attention_descriptor()) desc["axis_neuron"] = axis_neuron;
   if (!descriptor_trainable) desc["trainable"] = false;
   if (sel_auto && sel.empty()) {
@@ -274,12 +274,19 @@ nlohmann::json ModelConfig::to_json() const {
                         {"precision", precision_name()}};
   if (!fitting_trainable.empty()) fit["trainable"] = fitting_trainable;
   nlohmann::json model = {{"type_map", type_map}, {"descriptor", desc}, {"fitting_net", fit}};
-  if (attention_descriptor()) {
-    // se_atten's own keys; its type embedding as tebd_dim when it is the descriptor's own linear layer
+  if (mixed_types()) {
+    // se_atten's and se_e3_tebd's own keys; the type embedding as tebd_dim when it is the descriptor's own
+    // linear layer
     auto& d = model["descriptor"];
     d["sel"] = sel.empty() ? d["sel"] : nlohmann::json(sel.front());
     d["tebd_input_mode"] = tebd_input_mode;
-    attention.write(d);
+    if (attention_descriptor()) {
+      attention.write(d);
+    } else {
+      d["smooth"] = attention.smooth;
+      d["concat_output_tebd"] = attention.concat_output_tebd;
+      d["set_davg_zero"] = attention.set_davg_zero;
+    }
     const auto& te = type_embedding;
     if (te.linear && te.neuron.size() == 1 && !te.resnet_dt) {
       d["tebd_dim"] = te.neuron.front();
@@ -289,7 +296,7 @@ nlohmann::json ModelConfig::to_json() const {
   }
   if (type_embedded()) {
     model["type_embedding"] = type_embedding.to_json(precision_name());
-    if (stripped() && !attention_descriptor()) model["descriptor"]["type"] = "se_a_ebd_v2";
+    if (stripped() && !mixed_types()) model["descriptor"]["type"] = "se_a_ebd_v2";
   }
   return model;
 }

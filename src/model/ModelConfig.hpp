@@ -18,8 +18,9 @@ struct ModelConfig {
   // (radial only: D = mean_j G(s_ij) / 5) or "se_e3" (three-body: D = sum over neighbour-type pairs of the
   // mean of g_jk G(g_jk), g_jk = r^_j . r^_k), or "hybrid" (the descriptors of `parts` side by side).
   // "se_atten" (DPA-1: a type-embedded se_e2_a over the nearest neighbours of any type, refined by gated
-  // self-attention over them). DeePMD-kit's other spellings (se_a, se_r, se_at, se_a_3be, se_t, dpa1,
-  // se_atten_v2) are read as these.
+  // self-attention over them). "se_e3_tebd" (three-body over the nearest neighbours of any type: D = mean
+  // over slot pairs of g_jk G(g_jk, tebd_j, tebd_k)). DeePMD-kit's other spellings (se_a, se_r, se_at,
+  // se_a_3be, se_t, dpa1, se_atten_v2) are read as these.
   std::string descriptor = "se_e2_a";
   // hybrid: one ModelConfig per descriptor of DeePMD-kit's "list", each with its own rcut, sel and nets
   // (and this one's type_map, precision and fitting settings). This config's rcut, rcut_smth, sel and
@@ -31,11 +32,13 @@ struct ModelConfig {
   // types through their embedded vectors. tebd_input_mode "concat": G([s_ij, tebd_j]) (type_one_side) or
   // G([s_ij, tebd_j, tebd_i]); "strip" (DeePMD-kit's se_a_ebd_v2): G(s_ij) (1 + G_t(tebd_j)) or
   // G(s_ij) (1 + G_t([tebd_j, tebd_i])). The fitting net reads [D_i, tebd_i].
-  // se_atten: the descriptor's own type embedding (one linear layer of tebd_dim, unless the model section
-  // gives a "type_embedding"), always present.
+  // se_atten, se_e3_tebd: the descriptor's own type embedding (one linear layer of tebd_dim, unless the
+  // model section gives a "type_embedding"), always present.
   TypeEmbeddingConfig type_embedding;
   std::string tebd_input_mode = "concat";
-  AttentionConfig attention;     // se_atten's attention layers and options
+  // se_atten's attention layers and options; se_e3_tebd reads its smooth, concat_output_tebd and
+  // set_davg_zero (layers 0)
+  AttentionConfig attention;
   double rcut = 6.0;             // cutoff radius (A)
   double rcut_smth = 0.5;        // the switch starts here (A)
   std::vector<int> sel;          // neighbour slots per neighbour type (se_atten: one entry, any type)
@@ -69,23 +72,26 @@ struct ModelConfig {
   bool three_body() const { return descriptor == "se_e3"; }
   bool hybrid() const { return descriptor == "hybrid"; }
   bool attention_descriptor() const { return descriptor == "se_atten"; }
-  // The neighbour list holds the nearest sel[0] neighbours of any type (se_atten), not sel[t] per type:
+  bool three_body_tebd() const { return descriptor == "se_e3_tebd"; }
+  // The neighbour list holds the nearest sel[0] neighbours of any type (se_atten, se_e3_tebd), not sel[t]
+  // per type:
   // lists are built with every atom of one type (model_neighbor_list) and the model reads the
   // neighbours' types from atype.
-  bool mixed_types() const { return attention_descriptor(); }
+  bool mixed_types() const { return attention_descriptor() || three_body_tebd(); }
   // Entries of sel: one per neighbour type, or 1 for mixed types.
   int neighbour_groups() const { return mixed_types() ? 1 : ntypes(); }
   bool type_embedded() const { return type_embedding.enabled(); }
   bool stripped() const { return type_embedded() && tebd_input_mode == "strip"; }
-  // Width of the embedded types the embedding net (concat) or G_t (strip) reads: tebd_j, or [tebd_j, tebd_i].
+  // Width of the embedded types the embedding net (concat) or G_t (strip) reads: tebd_j, or [tebd_j, tebd_i]
+  // (se_e3_tebd: [tebd_j, tebd_k]).
   std::int64_t type_input_dim() const { return type_embedding.width() * (type_one_side ? 1 : 2); }
-  // The fitting net's input: D_i, with tebd_i after it under a type embedding (se_atten: D_i, which ends
-  // with tebd_i itself when concat_output_tebd).
+  // The fitting net's input: D_i, with tebd_i after it under a type embedding (se_atten, se_e3_tebd: D_i,
+  // which ends with tebd_i itself when concat_output_tebd).
   std::int64_t fitting_input_dim() const {
-    return descriptor_dim() + (attention_descriptor() ? 0 : type_embedding.width());
+    return descriptor_dim() + (mixed_types() ? 0 : type_embedding.width());
   }
   // Descriptor length: M * M< (se_e2_a; se_atten plus tebd_i's Y with concat_output_tebd), M (se_e2_r,
-  // se_e3), the parts' lengths summed (hybrid).
+  // se_e3; se_e3_tebd plus Y with concat_output_tebd), the parts' lengths summed (hybrid).
   std::int64_t descriptor_dim() const;
   // The descriptors of the model: `parts` (hybrid), else this config alone.
   std::vector<ModelConfig> descriptor_parts() const;
@@ -98,7 +104,7 @@ struct ModelConfig {
   // Rows of the statistics davg / dstd per centre type: nnei(), or the parts' nnei() one after the other.
   std::int64_t statistics_slots() const;
   // Embedding-net inputs per centre atom: N_c (se_e2_a, se_e2_r), the slot pairs j <= k of each type pair
-  // (se_e3), the parts' sum (hybrid).
+  // (se_e3), N_c^2 (se_e3_tebd), the parts' sum (hybrid).
   std::int64_t embedding_inputs() const;
   // Embedding nets: ntypes (type_one_side), ntypes^2 (per centre and neighbour type), ntypes (ntypes + 1)
   // / 2 (se_e3: per unordered pair of neighbour types), the parts' sum (hybrid), 1 (type embedding: the net

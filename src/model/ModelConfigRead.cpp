@@ -24,12 +24,14 @@ std::string canonical_descriptor(const nlohmann::json& type) {
   if (t == "se_e2_r" || t == "se_r") return "se_e2_r";
   if (t == "se_e3" || t == "se_at" || t == "se_a_3be" || t == "se_t") return "se_e3";
   if (t == "se_atten" || t == "dpa1" || t == "se_atten_v2") return "se_atten";
+  if (t == "se_e3_tebd") return "se_e3_tebd";
   if (t == "hybrid") return "hybrid";
   return "";
 }
 
 constexpr const char* kBuilt =
-    "one se_e2_a (with or without a type embedding), se_e2_r, se_e3, se_atten or hybrid energy model";
+    "one se_e2_a (with or without a type embedding), se_e2_r, se_e3, se_atten, se_e3_tebd or hybrid energy "
+    "model";
 
 // DeePMD-kit's se_a_ebd_v2 (also se_a_tpe_v2): se_e2_a with the type embedding in "strip" mode.
 bool stripped_type(const nlohmann::json& type) { return type == "se_a_ebd_v2" || type == "se_a_tpe_v2"; }
@@ -41,14 +43,15 @@ void check_descriptor(const nlohmann::json& d, const std::string& path, const st
                       bool in_hybrid) {
   const auto* type_value = find(d, "type");
   const std::string type = type_value == nullptr ? "" : canonical_descriptor(*type_value);
-  if (type.empty() || (in_hybrid && (type == "hybrid" || type == "se_atten"))) {
+  if (type.empty() || (in_hybrid && (type == "hybrid" || type == "se_atten" || type == "se_e3_tebd"))) {
     throw ConfigError("model key '" + path + ".type' in " + file + " is " +
                       (type_value ? dump(*type_value) : std::string("missing")) +
                       ": deepkf builds the descriptors se_e2_a (also written se_a; with a type embedding "
                       "also se_a_ebd_v2), se_e2_r (se_r), se_e3 (se_at, se_a_3be, se_t)" +
                       (in_hybrid
                            ? " inside a hybrid"
-                           : ", se_atten (dpa1, se_atten_v2) and hybrid combinations of the first three"));
+                           : ", se_atten (dpa1, se_atten_v2), se_e3_tebd and hybrid combinations of the "
+                             "first three"));
   }
   if (type == "hybrid") {
     check_keys(d, path, {"type", "list"}, file);
@@ -70,7 +73,7 @@ void check_descriptor(const nlohmann::json& d, const std::string& path, const st
       "type",          "sel",       "rcut",          "rcut_smth",           "neuron",
       "resnet_dt",     "seed",      "precision",     "activation_function", "set_davg_zero",
       "exclude_types", "trainable", "env_protection"};
-  if (type != "se_e3") keys.push_back("type_one_side");
+  if (type != "se_e3" && type != "se_e3_tebd") keys.push_back("type_one_side");
   if (type == "se_e2_a" || type == "se_atten") keys.push_back("axis_neuron");
   if (type == "se_atten") {
     // DeePMD-kit's se_atten arguments; se_atten_v2 fixes tebd_input_mode and smooth_type_embedding
@@ -83,6 +86,11 @@ void check_descriptor(const nlohmann::json& d, const std::string& path, const st
            {"tebd_input_mode", "stripped_type_embedding", "smooth_type_embedding", "smooth_type_embdding"})
         keys.push_back(k);
     }
+  }
+  if (type == "se_e3_tebd") {
+    for (const char* k :
+         {"tebd_dim", "tebd_input_mode", "smooth", "concat_output_tebd", "use_econf_tebd", "use_tebd_bias"})
+      keys.push_back(k);
   }
   check_keys(d, path, keys, file);
 }
@@ -134,15 +142,10 @@ void check_model_keys(const nlohmann::json& model, const std::string& file) {
   }
 }
 
-// se_atten's own keys (the common ones are read by read_descriptor_section): its type embedding, input mode
-// and attention layers.
-void read_attention_section(const nlohmann::json& d, const std::string& dp, const std::string& file,
-                            ModelConfig& c) {
-  const bool v2 = d["type"] == "se_atten_v2";
-  if (const auto* l = find(d, "lmax"); l != nullptr && !l->is_null() && *l != 1) {
-    throw ConfigError("model key '" + dp + ".lmax' in " + file + " is " + dump(*l) +
-                      ": deepkf builds se_atten's moments of degree 1 only (lmax 1)");
-  }
+// A mixed-type descriptor's own type embedding (se_atten, se_e3_tebd): one linear layer from the one-hot
+// vector to tebd_dim numbers (a model section's "type_embedding", read afterwards, replaces it).
+void read_own_type_embedding(const nlohmann::json& d, const std::string& dp, const std::string& file,
+                             ModelConfig& c) {
   if (read_bool(d, "use_econf_tebd", false, dp)) {
     throw ConfigError("model key '" + dp + ".use_econf_tebd' in " + file +
                       " asks for the electronic-configuration type embedding, which deepkf does not build: "
@@ -152,20 +155,6 @@ void read_attention_section(const nlohmann::json& d, const std::string& dp, cons
     throw ConfigError("model key '" + dp + ".type_map' in " + file + " is " + dump(*tm) +
                       " but model.type_map is " + dump(c.type_map));
   }
-  c.attention = AttentionConfig::read(d, v2, dp, file);
-  c.tebd_input_mode = v2 ? "strip" : "concat";
-  if (!v2) {
-    if (const auto* m = find(d, "tebd_input_mode"); m != nullptr) {
-      if (!m->is_string() || (*m != "concat" && *m != "strip"))
-        throw ConfigError("model key '" + dp + ".tebd_input_mode' in " + file +
-                          " must be \"concat\" or \"strip\", got " + dump(*m));
-      c.tebd_input_mode = m->get<std::string>();
-    }
-    if (const auto* s = find(d, "stripped_type_embedding"); s != nullptr && !s->is_null())
-      c.tebd_input_mode = read_bool(d, "stripped_type_embedding", false, dp) ? "strip" : "concat";
-  }
-  // DPA-1's own type embedding: one linear layer from the one-hot vector to tebd_dim numbers (a model
-  // section's "type_embedding", read afterwards, replaces it)
   c.type_embedding.neuron = {read_int(d, "tebd_dim", 8, dp, file)};
   if (c.type_embedding.neuron.front() < 1) {
     throw ConfigError("model key '" + dp + ".tebd_dim' in " + file + " must be at least 1, got " +
@@ -176,19 +165,60 @@ void read_attention_section(const nlohmann::json& d, const std::string& dp, cons
   c.type_embedding.trainable = c.descriptor_trainable;
 }
 
+// tebd_input_mode: "concat" or "strip".
+std::string read_input_mode(const nlohmann::json& d, const std::string& dp, const std::string& file) {
+  const auto* m = find(d, "tebd_input_mode");
+  if (m == nullptr) return "concat";
+  if (!m->is_string() || (*m != "concat" && *m != "strip"))
+    throw ConfigError("model key '" + dp + ".tebd_input_mode' in " + file +
+                      " must be \"concat\" or \"strip\", got " + dump(*m));
+  return m->get<std::string>();
+}
+
+// se_atten's own keys (the common ones are read by read_descriptor_section): its type embedding, input mode
+// and attention layers.
+void read_attention_section(const nlohmann::json& d, const std::string& dp, const std::string& file,
+                            ModelConfig& c) {
+  const bool v2 = d["type"] == "se_atten_v2";
+  if (const auto* l = find(d, "lmax"); l != nullptr && !l->is_null() && *l != 1) {
+    throw ConfigError("model key '" + dp + ".lmax' in " + file + " is " + dump(*l) +
+                      ": deepkf builds se_atten's moments of degree 1 only (lmax 1)");
+  }
+  c.attention = AttentionConfig::read(d, v2, dp, file);
+  c.tebd_input_mode = v2 ? "strip" : read_input_mode(d, dp, file);
+  if (const auto* s = find(d, "stripped_type_embedding"); !v2 && s != nullptr && !s->is_null())
+    c.tebd_input_mode = read_bool(d, "stripped_type_embedding", false, dp) ? "strip" : "concat";
+  read_own_type_embedding(d, dp, file, c);
+}
+
+// se_e3_tebd's own keys: its type embedding, input mode, smooth gates (strip), concat_output_tebd and
+// set_davg_zero, with DeePMD-kit's defaults (all three true).
+void read_three_body_tebd_section(const nlohmann::json& d, const std::string& dp, const std::string& file,
+                                  ModelConfig& c) {
+  c.tebd_input_mode = read_input_mode(d, dp, file);
+  c.attention.layers = 0;
+  c.attention.smooth = read_bool(d, "smooth", true, dp);
+  c.attention.concat_output_tebd = read_bool(d, "concat_output_tebd", true, dp);
+  c.attention.set_davg_zero = read_bool(d, "set_davg_zero", true, dp);
+  read_own_type_embedding(d, dp, file, c);
+}
+
 // One descriptor section (not a hybrid) at path dp into c (its type and keys checked by check_descriptor).
 void read_descriptor_section(const nlohmann::json* desc, const std::string& dp, const std::string& file,
                              ModelConfig& c) {
   // DeePMD-kit options this model does not implement: refuse values other than their defaults
   require_tanh(*desc, dp);
-  const bool attention = canonical_descriptor((*desc)["type"]) == "se_atten";
-  if (const auto* z = find(*desc, "set_davg_zero"); !attention && z != nullptr && *z != false) {
+  const auto type = canonical_descriptor((*desc)["type"]);
+  const bool attention = type == "se_atten";
+  const bool mixed = attention || type == "se_e3_tebd";  // sel counts all types together
+  if (const auto* z = find(*desc, "set_davg_zero"); !mixed && z != nullptr && *z != false) {
     throw ConfigError("model key '" + dp + ".set_davg_zero' is not supported, got " + dump(*z));
   }
   if (const auto* x = find(*desc, "exclude_types"); x != nullptr && !(x->is_array() && x->empty())) {
     throw ConfigError("model key '" + dp + ".exclude_types' is not supported, got " + dump(*x));
   }
-  c.descriptor = canonical_descriptor((*desc)["type"]);
+  c.descriptor = type;
+  if (type == "se_e3_tebd") c.embedding_neuron = {2, 4, 8};  // DeePMD-kit's default for it
   if (stripped_type((*desc)["type"])) c.tebd_input_mode = "strip";
   c.rcut = read_number(*desc, "rcut", c.rcut, dp);
   c.rcut_smth = read_number(*desc, "rcut_smth", c.rcut_smth, dp);
@@ -210,12 +240,12 @@ void read_descriptor_section(const nlohmann::json* desc, const std::string& dp, 
       throw ConfigError("model key '" + dp + ".sel' must be a list of integers or \"auto\", got " +
                         dump(*sel));
     }
-  } else if (attention && sel->is_number_integer()) {
+  } else if (mixed && sel->is_number_integer()) {
     c.sel = {read_int(*desc, "sel", 0, dp, file)};
   } else {
     c.sel = read_int_list(*desc, "sel", {}, dp, file);
-    // se_atten: only the total counts (DeePMD-kit: "only the summation of sel[i] matters")
-    if (attention && std::none_of(c.sel.begin(), c.sel.end(), [](int n) { return n < 0; }))
+    // se_atten, se_e3_tebd: only the total counts (DeePMD-kit: "only the summation of sel[i] matters")
+    if (mixed && std::none_of(c.sel.begin(), c.sel.end(), [](int n) { return n < 0; }))
       c.sel = {std::accumulate(c.sel.begin(), c.sel.end(), 0)};
   }
   c.embedding_neuron = read_int_list(*desc, "neuron", c.embedding_neuron, dp, file);
@@ -231,6 +261,7 @@ void read_descriptor_section(const nlohmann::json* desc, const std::string& dp, 
   }
   c.precision = read_precision(*desc, dp);
   if (attention) read_attention_section(*desc, dp, file, c);
+  if (type == "se_e3_tebd") read_three_body_tebd_section(*desc, dp, file, c);
 }
 
 // model.descriptor into c: one descriptor, or a hybrid's parts (each with this model's type map) combined.

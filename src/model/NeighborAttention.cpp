@@ -6,10 +6,11 @@
 
 namespace deepkf {
 
-namespace {
+torch::Tensor unit_rows(const torch::Tensor& v) {
+  return v * v.square().sum(-1, true).clamp_min(1e-24).rsqrt();
+}
 
-// v / max(|v|, 1e-12) over the last dimension; the floor keeps the gradient finite at v = 0.
-torch::Tensor unit(const torch::Tensor& v) { return v * v.square().sum(-1, true).clamp_min(1e-24).rsqrt(); }
+namespace {
 
 // DeePMD-kit's shift of the logits under the smooth gates: (L + 20) w_j w_k - 20 leaves a neighbour at the
 // cutoff a logit of -20 whatever its query and key.
@@ -66,9 +67,9 @@ torch::Tensor NeighborAttentionImpl::forward(const torch::Tensor& g, const torch
     };
     auto q = project(0), k = project(1), v = project(2);
     if (config_.normalize) {
-      q = unit(q);
-      k = unit(k);
-      v = unit(v);
+      q = unit_rows(q);
+      k = unit_rows(k);
+      v = unit_rows(v);
     }
     // logits L_jk = alpha q_j . k_k
     auto logits = torch::matmul(q * config_.scaling(config_.width), k.transpose(1, 2));

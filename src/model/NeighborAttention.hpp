@@ -14,6 +14,9 @@
 
 namespace deepkf {
 
+// v / max(|v|, 1e-12) over the last dimension; the floor keeps the gradient finite at v = 0.
+torch::Tensor unit_rows(const torch::Tensor& v);
+
 class NeighborAttentionImpl : public torch::nn::Module {
  public:
   // config.layers layers over rows of `width` numbers (the embedding width M). Parameters per layer l,

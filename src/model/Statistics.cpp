@@ -154,17 +154,13 @@ std::vector<double> closest_neighbours(const torch::Tensor& rij, const torch::Te
       torch::where(real, r, torch::full({}, std::numeric_limits<double>::infinity(), r.options()));
   const auto types = centre_types.to(torch::kInt64);
   // a mixed-type list: each slot's neighbour type (the centres are the first nloc atoms of centre_types)
-  torch::Tensor slot_types;
-  if (config.mixed_types()) {
-    const auto nf = nlist.size(0);
-    slot_types = types.gather(1, nlist.clamp_min(0).reshape({nf, -1})).view(nlist.sizes());
-  }
+  const auto neighbour_types = config.mixed_types() ? slot_types(types, nlist) : torch::Tensor();
   const auto inf = torch::full({}, std::numeric_limits<double>::infinity(), r.options());
   for (int t = 0; t < nt; ++t) {
     // nearest neighbour of type t of each centre: nframes x nloc
     torch::Tensor nearest;
     if (config.mixed_types()) {
-      nearest = std::get<0>(torch::where(slot_types.eq(t), masked, inf).min(2));
+      nearest = std::get<0>(torch::where(neighbour_types.eq(t), masked, inf).min(2));
     } else {
       const auto sel_t = config.sel[static_cast<std::size_t>(t)];
       if (sel_t == 0) continue;
@@ -225,8 +221,8 @@ std::pair<torch::Tensor, torch::Tensor> descriptor_statistics(const std::vector<
   std::vector<torch::Tensor> davg, dstd;
   for (std::size_t k = 0; k < sums.size(); ++k) {
     const auto [mean, dev] = sums[k].descriptor_statistics(mc.hybrid() ? mc.parts.at(k).nnei() : mc.nnei());
-    // se_atten's set_davg_zero: the rows are scaled, not shifted (std as computed)
-    davg.push_back(mc.attention_descriptor() && mc.attention.set_davg_zero ? torch::zeros_like(mean) : mean);
+    // se_atten's and se_e3_tebd's set_davg_zero: the rows are scaled, not shifted (std as computed)
+    davg.push_back(mc.mixed_types() && mc.attention.set_davg_zero ? torch::zeros_like(mean) : mean);
     dstd.push_back(dev);
   }
   return {torch::cat(davg, 1), torch::cat(dstd, 1)};

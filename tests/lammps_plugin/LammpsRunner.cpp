@@ -129,6 +129,18 @@ void write_water_model(const std::string& path, std::int64_t seed, const std::st
       mc.attention.set_davg_zero = false;
     }
   }
+  if (descriptor == "se_e3_tebd") {
+    // DeePMD-kit's se_e3_tebd water example's layout, smaller: the nearest 32 of any type within 4 A, the
+    // type vectors concatenated to the pair's g
+    mc.descriptor = "se_e3_tebd";
+    mc.rcut = 4.0;
+    mc.sel = {32};
+    mc.embedding_neuron = {2, 4, 8};
+    mc.type_embedding.neuron = {8};
+    mc.type_embedding.linear = true;
+    mc.attention.layers = 0;
+    mc.attention.smooth = true;
+  }
   if (descriptor == "hybrid") {
     // DeePMD-kit's water hybrid example's layout: se_e2_a of rcut 4 beside se_e2_r of rcut 6
     ModelConfig a = mc, r = mc;

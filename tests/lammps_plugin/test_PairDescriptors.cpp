@@ -1,5 +1,5 @@
 // pair_style deepkf with the descriptors beside se_e2_a (se_e2_r, se_e3, hybrid, se_e2_a with a type
-// embedding, se_atten over the neighbours of any type): run 0 against the direct
+// embedding, se_atten and se_e3_tebd over the neighbours of any type): run 0 against the direct
 // evaluation on 1 and 2 ranks, compressed too, and the same MD trajectory on 1 and 2 ranks.
 #include <string>
 #include <vector>
@@ -49,6 +49,9 @@ TEST_CASE("se_e2_r, se_e3, hybrid, type-embedded and se_atten models: run 0 equa
   SECTION("se_atten_v2 model, orthorhombic water frame, 2 ranks") {
     check_run0(water_frame(3, false), 2, false, "se_atten_v2");
   }
+  SECTION("se_e3_tebd model, triclinic water frame, 2 ranks") {
+    check_run0(water_frame(2, true), 2, false, "se_e3_tebd");
+  }
 }
 
 TEST_CASE(
@@ -57,7 +60,7 @@ TEST_CASE(
   // se_atten in its smooth form: without the gates a neighbour crossing rcut changes the forces by a step,
   // and the two runs' rounding decides in which time step it does (1.5e-6 A apart after 100 steps)
   const std::string descriptor =
-      GENERATE(as<std::string>{}, "se_e2_r", "se_e3", "hybrid", "se_a_ebd_v2", "se_atten_v2");
+      GENERATE(as<std::string>{}, "se_e2_r", "se_e3", "hybrid", "se_a_ebd_v2", "se_atten_v2", "se_e3_tebd");
   INFO("descriptor " << descriptor);
   const auto frame = water_frame(0, false);
   std::vector<std::vector<std::vector<double>>> ends;

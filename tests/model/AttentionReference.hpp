@@ -69,6 +69,36 @@ inline torch::Tensor reference_attention_layer(const DeepPot& model, const Model
   return (y - mean) / (var + at.ln_eps).sqrt() * ln_w + ln_b;
 }
 
+// The slots of centre i in a list of the nearest nnei neighbours of any type, nearest first: the rows
+// normalised (padding rows zero before), which slots are real, the switch, the type vectors (0 for padding).
+struct MixedSlots {
+  torch::Tensor env_hat;  // nnei x 4
+  std::vector<bool> real;
+  std::vector<double> sw;
+  torch::Tensor types;  // nnei x Y
+};
+inline MixedSlots mixed_slots(const DeepPot& model, const Config& c, std::int64_t i, int images,
+                              const torch::Tensor& tebd) {
+  const auto& mc = model->config();
+  const auto nnei = mc.nnei();
+  auto found = brute_neighbours(c, i, mc, images);
+  std::sort(found.begin(), found.end(), [](const auto& p, const auto& q) { return p.r < q.r; });
+  auto env = torch::zeros({nnei, 4}, torch::kFloat64);
+  MixedSlots s{{},
+               std::vector<bool>(static_cast<std::size_t>(nnei), false),
+               std::vector<double>(static_cast<std::size_t>(nnei), 0.0),
+               torch::zeros({nnei, tebd.size(1)}, torch::kFloat64)};
+  for (std::size_t k = 0; k < found.size() && static_cast<std::int64_t>(k) < nnei; ++k) {
+    for (int d = 0; d < 4; ++d) env[k][d] = found[k].row[d];
+    s.real[k] = true;
+    s.sw[k] = switch_w(found[k].r, mc.rcut, mc.rcut_smth);
+    s.types[k] = tebd[found[k].type];
+  }
+  const auto ti = c.types[static_cast<std::size_t>(i)];
+  s.env_hat = (env - model->davg().to(torch::kFloat64)[ti]) / model->dstd().to(torch::kFloat64)[ti];
+  return s;
+}
+
 inline double reference_attention_energy(const DeepPot& model, const Config& c, int images) {
   const auto& mc = model->config();
   const int m = c.box.empty() ? 0 : images;
@@ -76,26 +106,11 @@ inline double reference_attention_energy(const DeepPot& model, const Config& c, 
   const auto nnei = mc.nnei();
   const auto tebd = reference_type_vectors(model);
   const auto y = tebd.size(1);
-  const auto davg = model->davg().to(torch::kFloat64), dstd = model->dstd().to(torch::kFloat64);
   const auto bias = model->energy_bias().to(torch::kFloat64);
   double total = 0;
   for (std::int64_t i = 0; i < n; ++i) {
     const int ti = c.types[i];
-    // every image within rcut, nearest first
-    auto found = brute_neighbours(c, i, mc, m);
-    std::sort(found.begin(), found.end(), [](const auto& p, const auto& q) { return p.r < q.r; });
-    // slots: the rows normalised (padding rows zero before), the switch, the type vector (0 for padding)
-    auto env = torch::zeros({nnei, 4}, torch::kFloat64);
-    std::vector<bool> real(static_cast<std::size_t>(nnei), false);
-    std::vector<double> sw(static_cast<std::size_t>(nnei), 0.0);
-    auto types = torch::zeros({nnei, y}, torch::kFloat64);
-    for (std::size_t k = 0; k < found.size() && static_cast<std::int64_t>(k) < nnei; ++k) {
-      for (int d = 0; d < 4; ++d) env[k][d] = found[k].row[d];
-      real[k] = true;
-      sw[k] = switch_w(found[k].r, mc.rcut, mc.rcut_smth);
-      types[k] = tebd[found[k].type];
-    }
-    const auto env_hat = (env - davg[ti]) / dstd[ti];
+    const auto [env_hat, real, sw, types] = mixed_slots(model, c, i, m, tebd);
     const auto s = env_hat.narrow(1, 0, 1);
     torch::Tensor g;
     const auto pair = mc.type_one_side ? types : torch::cat({types, tebd[ti].expand({nnei, y})}, 1);

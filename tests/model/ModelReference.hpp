@@ -173,12 +173,14 @@ inline torch::Tensor reference_descriptor(const DeepPot& model, const ModelConfi
                          : tmat.t().matmul(tmat.narrow(1, 0, mc.axis_neuron)).reshape({1, -1});
 }
 
-// se_atten's reference (tests/model/AttentionReference.hpp).
+// se_atten's reference (tests/model/AttentionReference.hpp) and se_e3_tebd's (ThreeBodyTebdReference.hpp).
 inline double reference_attention_energy(const DeepPot& model, const Config& c, int images);
+inline double reference_three_body_tebd_energy(const DeepPot& model, const Config& c, int images);
 
 inline double reference_energy(const DeepPot& model, const Config& c, int images = 3) {
   const auto& mc = model->config();
   if (mc.attention_descriptor()) return reference_attention_energy(model, c, images);
+  if (mc.three_body_tebd()) return reference_three_body_tebd_energy(model, c, images);
   const int m = c.box.empty() ? 0 : images;
   const auto davg = model->davg().to(torch::kFloat64);
   const auto dstd = model->dstd().to(torch::kFloat64);
@@ -209,3 +211,4 @@ inline double reference_energy(const DeepPot& model, const Config& c, int images
 }  // namespace deepkf::test
 
 #include "tests/model/AttentionReference.hpp"
+#include "tests/model/ThreeBodyTebdReference.hpp"

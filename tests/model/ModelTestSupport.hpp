@@ -239,6 +239,24 @@ inline ModelConfig small_config(bool type_one_side, bool resnet_dt,
     }
     return mc;
   }
+  if (descriptor == "se_e3_tebd" || descriptor == "se_e3_tebd_strip") {
+    // se_e3_tebd over 40 slots of any type; concat with type vectors of 2 (= ntypes), or strip with the
+    // smooth gates, type vectors of 4 and no centre type in D (concat_output_tebd false)
+    ModelConfig mc = small_config(false, resnet_dt, "se_e3");
+    mc.descriptor = "se_e3_tebd";
+    mc.sel = {40};
+    mc.embedding_neuron = {2, 4, 8};
+    mc.type_embedding.neuron = {descriptor == "se_e3_tebd" ? 2 : 4};
+    mc.type_embedding.linear = true;
+    mc.attention.layers = 0;
+    mc.attention.smooth = true;
+    if (descriptor == "se_e3_tebd_strip") {
+      mc.tebd_input_mode = "strip";
+      mc.attention.concat_output_tebd = false;
+      mc.attention.set_davg_zero = false;
+    }
+    return mc;
+  }
   ModelConfig mc;
   mc.descriptor = descriptor;
   mc.type_map = {"A", "B"};

@@ -25,8 +25,9 @@ double max_abs(const torch::Tensor& t) { return t.abs().max().item<double>(); }
 }  // namespace
 
 TEST_CASE("energy equals a per-atom brute-force evaluation of the definition", "[model]") {
-  const std::string descriptor = GENERATE(as<std::string>{}, "se_e2_a", "se_e2_r", "se_e3", "hybrid",
-                                          "se_e2_a_tebd", "se_a_ebd_v2", "se_atten", "se_atten_v2");
+  const std::string descriptor =
+      GENERATE(as<std::string>{}, "se_e2_a", "se_e2_r", "se_e3", "hybrid", "se_e2_a_tebd", "se_a_ebd_v2",
+               "se_atten", "se_atten_v2", "se_e3_tebd", "se_e3_tebd_strip");
   INFO("descriptor " << descriptor);
   for (bool one_side : {true, false}) {
     for (bool dt : {true, false}) {
@@ -45,8 +46,9 @@ TEST_CASE("energy equals a per-atom brute-force evaluation of the definition", "
 }
 
 TEST_CASE("forces equal central finite differences of the energy", "[model]") {
-  const std::string descriptor = GENERATE(as<std::string>{}, "se_e2_a", "se_e2_r", "se_e3", "hybrid",
-                                          "se_e2_a_tebd", "se_a_ebd_v2", "se_atten", "se_atten_v2");
+  const std::string descriptor =
+      GENERATE(as<std::string>{}, "se_e2_a", "se_e2_r", "se_e3", "hybrid", "se_e2_a_tebd", "se_a_ebd_v2",
+               "se_atten", "se_atten_v2", "se_e3_tebd", "se_e3_tebd_strip");
   INFO("descriptor " << descriptor);
   for (bool one_side : {true, false}) {
     auto model = small_model(one_side, !one_side, torch::kFloat64, descriptor);
@@ -66,8 +68,9 @@ TEST_CASE("forces equal central finite differences of the energy", "[model]") {
 }
 
 TEST_CASE("virial equals -(dE/dh)^T h from a finite-difference strain, all 9 components", "[model]") {
-  const std::string descriptor = GENERATE(as<std::string>{}, "se_e2_a", "se_e2_r", "se_e3", "hybrid",
-                                          "se_e2_a_tebd", "se_a_ebd_v2", "se_atten", "se_atten_v2");
+  const std::string descriptor =
+      GENERATE(as<std::string>{}, "se_e2_a", "se_e2_r", "se_e3", "hybrid", "se_e2_a_tebd", "se_a_ebd_v2",
+               "se_atten", "se_atten_v2", "se_e3_tebd", "se_e3_tebd_strip");
   INFO("descriptor " << descriptor);
   auto model = small_model(false, true, torch::kFloat64, descriptor);
   for (const auto& [name, c] :
@@ -88,8 +91,9 @@ TEST_CASE("virial equals -(dE/dh)^T h from a finite-difference strain, all 9 com
 
 TEST_CASE("energy and forces are invariant under translation, rotation, permutation and re-imaging",
           "[model]") {
-  const std::string descriptor = GENERATE(as<std::string>{}, "se_e2_a", "se_e2_r", "se_e3", "hybrid",
-                                          "se_e2_a_tebd", "se_a_ebd_v2", "se_atten", "se_atten_v2");
+  const std::string descriptor =
+      GENERATE(as<std::string>{}, "se_e2_a", "se_e2_r", "se_e3", "hybrid", "se_e2_a_tebd", "se_a_ebd_v2",
+               "se_atten", "se_atten_v2", "se_e3_tebd", "se_e3_tebd_strip");
   INFO("descriptor " << descriptor);
   auto model = small_model(false, true, torch::kFloat64, descriptor);
   const auto c = triclinic_cell();
@@ -181,8 +185,9 @@ TEST_CASE("energy and forces are invariant under translation, rotation, permutat
 TEST_CASE("energy and forces stay continuous as a neighbour crosses rcut", "[model]") {
   // se_atten only with the smooth gates (se_atten_v2): without them a neighbour's attention weight drops
   // to 0 when it leaves the list, as in DeePMD-kit (docs/deep-potential.md, "se_atten")
-  const std::string descriptor = GENERATE(as<std::string>{}, "se_e2_a", "se_e2_r", "se_e3", "hybrid",
-                                          "se_e2_a_tebd", "se_a_ebd_v2", "se_atten_v2");
+  const std::string descriptor =
+      GENERATE(as<std::string>{}, "se_e2_a", "se_e2_r", "se_e3", "hybrid", "se_e2_a_tebd", "se_a_ebd_v2",
+               "se_atten_v2", "se_e3_tebd", "se_e3_tebd_strip");
   INFO("descriptor " << descriptor);
   auto model = small_model(false, true, torch::kFloat64, descriptor);
   // a cluster of three atoms: atoms 0, 1 fixed 1.5 A apart, atom 2 on the line through them at distance r
@@ -255,8 +260,9 @@ TEST_CASE("embedding skip rules and resnet_dt follow the definition layer by lay
 }
 
 TEST_CASE("float32 and float64 models with the same weights agree to float32 precision", "[model]") {
-  const std::string descriptor = GENERATE(as<std::string>{}, "se_e2_a", "se_e2_r", "se_e3", "hybrid",
-                                          "se_e2_a_tebd", "se_a_ebd_v2", "se_atten", "se_atten_v2");
+  const std::string descriptor =
+      GENERATE(as<std::string>{}, "se_e2_a", "se_e2_r", "se_e3", "hybrid", "se_e2_a_tebd", "se_a_ebd_v2",
+               "se_atten", "se_atten_v2", "se_e3_tebd", "se_e3_tebd_strip");
   INFO("descriptor " << descriptor);
   auto m64 = small_model(true, true, torch::kFloat64, descriptor);
   auto m32 = small_model(true, true, torch::kFloat32, descriptor);
@@ -270,20 +276,21 @@ TEST_CASE("float32 and float64 models with the same weights agree to float32 pre
 }
 
 TEST_CASE("ghost atoms without shifts (the LAMMPS layout) give the periodic results", "[model]") {
-  const std::string descriptor = GENERATE(as<std::string>{}, "se_e2_a", "se_e2_r", "se_e3", "hybrid",
-                                          "se_e2_a_tebd", "se_a_ebd_v2", "se_atten", "se_atten_v2");
+  const std::string descriptor =
+      GENERATE(as<std::string>{}, "se_e2_a", "se_e2_r", "se_e3", "hybrid", "se_e2_a_tebd", "se_a_ebd_v2",
+               "se_atten", "se_atten_v2", "se_e3_tebd", "se_e3_tebd_strip");
   INFO("descriptor " << descriptor);
   for (bool compressed : {false, true}) {
     INFO((compressed ? "compressed (tables and kernel)" : "uncompressed"));
     auto model = small_model(false, false, torch::kFloat64, descriptor);
-    if (compressed &&
-        (descriptor == "hybrid" || descriptor == "se_e2_a_tebd" || descriptor.rfind("se_atten", 0) == 0)) {
-      // not built for hybrids, the concat type embedding and se_atten: refused in one line, the model left
-      // as it was
+    const bool mixed = descriptor.rfind("se_atten", 0) == 0 || descriptor.rfind("se_e3_tebd", 0) == 0;
+    if (compressed && (descriptor == "hybrid" || descriptor == "se_e2_a_tebd" || mixed)) {
+      // not built for hybrids, the concat type embedding, se_atten and se_e3_tebd: refused in one line, the
+      // model left as it was
       CHECK_THROWS_WITH(model->compress(deepkf::TableSettings{}),
                         Catch::Contains(descriptor == "se_e2_a_tebd" ? "\"concat\" form"
                                         : descriptor == "hybrid"     ? "hybrid"
-                                                                     : "se_atten"));
+                                                                     : model->config().descriptor));
       CHECK_FALSE(model->compressed());
       continue;
     }
@@ -300,8 +307,9 @@ TEST_CASE("ghost atoms without shifts (the LAMMPS layout) give the periodic resu
 }
 
 TEST_CASE("create_graph keeps forces differentiable with respect to the parameters", "[model]") {
-  const std::string descriptor = GENERATE(as<std::string>{}, "se_e2_a", "se_e2_r", "se_e3", "hybrid",
-                                          "se_e2_a_tebd", "se_a_ebd_v2", "se_atten", "se_atten_v2");
+  const std::string descriptor =
+      GENERATE(as<std::string>{}, "se_e2_a", "se_e2_r", "se_e3", "hybrid", "se_e2_a_tebd", "se_a_ebd_v2",
+               "se_atten", "se_atten_v2", "se_e3_tebd", "se_e3_tebd_strip");
   INFO("descriptor " << descriptor);
   auto model = small_model(true, true, torch::kFloat64, descriptor);
   const auto c = cluster();

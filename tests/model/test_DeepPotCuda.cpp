@@ -37,8 +37,9 @@ Evaluated evaluate_on(DeepPot& model, const Inputs& in, const torch::Device& dev
 TEST_CASE("the model on the GPU equals the model on the CPU to round-off", "[model][cuda]") {
   REQUIRE(torch::cuda::is_available());  // a CUDA build is tested on a machine with a GPU
   const auto cell = jittered_cell({7.2, 0, 0, 1.1, 6.9, 0, -0.8, 0.9, 7.1}, 3, 2, 11);
-  const std::string descriptor = GENERATE(as<std::string>{}, "se_e2_a", "se_e2_r", "se_e3", "hybrid",
-                                          "se_e2_a_tebd", "se_a_ebd_v2", "se_atten", "se_atten_v2");
+  const std::string descriptor =
+      GENERATE(as<std::string>{}, "se_e2_a", "se_e2_r", "se_e3", "hybrid", "se_e2_a_tebd", "se_a_ebd_v2",
+               "se_atten", "se_atten_v2", "se_e3_tebd", "se_e3_tebd_strip");
   INFO("descriptor " << descriptor);
   for (const auto precision : {torch::kFloat64, torch::kFloat32}) {
     for (bool one_side : {true, false}) {

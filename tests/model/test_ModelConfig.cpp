@@ -96,11 +96,12 @@ TEST_CASE("ModelConfig reads DeePMD-kit's keys and defaults and rejects bad valu
     CHECK_THROWS_WITH(ModelConfig::from_json(model, "in.json"), Catch::Contains("'model.models' in in.json"));
     model = water_reference_model();
     model["descriptor"] = {{"type", "dpa2"}};
-    CHECK_THROWS_WITH(ModelConfig::from_json(model, "in.json"),
-                      "model key 'model.descriptor.type' in in.json is \"dpa2\": deepkf builds the "
-                      "descriptors se_e2_a (also written se_a; with a type embedding also se_a_ebd_v2), "
-                      "se_e2_r (se_r), se_e3 (se_at, se_a_3be, se_t), se_atten (dpa1, se_atten_v2) and "
-                      "hybrid combinations of the first three");
+    CHECK_THROWS_WITH(
+        ModelConfig::from_json(model, "in.json"),
+        "model key 'model.descriptor.type' in in.json is \"dpa2\": deepkf builds the "
+        "descriptors se_e2_a (also written se_a; with a type embedding also se_a_ebd_v2), "
+        "se_e2_r (se_r), se_e3 (se_at, se_a_3be, se_t), se_atten (dpa1, se_atten_v2), se_e3_tebd "
+        "and hybrid combinations of the first three");
     model["descriptor"] = {{"type", "hybrid"}, {"list", nlohmann::json::array()}};
     CHECK_THROWS_WITH(ModelConfig::from_json(model, "in.json"),
                       Catch::Contains("'model.descriptor.list' in in.json must be a non-empty list"));
@@ -190,6 +191,20 @@ TEST_CASE("ModelConfig reads DeePMD-kit's keys and defaults and rejects bad valu
   }
 }
 
+namespace {
+
+// A descriptor section `base` with `key` set to `value` is refused with a message naming the key and `says`.
+void refused_descriptor_key(const nlohmann::json& base, const std::string& key, const nlohmann::json& value,
+                            const std::string& says) {
+  auto m = base;
+  m["descriptor"][key] = value;
+  INFO(key << " = " << value.dump());
+  CHECK_THROWS_WITH(ModelConfig::from_json(m, "in.json"),
+                    Catch::Contains("model.descriptor." + key) && Catch::Contains(says));
+}
+
+}  // namespace
+
 TEST_CASE("se_atten sections read DeePMD-kit's keys, defaults and spellings", "[model]") {
   // DeePMD-kit's examples/water/se_atten_dpa1_compat descriptor, then its variants
   const nlohmann::json base = {{"type_map", {"O", "H"}},
@@ -265,11 +280,7 @@ TEST_CASE("se_atten sections read DeePMD-kit's keys, defaults and spellings", "[
   }
   SECTION("options not built and bad values are refused by key") {
     const auto refused = [&](const std::string& key, const nlohmann::json& value, const std::string& says) {
-      auto m = base;
-      m["descriptor"][key] = value;
-      INFO(key << " = " << value.dump());
-      CHECK_THROWS_WITH(ModelConfig::from_json(m, "in.json"),
-                        Catch::Contains("model.descriptor." + key) && Catch::Contains(says));
+      refused_descriptor_key(base, key, value, says);
     };
     refused("attn_mask", true, "attn_mask");
     refused("lmax", 2, "lmax 1");
@@ -288,5 +299,81 @@ TEST_CASE("se_atten sections read DeePMD-kit's keys, defaults and spellings", "[
     hybrid["descriptor"] = {{"type", "hybrid"}, {"list", {base["descriptor"]}}};
     CHECK_THROWS_WITH(ModelConfig::from_json(hybrid, "in.json"),
                       Catch::Contains("'model.descriptor.list[0].type' in in.json is \"se_atten\""));
+  }
+}
+
+TEST_CASE("se_e3_tebd sections read DeePMD-kit's keys and defaults", "[model]") {
+  // DeePMD-kit's examples/water/se_e3_tebd/input_torch.json descriptor
+  const nlohmann::json base = {{"type_map", {"O", "H"}},
+                               {"descriptor",
+                                {{"type", "se_e3_tebd"},
+                                 {"sel", 40},
+                                 {"rcut_smth", 0.5},
+                                 {"rcut", 4.0},
+                                 {"neuron", {2, 4, 8}},
+                                 {"tebd_dim", 8},
+                                 {"tebd_input_mode", "concat"},
+                                 {"activation_function", "tanh"},
+                                 {"seed", 1}}},
+                               {"fitting_net", {{"neuron", {240, 240, 240}}}}};
+  SECTION("concat, DeePMD-kit's defaults, one sel for all types") {
+    auto defaults = base;
+    defaults["descriptor"].erase("neuron");
+    const auto c = ModelConfig::from_json(defaults, "in.json");
+    CHECK(c.descriptor == "se_e3_tebd");
+    CHECK(c.three_body_tebd());
+    CHECK(c.mixed_types());
+    CHECK(c.sel == std::vector<int>{40});
+    CHECK(c.embedding_neuron == std::vector<int>{2, 4, 8});
+    CHECK(c.type_embedding.neuron == std::vector<int>{8});
+    CHECK(c.type_embedding.linear);
+    CHECK(c.attention.smooth);
+    CHECK(c.attention.set_davg_zero);
+    CHECK(c.attention.concat_output_tebd);
+    CHECK(c.type_input_dim() == 16);         // [tebd_j, tebd_k]
+    CHECK(c.descriptor_dim() == 8 + 8);      // D_i then tebd_i
+    CHECK(c.embedding_inputs() == 40 * 40);  // every ordered pair of slots
+    CHECK(c.fitting_input_dim() == c.descriptor_dim());
+    const auto again = ModelConfig::from_json(c.to_json(), "again.json");
+    CHECK(again.differences(c).empty());
+    CHECK(again.to_json() == c.to_json());
+    CHECK_FALSE(c.to_json()["descriptor"].contains("type_one_side"));
+    CHECK_FALSE(c.to_json()["descriptor"].contains("attn_layer"));
+  }
+  SECTION("strip, sel as a list, smooth and concat_output_tebd off") {
+    auto s = base;
+    s["descriptor"]["tebd_input_mode"] = "strip";
+    s["descriptor"]["sel"] = {10, 20};
+    s["descriptor"]["smooth"] = false;
+    s["descriptor"]["concat_output_tebd"] = false;
+    s["descriptor"]["set_davg_zero"] = false;
+    s["descriptor"]["tebd_dim"] = 3;
+    const auto c = ModelConfig::from_json(s, "in.json");
+    CHECK(c.sel == std::vector<int>{30});
+    CHECK(c.stripped());
+    CHECK_FALSE(c.attention.smooth);
+    CHECK_FALSE(c.attention.set_davg_zero);
+    CHECK(c.descriptor_dim() == 8);
+    CHECK(c.type_input_dim() == 6);
+    CHECK(ModelConfig::from_json(c.to_json(), "again.json").differences(c).empty());
+  }
+  SECTION("keys it does not have and options not built are refused by key") {
+    const auto refused = [&](const std::string& key, const nlohmann::json& value, const std::string& says) {
+      refused_descriptor_key(base, key, value, says);
+    };
+    for (const char* key : {"type_one_side", "axis_neuron", "attn_layer"}) {
+      auto m = base;
+      m["descriptor"][key] = 1;
+      CHECK_THROWS_WITH(ModelConfig::from_json(m, "in.json"),
+                        Catch::Contains(std::string("unknown key '") + key + "' in model.descriptor"));
+    }
+    refused("use_econf_tebd", true, "electronic-configuration");
+    refused("tebd_input_mode", "mix", "\"concat\" or \"strip\"");
+    refused("tebd_dim", 0, "at least 1");
+    refused("exclude_types", nlohmann::json::array({nlohmann::json::array({0, 1})}), "not supported");
+    auto hybrid = base;
+    hybrid["descriptor"] = {{"type", "hybrid"}, {"list", {base["descriptor"]}}};
+    CHECK_THROWS_WITH(ModelConfig::from_json(hybrid, "in.json"),
+                      Catch::Contains("'model.descriptor.list[0].type' in in.json is \"se_e3_tebd\""));
   }
 }

@@ -1,8 +1,8 @@
 // DeePMD-kit's own training inputs (tests/train/deepmd-kit-inputs, copied unchanged from its repository)
 // train here as they are, on the water data laid out where those inputs expect it: the PyTorch water
 // example (its numb_steps cut to 2, no bias fit after training) and its LKF test input (1 step, as written);
-// the same example with num_epoch is read; its se_e2_r, se_e3, hybrid, se_e2_a_tebd and se_atten examples
-// train (2 steps).
+// the same example with num_epoch is read; its se_e2_r, se_e3, hybrid, se_e2_a_tebd, se_e3_tebd and
+// se_atten examples train (2 steps; se_atten's are partly read only).
 // DeePMD-kit's LMDB example (examples/lmdb_downsample_data, read from a DeePMD-kit checkout; skipped without
 // one) trains as it is but for its length.
 #include <cmath>
@@ -123,12 +123,14 @@ TEST_CASE("DeePMD-kit's PyTorch water example trains unchanged but for its lengt
 }
 
 TEST_CASE(
-    "DeePMD-kit's se_e2_r, se_e3, hybrid and se_e2_a_tebd water examples train unchanged but for their "
-    "length",
+    "DeePMD-kit's se_e2_r, se_e3, hybrid, se_e2_a_tebd and se_e3_tebd water examples train unchanged but "
+    "for their length",
     "[train][deepmd]") {
-  // examples/water/{se_e2_r, se_e3, hybrid, se_e2_a_tebd}/input.json with the data in examples/water/data
-  // (se_e3: sel "auto"; hybrid: se_e2_a and se_e2_r; se_e2_a_tebd: se_a_ebd_v2 with a type embedding).
-  const std::string descriptor = GENERATE(as<std::string>{}, "se_e2_r", "se_e3", "hybrid", "se_e2_a_tebd");
+  // examples/water/{se_e2_r, se_e3, hybrid, se_e2_a_tebd}/input.json and se_e3_tebd/input_torch.json with
+  // the data in examples/water/data (se_e3: sel "auto"; hybrid: se_e2_a and se_e2_r; se_e2_a_tebd:
+  // se_a_ebd_v2 with a type embedding; se_e3_tebd: sel 40 of any type, its own type embedding).
+  const std::string descriptor =
+      GENERATE(as<std::string>{}, "se_e2_r", "se_e3", "hybrid", "se_e2_a_tebd", "se_e3_tebd");
   INFO("descriptor " << descriptor);
   const auto [root, example] = water_example(descriptor + "-input", descriptor);
   const auto result = train_two_steps(read_json(kInputs + "/" + descriptor + "_input.json"),
@@ -141,8 +143,14 @@ TEST_CASE(
   CHECK(resolved["model"]["descriptor"]["type"] == (tebd ? "se_a_ebd_v2" : descriptor));
   const json& desc = resolved["model"]["descriptor"];
   const json neuron = descriptor == "hybrid" ? desc["list"][1]["neuron"] : desc["neuron"];
-  CHECK(neuron == (descriptor == "se_e3" ? json({2, 4, 8}) : tebd ? json({25, 50, 100}) : json({5, 10, 20})));
+  const bool three_body = descriptor == "se_e3" || descriptor == "se_e3_tebd";
+  CHECK(neuron == (three_body ? json({2, 4, 8}) : tebd ? json({25, 50, 100}) : json({5, 10, 20})));
   if (tebd) CHECK(resolved["model"]["type_embedding"]["neuron"] == json({2, 4, 8}));
+  if (descriptor == "se_e3_tebd") {
+    CHECK(desc["sel"] == 40);
+    CHECK(desc["tebd_dim"] == 8);
+    CHECK(desc["tebd_input_mode"] == "concat");
+  }
   CHECK(resolved["optimizer"]["type"] == "RLEKF");
   fs::remove_all(root);
 }
