@@ -19,7 +19,8 @@
 # with a type embedding of widths [2, 4, 8] (DeePMD-kit's se_e2_a_tebd example's), in "concat" (or "strip")
 # form, type_one_side true as in that example. DESCRIPTOR=se_atten (or se_atten_v2) trains DPA-1 over the
 # neighbours of any type with two attention layers of width 32 and tebd_dim 8 (se_atten: "concat",
-# se_atten_v2: "strip" with the smooth gates).
+# se_atten_v2: "strip" with the smooth gates). DESCRIPTOR=se_e3_tebd trains the three-body descriptor over
+# the neighbours of any type (tebd_dim 8 concatenated, DeePMD-kit's defaults).
 set -euo pipefail
 deepkf=$(realpath "$1"); datasets=$(realpath "$2"); out=$3; shift 3
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
