@@ -209,7 +209,7 @@ int main(int argc, char** argv) {
       for (const auto& dtype : dtypes) {
         double plain_rate = 0;
         for (const bool compressed : {false, true}) {
-          if (compressed && (hybrid || attention || three_body_tebd)) continue;
+          if (compressed && (mc.hybrid() || mc.mixed_types())) continue;  // as write_models
           const int steps = rep == 1 ? steps_small : steps_large;
           const std::string model = dtype + (compressed ? "-compressed.pt" : ".pt");
           std::ostringstream in;

@@ -82,17 +82,17 @@ void print_info(const std::string& path) {
       fmt::print("  type embedding one-hot {} -> {}{} (tebd_input_mode {})\n", p.ntypes(),
                  fmt::join(p.type_embedding.neuron, " -> "), p.type_embedding.linear ? ", linear" : "",
                  p.tebd_input_mode);
+      const auto inputs = p.stripped() ? 1 : 1 + p.type_input_dim();
       if (p.three_body_tebd()) {
         fmt::print(
             "  embedding net {} -> {} (one net for all neighbour pairs; smooth {}, concat_output_tebd {}; "
             "descriptor {} numbers)\n",
-            p.stripped() ? 1 : 1 + p.type_input_dim(), fmt::join(p.embedding_neuron, " -> "),
-            p.attention.smooth, p.attention.concat_output_tebd, p.descriptor_dim());
+            inputs, fmt::join(p.embedding_neuron, " -> "), p.attention.smooth, p.attention.concat_output_tebd,
+            p.descriptor_dim());
       } else {
         fmt::print(
             "  embedding net {} -> {}, axis_neuron {} (one net for all types; descriptor {} numbers)\n",
-            p.stripped() ? 1 : 1 + p.type_input_dim(), fmt::join(p.embedding_neuron, " -> "), p.axis_neuron,
-            p.descriptor_dim());
+            inputs, fmt::join(p.embedding_neuron, " -> "), p.axis_neuron, p.descriptor_dim());
       }
       if (p.attention_descriptor()) {
         const auto& a = p.attention;

@@ -24,6 +24,11 @@ torch::Tensor slot_types(const torch::Tensor& atype, const torch::Tensor& nlist)
   return torch::where(nlist.ge(0), gathered, torch::full({}, -1, gathered.options()));
 }
 
+std::int64_t filled_slots(const torch::Tensor& filled) {
+  const auto used = torch::nonzero(filled.any(0));
+  return used.numel() == 0 ? 0 : used.max().item<std::int64_t>() + 1;
+}
+
 std::vector<int> list_types(const ModelConfig& config, std::vector<int> types) {
   if (config.mixed_types()) std::fill(types.begin(), types.end(), 0);
   return types;

@@ -36,6 +36,10 @@ std::vector<int> list_types(const ModelConfig& config, std::vector<int> types);
 // nnei), -1 on empty slots.
 torch::Tensor slot_types(const torch::Tensor& atype, const torch::Tensor& nlist);
 
+// The slots up to the last one any row fills: filled is rows x slots (bool) -> that slot's index + 1 (0
+// when none is filled). The descriptors cut empty trailing slots with it where they add nothing.
+std::int64_t filled_slots(const torch::Tensor& filled);
+
 // Neighbour lists by build_neighbor_list with config.rcut and config.sel (and list_types); the System's types
 // are mapped to the model's type_map by name. Throws DataError naming the system for a frame index out of
 // range or an element missing from the model's type map.

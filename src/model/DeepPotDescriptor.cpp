@@ -3,6 +3,7 @@
 // element types of a type embedding.
 #include <torch/torch.h>
 
+#include "src/model/Batch.hpp"
 #include "src/model/DeepPot.hpp"
 
 namespace deepkf {
@@ -58,8 +59,7 @@ torch::Tensor DeepPotImpl::descriptor(std::size_t part, int c, const torch::Tens
     const auto dirs = env_c.narrow(2, 1, 3);
     std::vector<torch::Tensor> filled(static_cast<std::size_t>(nt));
     for (int a = 0; a < nt; ++a) {
-      const auto used = torch::nonzero(block(dirs, a).ne(0.0).any(2).any(0));  // slots any centre fills
-      const auto len = used.numel() == 0 ? 0 : used.max().item<std::int64_t>() + 1;
+      const auto len = filled_slots(block(dirs, a).ne(0.0).any(2));  // up to the last slot any centre fills
       filled[static_cast<std::size_t>(a)] = block(dirs, a).narrow(1, 0, len);
     }
     auto d = torch::zeros({n, m}, env_c.options());

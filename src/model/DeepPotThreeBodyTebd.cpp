@@ -2,6 +2,7 @@
 // of any type with their embedded types, as docs/deep-potential.md ("se_e3_tebd") defines it.
 #include <torch/torch.h>
 
+#include "src/model/Batch.hpp"
 #include "src/model/DeepPot.hpp"
 
 namespace deepkf {
@@ -17,8 +18,7 @@ torch::Tensor DeepPotImpl::three_body_tebd_descriptor(int c, const torch::Tensor
   // An empty slot has r^ = 0 (its row is 0 and the columns 1..3 are not shifted), so g_jk = 0 with every
   // partner: the slots after the last one any of these centres fills are cut, which changes nothing.
   const auto real = types_c.ge(0);
-  const auto used = torch::nonzero(real.any(0));
-  const auto len = used.numel() == 0 ? 0 : used.max().item<std::int64_t>() + 1;
+  const auto len = filled_slots(real);
   auto d = torch::zeros({n, m}, env_c.options());
   if (len > 0) {
     const auto dirs = env_c.narrow(1, 0, len).narrow(2, 1, 3);  // r^_j : n x L x 3
