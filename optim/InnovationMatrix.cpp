@@ -1,9 +1,11 @@
 #include "optim/InnovationMatrix.hpp"
 
+#include <algorithm>
+
 namespace deepkf {
 
 InnovationMatrix innovation_matrix(const std::vector<double>& terms, std::size_t blocks, std::int64_t m,
-                                   double lambda, const std::vector<double>& shares) {
+                                   double lambda, const std::vector<double>& shares, bool cap) {
   const auto mm = static_cast<std::size_t>(m * m);
   InnovationMatrix r;
   auto& A = r.A;
@@ -33,7 +35,7 @@ InnovationMatrix innovation_matrix(const std::vector<double>& terms, std::size_t
     const double q = a_kk - noise;
     r.q[static_cast<std::size_t>(k)] = q;
     const double s = shares.empty() ? 0.0 : shares[static_cast<std::size_t>(k)];
-    if (s > 0.0 && q > 0.0) a_kk = q / s;
+    if (s > 0.0 && q > 0.0) a_kk = cap ? std::max(a_kk, q / s) : q / s;
   }
   return r;
 }

@@ -204,7 +204,7 @@ void KalmanFilter::update(double e, const std::vector<torch::Tensor>& grads) {
 
 void KalmanFilter::update_joint(const std::vector<double>& e,
                                 const std::vector<std::vector<torch::Tensor>>& grads,
-                                const std::vector<double>& shares) {
+                                const std::vector<double>& shares, bool share_cap) {
   const auto m = static_cast<std::int64_t>(e.size());
   if (m < 1 || m > packed::kMaxJoint || grads.size() != e.size())
     throw OptimError("kalman joint update " + std::to_string(steps_) + ": " + std::to_string(e.size()) +
@@ -250,8 +250,8 @@ void KalmanFilter::update_joint(const std::vector<double>& e,
             terms.begin() + first_block_ * m * m);
   comm_->allreduce_sum(terms.data(), terms.size());
   // A = sum_i (lambda I + H_i^T Y_i) in block order, symmetrised, with the noise by share.
-  const auto [A, q] =
-      innovation_matrix(terms, blocks.size(), m, lambda_, by_share ? shares : std::vector<double>{});
+  const auto [A, q] = innovation_matrix(terms, blocks.size(), m, lambda_,
+                                        by_share ? shares : std::vector<double>{}, share_cap);
   // Each measurement's share h_k^T P h_k / A_kk, for the diagnostics.
   if (interval_share_.size() < static_cast<std::size_t>(m)) {
     interval_share_.resize(static_cast<std::size_t>(m), 0.0);

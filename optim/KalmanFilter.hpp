@@ -80,8 +80,10 @@ class KalmanFilter final : public Optimizer {
   // measurement k's noise is chosen anew each update as q_k (1 / s_k - 1), q_k = h_k^T P h_k, in place of
   // L lambda: A_kk = q_k / s_k, so that an update of it alone removes the fraction s_k of its error
   // whatever P has become. 0 keeps the noise L lambda. With shares the m = 1 case takes the joint path.
+  // share_cap: each share is the most its measurement may remove instead (docs/rlekf.md, "Share cap"): the
+  // noise is the larger of L lambda and q_k (1 / s_k - 1).
   void update_joint(const std::vector<double>& e, const std::vector<std::vector<torch::Tensor>>& grads,
-                    const std::vector<double>& shares = {});
+                    const std::vector<double>& shares = {}, bool share_cap = false);
 
   // The predicted variances of m scalar quantities y_k with gradients h_k = dy_k/dw (docs/uncertainty.md):
   //   q_k = h_k^T P h_k = sum_i h_ik^T P_i h_ik

@@ -113,6 +113,19 @@ RlekfSettings RlekfSettings::read(const OptimizerInput& in) {
       },
       "must be a positive number of steps or \"none\"");
   s.share_decay = decay == "none" ? 0.0 : decay.get<double>();
+  s.share_rule = in.get<std::string>(
+      filter_key("share_rule"), s.share_rule, [](const std::string& v) { return v == "exact" || v == "cap"; },
+      "must be \"exact\" or \"cap\"");
+  const bool cap = s.share_cap();
+  const auto growth = in.get<nlohmann::json>(
+      filter_key("share_growth"), nlohmann::json("none"),
+      [cap](const nlohmann::json& x) {
+        return x == "none" ||
+               (cap && x.is_number() && x.get<double>() > 0.0 && std::isfinite(x.get<double>()));
+      },
+      cap ? "must be a positive number of steps or \"none\""
+          : "needs \"share_rule\": \"cap\" (a growing exact share would pass 1), or \"none\"");
+  s.share_growth = growth == "none" ? 0.0 : growth.get<double>();
   // kalman_lambda not given: forget slowly where the force noise lets forces learn from the first step,
   // as DeePMD-kit does without it (RlekfSettings.hpp).
   if (s.lambda0 == 0.0) s.lambda0 = s.force_noise == 1.0 ? kLambdaWithoutNoise : kLambdaWithNoise;
@@ -152,7 +165,9 @@ nlohmann::json RlekfSettings::to_json() const {
           {"energy_share", share_json(energy_share)},
           {"force_share", share_json(force_share)},
           {"virial_share", share_json(virial_share)},
-          {"share_decay", share_decay > 0.0 ? nlohmann::json(share_decay) : nlohmann::json("none")}};
+          {"share_decay", share_decay > 0.0 ? nlohmann::json(share_decay) : nlohmann::json("none")},
+          {"share_rule", share_rule},
+          {"share_growth", share_growth > 0.0 ? nlohmann::json(share_growth) : nlohmann::json("none")}};
 }
 
 int auto_energy_replay(double frame_atoms, double batch_frames) {

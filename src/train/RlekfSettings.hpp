@@ -58,9 +58,21 @@ struct RlekfSettings {
   // recursive average, so that late updates average over frames instead of chasing each one (docs/rlekf.md,
   // "Noise by share"). 0 ("none"): constant shares.
   double share_decay = 0.0;
-  // The factor share_decay puts on every share at step t (steps done before it): 1 / (1 + t / T), 1 without.
-  double share_factor(std::int64_t step) const {
-    return share_decay > 0.0 ? 1.0 / (1.0 + static_cast<double>(step) / share_decay) : 1.0;
+  // share_rule: "exact", a share sets its measurement's noise (above); "cap", a share is the most its
+  // measurement may remove: the noise is the larger of the fixed one (force_noise, ...) and the share's
+  // (docs/rlekf.md, "Share cap").
+  std::string share_rule = "exact";
+  // share_growth T (steps, share_rule "cap" only): the caps rise as s (1 + t / T) and end once they reach 1,
+  // handing the measurement over to its fixed noise. 0 ("none"): constant caps.
+  double share_growth = 0.0;
+  bool share_cap() const { return share_rule == "cap"; }
+  // A share s as it applies at step t (steps done before it): s (1 + t / T_growth) / (1 + t / T_decay); a
+  // cap that has reached 1 binds no more and becomes 0 (the fixed noise).
+  double share_at(double s, std::int64_t step) const {
+    const auto t = static_cast<double>(step);
+    if (share_decay > 0.0) s /= 1.0 + t / share_decay;
+    if (share_growth > 0.0) s *= 1.0 + t / share_growth;
+    return s < 1.0 ? s : 0.0;
   }
 
   // Every key read, with the sections it may be in: the "optimizer" section, or where DeePMD-kit's PyTorch

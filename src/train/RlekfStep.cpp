@@ -191,16 +191,15 @@ ErrorMetrics RlekfStep::take(const StepInput& in) {
   const Batch& b = in.local;
   const SystemInfo& info = in.info;
   const Prefactors pref = prefactors(in.step);
-  const double decay = options_.share_factor(in.step);
   timing_.begin_step();
 
   auto update = [&](const Measurement& m, std::int64_t frames, double share) {
-    share *= decay;
+    share = options_.share_at(share, in.step);
     const auto grads = gradients(m);
     const double e = innovation(m, frames);
     timing_.begin_filter();
     if (share > 0.0)
-      filter_.update_joint({e}, {grads}, {share});
+      filter_.update_joint({e}, {grads}, {share}, options_.share_cap());
     else
       filter_.update(e, grads);
     timing_.end_filter();

@@ -76,10 +76,9 @@ ErrorMetrics RlekfStep::take_joint(const StepInput& in) {
     const auto first = all.begin() + static_cast<std::ptrdiff_t>(k * params_.size());
     grads[k].assign(first, first + static_cast<std::ptrdiff_t>(params_.size()));
   }
-  const double decay = options_.share_factor(in.step);
-  for (double& s : shares) s *= decay;
+  for (double& s : shares) s = options_.share_at(s, in.step);
   timing_.begin_filter();
-  filter_.update_joint(e, grads, shares);
+  filter_.update_joint(e, grads, shares, options_.share_cap());
   timing_.end_filter();
   timing_.end_step();
   return {};

@@ -20,4 +20,8 @@ TEST_CASE("the innovation matrix sums blocks in order, symmetrises and takes the
   const auto flat = deepkf::innovation_matrix({0, 0, 0, 2}, 1, 2, 1.0, {0.5, 0.5});
   // A = [[1, 0], [0, 3]], q = (0, 2): measurement 0 keeps 1, measurement 1 gets 2 / 0.5 = 4.
   CHECK(flat.A == std::vector<double>{1.0, 0.0, 0.0, 4.0});
+  // As caps: measurement 1's noise is the larger of L lambda (A_11 = 8, share 7/8) and q_1 (1/s - 1): a cap
+  // of 0.25 binds (A_11 = 28), a cap of 0.9 does not (7 / 0.9 < 8); measurement 0 (cap 0) keeps L lambda.
+  CHECK(deepkf::innovation_matrix(terms, 2, 2, 0.5, {0.0, 0.25}, true).A == shared.A);
+  CHECK(deepkf::innovation_matrix(terms, 2, 2, 0.5, {0.0, 0.9}, true).A == fixed.A);
 }

@@ -332,3 +332,33 @@ TEST_CASE("energy_share, force_share and share_decay are read, checked and writt
                     Catch::Contains("force_share") && Catch::Contains("(0, 1)"));
   CHECK_THROWS_AS(read_rlekf({{"type", "RLEKF"}, {"share_decay", "fast"}}), deepkf::ConfigError);
 }
+
+TEST_CASE("share_rule and share_growth are read, checked and written back", "[train][config]") {
+  const auto defaults = read_rlekf({{"type", "RLEKF"}});
+  CHECK(defaults.share_rule == "exact");
+  CHECK_FALSE(defaults.share_cap());
+  CHECK(defaults.to_json()["share_growth"] == "none");
+  const auto capped =
+      read_rlekf({{"type", "RLEKF"}, {"force_share", 0.1}, {"share_rule", "cap"}, {"share_growth", 100}});
+  CHECK(capped.share_cap());
+  CHECK(capped.share_growth == 100.0);
+  const auto again = read_rlekf(capped.to_json());
+  CHECK(again.share_rule == "cap");
+  CHECK(again.share_growth == 100.0);
+  // s (1 + t / T): 0.1 at step 0, 0.5 at step 400, and a cap that reaches 1 (step 900) binds no more.
+  CHECK(capped.share_at(0.1, 0) == 0.1);
+  CHECK(capped.share_at(0.1, 400) == Approx(0.5));
+  CHECK(capped.share_at(0.1, 899) == Approx(0.999));
+  CHECK(capped.share_at(0.1, 900) == 0.0);
+  CHECK(capped.share_at(0.0, 50) == 0.0);
+  // Growth and decay together: s (1 + t / T_g) / (1 + t / T_d).
+  const auto both =
+      read_rlekf({{"type", "RLEKF"}, {"share_rule", "cap"}, {"share_growth", 100}, {"share_decay", 50}});
+  CHECK(both.share_at(0.2, 100) == Approx(0.2 * 2.0 / 3.0));
+  CHECK_THROWS_WITH(read_rlekf({{"type", "RLEKF"}, {"share_growth", 100}}),
+                    Catch::Contains("'optimizer.share_growth'") && Catch::Contains("share_rule"));
+  CHECK_THROWS_WITH(read_rlekf({{"type", "RLEKF"}, {"share_rule", "most"}}),
+                    Catch::Contains("'optimizer.share_rule'") && Catch::Contains("\"cap\""));
+  CHECK_THROWS_AS(read_rlekf({{"type", "RLEKF"}, {"share_rule", "cap"}, {"share_growth", -1}}),
+                  deepkf::ConfigError);
+}

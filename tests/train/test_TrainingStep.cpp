@@ -176,14 +176,27 @@ TEST_CASE("RLEKF tells where a step's time went: the filter's updates and the re
   CHECK(deepkf::kalman_updates_per_step(config_with({{"type", "Adam"}}), true) == 0);
 }
 
-TEST_CASE("share_decay lowers every share of a joint step as s / (1 + t / T)", "[train][step]") {
-  // A joint update by share gives measurement k the noise q_k (1 / s_k - 1): its share q_k / A_kk is s_k
-  // exactly, and the display line shows it. With T = 1 the step that follows t = 3 steps takes a quarter.
+namespace {
+
+// The display line after one step of `cfg` taken as step `step` on the first frame of si_cp2k, with forces.
+std::string line_after_one_step(const deepkf::TrainConfig& cfg, int step) {
   const auto systems = deepkf::read_systems(std::string(DEEPKF_SOURCE_DIR) + "/data/si_cp2k.h5");
   REQUIRE_FALSE(systems.empty());
   deepkf::SystemInfo info;
   static_cast<deepkf::SystemAtoms&>(info) = systems.front();
   info.has_force = true;
+  const auto mc = deepkf::ModelConfig::from_json(cfg.model);
+  const auto local = deepkf::make_batch(systems.front(), {0}, mc, torch::kCPU, mc.precision);
+  auto step_ = deepkf::make_training_step(cfg, model_of(cfg), deepkf::make_serial_communicator());
+  step_->take(deepkf::StepInput{local, info, 1, 0, step});
+  return step_->status_line(step + 1);
+}
+
+}  // namespace
+
+TEST_CASE("share_decay lowers every share of a joint step as s / (1 + t / T)", "[train][step]") {
+  // A joint update by share gives measurement k the noise q_k (1 / s_k - 1): its share q_k / A_kk is s_k
+  // exactly, and the display line shows it. With T = 1 the step that follows t = 3 steps takes a quarter.
   for (const auto& [decay, step, energy, force] :
        {std::tuple{json(1.0), 3, "10%", "5%"}, std::tuple{json(6.0), 3, "26.7%", "13.3%"},
         std::tuple{json("none"), 3, "40%", "20%"}, std::tuple{json(1.0), 0, "40%", "20%"}}) {
@@ -197,12 +210,35 @@ TEST_CASE("share_decay lowers every share of a joint step as s / (1 + t / T)", "
                                   {"share_decay", decay},
                                   {"nselect", 4},
                                   {"groupsize", 4}});
-    const auto mc = deepkf::ModelConfig::from_json(cfg.model);
-    const auto local = deepkf::make_batch(systems.front(), {0}, mc, torch::kCPU, mc.precision);
-    auto step_ = deepkf::make_training_step(cfg, model_of(cfg), deepkf::make_serial_communicator());
-    step_->take(deepkf::StepInput{local, info, 1, 0, step});
-    const std::string line = step_->status_line(step + 1);
+    const std::string line = line_after_one_step(cfg, step);
     INFO(line);
     CHECK_THAT(line, Contains(std::string("shares ") + energy + " " + force));
+  }
+}
+
+TEST_CASE("share_rule cap takes the larger of the fixed noise and the share's", "[train][step]") {
+  // The display line shows each measurement's share q_k / A_kk. With a tiny force noise (rho 1e-12) the
+  // fixed share is ~100%, so the cap of 0.2 binds; with rho 1e12 it is ~0 (0% as printed) and the cap does
+  // not. A cap grown to 1 (share_growth 1 at step 4: 0.2 x 5) is dropped and leaves the fixed ~100%.
+  for (const auto& [update, noise, growth, step, force] :
+       {std::tuple{"joint", 1e-12, json("none"), 0, "shares [0-9.]+% 20%"},
+        std::tuple{"joint", 1e12, json("none"), 0, "shares [0-9.]+% 0%"},
+        std::tuple{"sequential", 1e-12, json("none"), 0, "shares 20%"},
+        std::tuple{"joint", 1e-12, json(1.0), 3, "shares [0-9.]+% 80%"},
+        std::tuple{"joint", 1e-12, json(1.0), 4, "shares [0-9.]+% 100%"}}) {
+    INFO(update << ", force_noise " << noise << ", share_growth " << growth << ", step " << step);
+    const auto cfg = config_with({{"type", "RLEKF"},
+                                  {"kf_blocksize", 64},
+                                  {"log_filter", true},
+                                  {"kf_update", update},
+                                  {"force_noise", noise},
+                                  {"force_share", 0.2},
+                                  {"share_rule", "cap"},
+                                  {"share_growth", growth},
+                                  {"nselect", 4},
+                                  {"groupsize", 4}});
+    const std::string line = line_after_one_step(cfg, step);
+    INFO(line);
+    CHECK_THAT(line, Catch::Matches(".*" + std::string(force) + "( .*|$)"));
   }
 }
