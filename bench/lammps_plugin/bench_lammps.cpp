@@ -23,8 +23,9 @@
 // DEEPKF_BENCH_DESCRIPTOR=se_a_ebd_v2 its se_e2_a_tebd example (the reference settings with a type embedding
 // 2/4/8 in the strip form; compressed: G(s)'s table by LibTorch operations); DEEPKF_BENCH_DESCRIPTOR=se_atten
 // its se_atten example (se_atten_v2: sel 120 of any type, embedding 25/50/100, axis 16, tebd_dim 8 strip,
-// two attention layers of width 128, fitting 240/240/240) and se_atten0 its se_atten_compressible example
-// (the same without attention layers), uncompressed only; DEEPKF_BENCH_DESCRIPTOR=se_e3_tebd its
+// two attention layers of width 128, fitting 240/240/240), uncompressed only, and se_atten0 its
+// se_atten_compressible example (the same without attention layers; compressed: G(s)'s table by LibTorch
+// operations); DEEPKF_BENCH_DESCRIPTOR=se_e3_tebd its
 // se_e3_tebd example (rcut 4, sel 40 of any type, embedding 2/4/8, tebd_dim 8 concat, fitting
 // 240/240/240), uncompressed only.
 //
@@ -61,7 +62,7 @@ void write_models(deepkf::ModelConfig mc, const deepkf::Batch& b, c10::ScalarTyp
   auto model = deepkf::test::model_with_data_statistics(mc, b);
   const nlohmann::json provenance{{"source", "bench_lammps (random weights, statistics of water/data_0)"}};
   deepkf::save_model(plain, model, provenance);
-  if (mc.hybrid() || mc.mixed_types()) return;  // not compressed
+  if (!mc.compression_refusal().empty()) return;  // not compressed
   model->compress(deepkf::TableSettings{});
   deepkf::save_model(compressed, model, provenance);
 }
@@ -209,7 +210,7 @@ int main(int argc, char** argv) {
       for (const auto& dtype : dtypes) {
         double plain_rate = 0;
         for (const bool compressed : {false, true}) {
-          if (compressed && (mc.hybrid() || mc.mixed_types())) continue;  // as write_models
+          if (compressed && !mc.compression_refusal().empty()) continue;  // as write_models
           const int steps = rep == 1 ? steps_small : steps_large;
           const std::string model = dtype + (compressed ? "-compressed.pt" : ".pt");
           std::ostringstream in;

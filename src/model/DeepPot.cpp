@@ -188,7 +188,7 @@ torch::Tensor DeepPotImpl::energy_from_pairs(const torch::Tensor& rij, const tor
         const auto sw_c = sw.index_select(0, idx);
         const auto types_c = slot_types.index_select(0, idx);
         parts.push_back(config_.attention_descriptor()
-                            ? attention_descriptor(c, env_c, sw_c, types_c, tebd)
+                            ? attention_descriptor(c, env_c, sw_c, types_c, tebd, beyond_end)
                             : three_body_tebd_descriptor(c, env_c, sw_c, types_c, tebd));
       } else {
         parts.push_back(descriptor(k, c, env_c, tebd, beyond_end));
@@ -332,16 +332,7 @@ void DeepPotImpl::refuse_training(const char* what) const {
 }
 
 void DeepPotImpl::compress(const TableSettings& settings) {
-  if (config_.hybrid() || config_.mixed_types()) {
-    throw ModelError("a " + config_.descriptor +
-                     " descriptor's model is not compressed by this version of deepkf: use the uncompressed "
-                     "model");
-  }
-  if (config_.type_embedded() && !config_.stripped()) {
-    throw ModelError(
-        "a model with a type embedding in \"concat\" form (descriptor se_e2_a with model.type_embedding) is "
-        "not compressed: its embedding net reads the types beside s; the \"strip\" form (se_a_ebd_v2) is");
-  }
+  if (const auto why = config_.compression_refusal(); !why.empty()) throw ModelError(why);
   if (compressed()) {
     throw ModelError("the model is already compressed (step " +
                      fmt::format("{}", table_->to_json().value("step", 0.0)) +
@@ -356,8 +347,8 @@ void DeepPotImpl::compress(const TableSettings& settings) {
 
 void DeepPotImpl::prepare_tables(const nlohmann::json& layout, const std::string& where) {
   if (compressed()) throw ModelError(where + ": the model already has tables");
-  if (config_.hybrid() || config_.mixed_types() || (config_.type_embedded() && !config_.stripped()))
-    throw ModelError(where + ": a hybrid, se_atten, se_e3_tebd or concat type-embedded model has no tables");
+  if (const auto why = config_.compression_refusal(); !why.empty())
+    throw ModelError(where + ": the model file has tables for a model that has none: " + why);
   table_ = register_module("table", EmbeddingTable(layout, config_, where));
   strip_tables_.clear();
 }

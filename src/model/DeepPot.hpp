@@ -118,8 +118,10 @@ class DeepPotImpl : public torch::nn::Module {
   torch::Tensor neighbour_types(const torch::Tensor& atype, const torch::Tensor& nlist) const;
   // se_atten's descriptor of n centres of type c (DeepPotAttention.cpp): env_c n x N x 4 normalised rows,
   // sw_c n x N the switch w(r), types_c n x N the neighbours' types (-1 empty) -> n x descriptor_dim().
+  // A compressed model (strip form, no attention layers) takes G(s) from its table, counting into beyond_end.
   torch::Tensor attention_descriptor(int c, const torch::Tensor& env_c, const torch::Tensor& sw_c,
-                                     const torch::Tensor& types_c, const torch::Tensor& tebd);
+                                     const torch::Tensor& types_c, const torch::Tensor& tebd,
+                                     torch::Tensor* beyond_end);
   // se_e3_tebd's descriptor of the same inputs (DeepPotThreeBodyTebd.cpp) -> n x descriptor_dim().
   torch::Tensor three_body_tebd_descriptor(int c, const torch::Tensor& env_c, const torch::Tensor& sw_c,
                                            const torch::Tensor& types_c, const torch::Tensor& tebd);

@@ -12,7 +12,8 @@ torch::Tensor DeepPotImpl::neighbour_types(const torch::Tensor& atype, const tor
 }
 
 torch::Tensor DeepPotImpl::attention_descriptor(int c, const torch::Tensor& env_c, const torch::Tensor& sw_c,
-                                                const torch::Tensor& types_c, const torch::Tensor& tebd) {
+                                                const torch::Tensor& types_c, const torch::Tensor& tebd,
+                                                torch::Tensor* beyond_end) {
   const auto n = env_c.size(0);
   const auto nnei = env_c.size(1);
   const auto nt = config_.ntypes();
@@ -35,7 +36,7 @@ torch::Tensor DeepPotImpl::attention_descriptor(int c, const torch::Tensor& env_
     const auto pairs = config_.type_one_side ? padded : torch::cat({padded, centre.expand({nt + 1, y})}, 1);
     auto gt = type_filter_->forward(pairs).index_select(0, slot_type).view({n, nnei, m});
     if (config_.attention.smooth) gt = gt * sw_c.unsqueeze(2);
-    const auto gs = embedding_[0]->forward(s);
+    const auto gs = compressed() ? table_->values(0, s.squeeze(2), beyond_end) : embedding_[0]->forward(s);
     g = gs + gs * gt;
   }
   if (!attention_.is_empty()) {

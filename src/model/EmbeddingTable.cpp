@@ -95,7 +95,7 @@ tabulated::Grid make_grid(double lo, double hi, double ext, const TableSettings&
 
 // The grid of one net: its input x over every (centre type, slot) that uses it, on the fine grid over the
 // range the training data reached (s in [0, s(r_min)]) and on the coarse one up to extrapolate * s(r_min).
-//  se_e2_a, se_e2_r: x = (s - davg) / dstd, increasing with s.
+//  se_e2_a, se_e2_r, se_atten (strip, no attention layers): x = (s - davg) / dstd, increasing with s.
 //  se_e3: x = r^_j . r^_k with |r^_j| = s_j / dstd (columns 1..3), so |x| <= X = max over centres of
 //  s_max,a s_max,b / (dstd_a dstd_b): fine over [-X, X], coarse up to extrapolate^2 X; below -X (both
 //  neighbours closer than the training data's closest and opposite) the tangent line at -X.
@@ -111,10 +111,14 @@ tabulated::Grid plan_grid(const ModelConfig& c, const torch::Tensor& davg, const
     double ds = 0.0;
     return switched_inverse(distances[static_cast<std::size_t>(centre * nt + t)], c.rcut, c.rcut_smth, ds);
   };
+  // The slots neighbours of type t fill: their own block, or every slot of a mixed list (se_atten).
+  const auto first_slot = [&](int t) { return c.mixed_types() ? std::int64_t{0} : c.sel_offset(t); };
+  const auto end_slot = [&](int t) {
+    return c.mixed_types() ? c.nnei() : c.sel_offset(t) + c.sel[static_cast<std::size_t>(t)];
+  };
   const auto inv_std = [&](int centre, int t, int col) {
     double out = 0.0;
-    for (std::int64_t slot = c.sel_offset(t); slot < c.sel_offset(t) + c.sel[static_cast<std::size_t>(t)];
-         ++slot)
+    for (std::int64_t slot = first_slot(t); slot < end_slot(t); ++slot)
       out = std::max(out, 1.0 / d[centre][slot][col]);
     return out;
   };
@@ -139,8 +143,7 @@ tabulated::Grid plan_grid(const ModelConfig& c, const torch::Tensor& davg, const
     for (int t = 0; t < nt; ++t) {
       if (c.embedding_index(centre, t) != net) continue;
       const double top = s_max(centre, t);
-      for (std::int64_t slot = c.sel_offset(t); slot < c.sel_offset(t) + c.sel[static_cast<std::size_t>(t)];
-           ++slot) {
+      for (std::int64_t slot = first_slot(t); slot < end_slot(t); ++slot) {
         // x = (s - davg) / dstd increases with s
         const double m0 = m[centre][slot][0], d0 = d[centre][slot][0];
         lo = std::min(lo, (0.0 - m0) / d0);

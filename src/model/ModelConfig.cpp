@@ -97,6 +97,26 @@ std::int64_t ModelConfig::embedding_inputs() const {
   return n;
 }
 
+std::string ModelConfig::compression_refusal() const {
+  if (attention_descriptor() && (attention.layers > 0 || !stripped())) {
+    return "a " + descriptor +
+           " model is compressed only in the \"strip\" form (tebd_input_mode) without attention layers "
+           "(attn_layer 0), as in DeePMD-kit: its embedding net's input is then s alone; this one has " +
+           std::to_string(attention.layers) + " attention layers in \"" + (stripped() ? "strip" : "concat") +
+           "\" form";
+  }
+  if (hybrid() || (mixed_types() && !attention_descriptor())) {
+    return "a " + descriptor +
+           " descriptor's model is not compressed by this version of deepkf: use the uncompressed model";
+  }
+  if (type_embedded() && !stripped()) {
+    return "a model with a type embedding in \"concat\" form (descriptor se_e2_a with model.type_embedding) "
+           "is not compressed: its embedding net reads the types beside s; the \"strip\" form (se_a_ebd_v2) "
+           "is";
+  }
+  return "";
+}
+
 int ModelConfig::embedding_index(int first, int second) const {
   const int nt = ntypes();
   if (type_embedded()) return 0;

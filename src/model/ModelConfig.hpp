@@ -113,6 +113,10 @@ struct ModelConfig {
   // The net of a (centre type, neighbour type) pair (se_e2_a, se_e2_r), or of a pair of neighbour types
   // (se_e3, either order), as an index into the embedding nets (of one descriptor, not of a hybrid).
   int embedding_index(int first, int second) const;
+  // Why a model of this config has no tables (`deepkf compress`, docs/compression.md), or "" where it is
+  // tabulated: every descriptor but hybrids, a type embedding in "concat" form, se_e3_tebd, and se_atten with
+  // attention layers or in "concat" form.
+  std::string compression_refusal() const;
   // "float64" or "float32".
   std::string precision_name() const;
 

@@ -113,17 +113,18 @@ void write_water_model(const std::string& path, std::int64_t seed, const std::st
   mc.axis_neuron = 4;
   mc.fitting_neuron = {16, 16};
   mc.seed = seed;
-  if (descriptor == "se_atten" || descriptor == "se_atten_v2") {
+  if (descriptor == "se_atten" || descriptor == "se_atten_v2" || descriptor == "se_atten_v2_0") {
     // the nearest 64 of any type within 4.5 A (the attention's cost grows with sel^2), two attention
-    // layers; se_atten: concat without smooth gates, se_atten_v2: strip with them
+    // layers; se_atten: concat without smooth gates, se_atten_v2: strip with them; se_atten_v2_0: strip
+    // without attention layers (the form that is compressed)
     mc.descriptor = "se_atten";
     mc.rcut = 4.5;
     mc.sel = {64};
     mc.type_embedding.neuron = {8};
     mc.type_embedding.linear = true;
-    mc.attention.layers = 2;
+    mc.attention.layers = descriptor == "se_atten_v2_0" ? 0 : 2;
     mc.attention.width = 16;
-    if (descriptor == "se_atten_v2") {
+    if (descriptor != "se_atten") {
       mc.tebd_input_mode = "strip";
       mc.attention.smooth = true;
       mc.attention.set_davg_zero = false;

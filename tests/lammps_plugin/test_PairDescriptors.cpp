@@ -49,6 +49,9 @@ TEST_CASE("se_e2_r, se_e3, hybrid, type-embedded and se_atten models: run 0 equa
   SECTION("se_atten_v2 model, orthorhombic water frame, 2 ranks") {
     check_run0(water_frame(3, false), 2, false, "se_atten_v2");
   }
+  SECTION("compressed se_atten_v2 model without attention layers, triclinic water frame, 2 ranks") {
+    check_run0(water_frame(1, true), 2, true, "se_atten_v2_0");
+  }
   SECTION("se_e3_tebd model, triclinic water frame, 2 ranks") {
     check_run0(water_frame(2, true), 2, false, "se_e3_tebd");
   }

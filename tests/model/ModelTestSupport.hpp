@@ -219,18 +219,19 @@ inline ModelConfig small_config(bool type_one_side, bool resnet_dt,
     if (descriptor == "se_a_ebd_v2") mc.tebd_input_mode = "strip";
     return mc;
   }
-  if (descriptor == "se_atten" || descriptor == "se_atten_v2") {
+  if (descriptor == "se_atten" || descriptor == "se_atten_v2" || descriptor == "se_atten_v2_0") {
     // se_atten over 40 slots of any type with two attention layers; "se_atten": concat, DPA-1's linear
     // type embedding of width 2 (= ntypes: its skip rule y = x + x W), no smooth gates; "se_atten_v2":
-    // strip with the smooth gates, type vectors of 4 (= 2 ntypes: y = [x, x] + x W), attn_dotr off
+    // strip with the smooth gates, type vectors of 4 (= 2 ntypes: y = [x, x] + x W), attn_dotr off;
+    // "se_atten_v2_0": the same without attention layers (the form that is compressed)
     ModelConfig mc = small_config(type_one_side, resnet_dt, "se_e2_a");
     mc.descriptor = "se_atten";
     mc.sel = {40};
     mc.type_embedding.neuron = {descriptor == "se_atten" ? 2 : 4};
     mc.type_embedding.linear = true;
-    mc.attention.layers = 2;
+    mc.attention.layers = descriptor == "se_atten_v2_0" ? 0 : 2;
     mc.attention.width = 6;
-    if (descriptor == "se_atten_v2") {
+    if (descriptor != "se_atten") {
       mc.tebd_input_mode = "strip";
       mc.attention.smooth = true;
       mc.attention.dotr = false;

@@ -278,18 +278,20 @@ TEST_CASE("float32 and float64 models with the same weights agree to float32 pre
 TEST_CASE("ghost atoms without shifts (the LAMMPS layout) give the periodic results", "[model]") {
   const std::string descriptor =
       GENERATE(as<std::string>{}, "se_e2_a", "se_e2_r", "se_e3", "hybrid", "se_e2_a_tebd", "se_a_ebd_v2",
-               "se_atten", "se_atten_v2", "se_e3_tebd", "se_e3_tebd_strip");
+               "se_atten", "se_atten_v2", "se_atten_v2_0", "se_e3_tebd", "se_e3_tebd_strip");
   INFO("descriptor " << descriptor);
   for (bool compressed : {false, true}) {
     INFO((compressed ? "compressed (tables and kernel)" : "uncompressed"));
     auto model = small_model(false, false, torch::kFloat64, descriptor);
-    const bool mixed = descriptor.rfind("se_atten", 0) == 0 || descriptor.rfind("se_e3_tebd", 0) == 0;
-    if (compressed && (descriptor == "hybrid" || descriptor == "se_e2_a_tebd" || mixed)) {
-      // not built for hybrids, the concat type embedding, se_atten and se_e3_tebd: refused in one line, the
-      // model left as it was
+    const bool attention = descriptor == "se_atten" || descriptor == "se_atten_v2";
+    if (compressed && (descriptor == "hybrid" || descriptor == "se_e2_a_tebd" || attention ||
+                       descriptor.rfind("se_e3_tebd", 0) == 0)) {
+      // not built for hybrids, the concat type embedding, se_atten with attention layers or in concat form
+      // and se_e3_tebd: refused in one line, the model left as it was
       CHECK_THROWS_WITH(model->compress(deepkf::TableSettings{}),
                         Catch::Contains(descriptor == "se_e2_a_tebd" ? "\"concat\" form"
                                         : descriptor == "hybrid"     ? "hybrid"
+                                        : attention                  ? "attn_layer 0"
                                                                      : model->config().descriptor));
       CHECK_FALSE(model->compressed());
       continue;

@@ -170,20 +170,26 @@ TEST_CASE("the water reference settings (M = 100, sel 46/92) agree at the defaul
 }
 
 TEST_CASE(
-    "compressed se_e2_r, se_e3 and se_a_ebd_v2 models agree with the uncompressed ones and their forces are "
-    "their energy derivatives",
+    "compressed se_e2_r, se_e3, se_a_ebd_v2 and se_atten_v2 models agree with the uncompressed ones and "
+    "their forces are their energy derivatives",
     "[model][compress]") {
-  // DeePMD-kit's se_e2_r, se_e3 and se_e2_a_tebd water examples' settings (embedding 5-10-20, 2-4-8 and
-  // 25-50-100 with the type embedding 2-4-8; sel 46/92) with random weights and the frames' statistics;
-  // their tables are evaluated by LibTorch operations (the kernel is se_e2_a's): se_a_ebd_v2's table is
-  // G(s)'s, multiplied by each type pair's 1 + G_t.
-  const std::string descriptor = GENERATE(as<std::string>{}, "se_e2_r", "se_e3", "se_a_ebd_v2");
+  // DeePMD-kit's se_e2_r, se_e3, se_e2_a_tebd and se_atten_compressible water examples' settings (embedding
+  // 5-10-20, 2-4-8 and 25-50-100 with the type embedding 2-4-8 or se_atten_v2's own, sel 46/92 or 120 of
+  // any type, no attention layers) with random weights and the frames' statistics; their tables are
+  // evaluated by LibTorch operations (the kernel is se_e2_a's): se_a_ebd_v2's and se_atten_v2's tables are
+  // G(s)'s, multiplied by 1 + G_t of the pair's types (se_atten_v2: times the smooth gate w(r)).
+  const std::string descriptor =
+      GENERATE(as<std::string>{}, "se_e2_r", "se_e3", "se_a_ebd_v2", "se_atten_v2");
   INFO("descriptor " << descriptor);
   const auto water = Dataset::load({require_shared_dataset("water/data_3")}, {"O", "H"});
   auto doc = water_reference_model();
   doc["descriptor"]["type"] = descriptor;
   if (descriptor == "se_a_ebd_v2") {
     doc["type_embedding"] = {{"neuron", {2, 4, 8}}};
+  } else if (descriptor == "se_atten_v2") {
+    doc["descriptor"]["sel"] = 120;
+    doc["descriptor"]["attn_layer"] = 0;
+    doc["descriptor"].erase("type_one_side");
   } else {
     doc["descriptor"]["neuron"] =
         descriptor == "se_e3" ? std::vector<int>{2, 4, 8} : std::vector<int>{5, 10, 20};
@@ -192,7 +198,8 @@ TEST_CASE(
   if (descriptor == "se_e3") doc["descriptor"].erase("type_one_side");
   check_default_tables(ModelConfig::from_json(doc), water.systems.at(0), 1e-10);
   // Forces of the compressed model against finite differences of its own energy, on a small cell.
-  auto small = small_model(false, true, torch::kFloat64, descriptor);
+  auto small =
+      small_model(false, true, torch::kFloat64, descriptor == "se_atten_v2" ? "se_atten_v2_0" : descriptor);
   TrainingRange r(2);
   r.add({0.9, 1.0, 1.0, 1.1}, 1);
   small->set_training_range(r);

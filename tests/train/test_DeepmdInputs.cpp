@@ -161,9 +161,9 @@ TEST_CASE("DeePMD-kit's se_atten water examples are read unchanged, and its main
   // temperature), se_atten_compressible (attn_layer 0) and se_atten_dpa1_compat (se_atten, concat): sel 120
   // of any type, attention of width 128. The attention costs about 10x se_e2_a's arithmetic per atom, so that
   // RLEKF's first step with its automatic p0 (16 gradients) takes minutes on two cores: the example without
-  // attention layers (se_atten_compressible) trains one step on the mixed neighbour list, the others are
-  // read, built and evaluated on a water frame (their attention is tested in tests/model and the LAMMPS
-  // plugin's tests).
+  // attention layers (se_atten_compressible) trains one step on the mixed neighbour list and is compressed,
+  // the others are read, built and evaluated on a water frame (their attention is tested in tests/model and
+  // the LAMMPS plugin's tests).
   const std::string name = GENERATE(as<std::string>{}, "se_atten_input", "se_atten_input_torch",
                                     "se_atten_compressible_input", "se_atten_dpa1_compat_input");
   INFO("input " << name);
@@ -176,7 +176,18 @@ TEST_CASE("DeePMD-kit's se_atten water examples are read unchanged, and its main
     CHECK(std::isfinite(result.validation.rmse_e()));
     CHECK(std::isfinite(result.validation.rmse_f()));
     CHECK(read_json(root + "/out/input.resolved.json")["optimizer"]["type"] == "RLEKF");
-    desc = deepkf::load_model(root + "/out/model.pt").config.to_json()["descriptor"];
+    auto trained = deepkf::load_model(root + "/out/model.pt");
+    desc = trained.config.to_json()["descriptor"];
+    // The form DeePMD-kit compresses: the compressed model (G(s) from its table) gives the trained model's
+    // energy and forces on a held-out frame.
+    const auto frames = deepkf::read_systems(example + "/../data/data_3");
+    REQUIRE(!frames.empty());
+    const auto b = deepkf::make_batch(frames.front(), {0}, trained.config, torch::kCPU, torch::kFloat64);
+    const auto plain = trained.model->evaluate(b.coord, b.atype, b.nlist, b.shift, false);
+    trained.model->compress(deepkf::TableSettings{});
+    const auto tabulated = trained.model->evaluate(b.coord, b.atype, b.nlist, b.shift, false);
+    CHECK(std::abs(tabulated.energy.item<double>() - plain.energy.item<double>()) < 1e-8 * 192);
+    CHECK((tabulated.force - plain.force).abs().max().item<double>() < 1e-8);
   } else {
     std::ofstream(example + "/input.json") << input.dump(2);
     const auto cfg = deepkf::TrainConfig::from_file(example + "/input.json");
