@@ -9,6 +9,7 @@
 #include "optim/InnovationMatrix.hpp"
 #include "optim/PackedSweep.hpp"
 #include "optim/SmallCholesky.hpp"
+#include "optim/TrustRegion.hpp"
 #include "src/core/Error.hpp"
 
 namespace deepkf {
@@ -39,6 +40,10 @@ KalmanFilter::KalmanFilter(std::vector<torch::Tensor> params, const KalmanOption
   if (!(options_.p_cap >= 0.0) || !std::isfinite(options_.p_cap)) {
     throw OptimError("kalman optimizer: p_cap is " + num(options_.p_cap) +
                      ", must not be negative (0: no cap)");
+  }
+  if (!(options_.trust_radius >= 0.0) || !std::isfinite(options_.trust_radius)) {
+    throw OptimError("kalman optimizer: trust_radius is " + num(options_.trust_radius) +
+                     ", must not be negative (0: no bound)");
   }
   p0_ = options_.p0;
   if (options_.p_dtype != torch::kFloat64 && options_.p_dtype != torch::kFloat32) {
@@ -149,6 +154,10 @@ std::string KalmanFilter::status() const {
 }
 
 void KalmanFilter::update(double e, const std::vector<torch::Tensor>& grads) {
+  if (options_.trust_radius > 0.0) {  // the bound needs Y^T Y: the joint path
+    update_joint({e}, {grads});
+    return;
+  }
   if (!std::isfinite(e))
     throw OptimError("kalman update " + std::to_string(steps_) + ": innovation e is " + num(e));
   torch::NoGradGuard no_grad;
@@ -219,7 +228,8 @@ void KalmanFilter::update_joint(const std::vector<double>& e,
                        " is not in [0, 1)");
   }
   const bool by_share = std::any_of(shares.begin(), shares.end(), [](double s) { return s > 0.0; });
-  if (m == 1 && !by_share) {
+  const bool bounded = options_.trust_radius > 0.0;
+  if (m == 1 && !by_share && !bounded) {
     update(e[0], grads[0]);
     return;
   }
@@ -245,13 +255,39 @@ void KalmanFilter::update_joint(const std::vector<double>& e,
   // Y_i = P_i H_i in one sweep that applies the previous step's pending update; gram_i = H_i^T Y_i.
   torch::Tensor gram;
   const auto Yt = cov_.sweep_joint(own_H, gram);  // [m, own_count]
-  std::vector<double> terms(static_cast<std::size_t>(layout_.num_blocks() * m * m), 0.0);
+  // terms: every block's H_i^T Y_i, then (with a trust radius) every block's Y_i^T Y_i; one reduction.
+  const auto per_kind = static_cast<std::size_t>(layout_.num_blocks() * m * m);
+  std::vector<double> terms(bounded ? 2 * per_kind : per_kind, 0.0);
   std::copy(gram.data_ptr<double>(), gram.data_ptr<double>() + gram.numel(),
             terms.begin() + first_block_ * m * m);
+  if (bounded) {
+    auto local_y2 = torch::empty({end_block_ - first_block_, m, m}, Yt.options());
+    for (auto i = first_block_; i < end_block_; ++i) {
+      const auto& b = blocks[static_cast<std::size_t>(i)];
+      const auto Yi = Yt.narrow(1, b.begin - own_begin, b.size());
+      local_y2[i - first_block_].copy_(Yi.mm(Yi.t()));
+    }
+    local_y2 = local_y2.to(torch::kCPU).contiguous();
+    std::copy(local_y2.data_ptr<double>(), local_y2.data_ptr<double>() + local_y2.numel(),
+              terms.begin() + static_cast<std::ptrdiff_t>(per_kind) + first_block_ * m * m);
+  }
   comm_->allreduce_sum(terms.data(), terms.size());
   // A = sum_i (lambda I + H_i^T Y_i) in block order, symmetrised, with the noise by share.
-  const auto [A, q] = innovation_matrix(terms, blocks.size(), m, lambda_,
-                                        by_share ? shares : std::vector<double>{}, share_cap);
+  auto [A, q] = innovation_matrix(terms, blocks.size(), m, lambda_, by_share ? shares : std::vector<double>{},
+                                  share_cap);
+  if (bounded) {
+    // G = sum_i Y_i^T Y_i in block order; A raised until |dw| <= r.
+    std::vector<double> G(static_cast<std::size_t>(m * m), 0.0);
+    for (std::size_t i = 0; i < blocks.size(); ++i) {
+      for (std::size_t ab = 0; ab < G.size(); ++ab) G[ab] += terms[per_kind + i * G.size() + ab];
+    }
+    const TrustStep t = trust_step(A, G, e, m, options_.trust_radius);
+    interval_free2_ += t.free * t.free;
+    if (t.mu > 0.0) {
+      A = damped(A, m, t.mu);
+      ++interval_damped_;
+    }
+  }
   // Each measurement's share h_k^T P h_k / A_kk, for the diagnostics.
   if (interval_share_.size() < static_cast<std::size_t>(m)) {
     interval_share_.resize(static_cast<std::size_t>(m), 0.0);
@@ -343,6 +379,8 @@ KalmanDiagnostics KalmanFilter::take_diagnostics() {
   }
   d.mean_p_diag = sums[1] / static_cast<double>(layout_.num_parameters());
   d.capped = static_cast<std::int64_t>(sums[2]);
+  d.damped = interval_damped_;
+  if (d.updates > 0) d.rms_free_step = std::sqrt(interval_free2_ / static_cast<double>(d.updates));
   for (std::size_t k = 0; k < interval_share_.size(); ++k)
     d.mean_share.push_back(interval_share_count_[k] > 0
                                ? interval_share_[k] / static_cast<double>(interval_share_count_[k])
@@ -351,6 +389,8 @@ KalmanDiagnostics KalmanFilter::take_diagnostics() {
   interval_share_count_.clear();
   interval_updates_ = 0;
   interval_capped_ = 0;
+  interval_damped_ = 0;
+  interval_free2_ = 0.0;
   interval_nis_ = 0.0;
   interval_step2_ = torch::Tensor();
   return d;

@@ -38,6 +38,10 @@ struct KalmanOptions {
   double p0 = 1.0;                // P_i = p0 * I at the start
   // The diagonal of P is kept at or below p_cap * p0 (docs/rlekf.md, "Bounded covariance"); 0: unbounded.
   double p_cap = 0.0;
+  // The joint update's weight change is kept within this length, |dw| <= trust_radius, by raising every
+  // measurement's noise (optim/TrustRegion.hpp; docs/rlekf.md, "Trust radius"); 0: unbounded. With a
+  // radius every update, m = 1 included, takes the joint path.
+  double trust_radius = 0.0;
   torch::ScalarType p_dtype = torch::kFloat64;  // covariance precision; scalars (a, lambda) stay float64
 };
 
@@ -53,6 +57,10 @@ struct KalmanDiagnostics {
   // h_k^T P h_k / A_kk, A_kk = sum_i (lambda + h_ik^T P_i h_ik): the fraction of that measurement's error an
   // update of it alone would remove. Empty without joint updates.
   std::vector<double> mean_share;
+  // With a trust radius: the updates whose step it shortened, and the root mean square of the steps'
+  // undamped lengths |dw(0)| over the interval.
+  std::int64_t damped = 0;
+  double rms_free_step = 0.0;
 };
 
 class KalmanFilter final : public Optimizer {
@@ -180,6 +188,8 @@ class KalmanFilter final : public Optimizer {
   torch::Tensor interval_step2_;
   std::vector<double> interval_share_;              // per joint measurement position: sum of the shares
   std::vector<std::int64_t> interval_share_count_;  // and how many joint updates had that position
+  std::int64_t interval_damped_ = 0;                // updates the trust radius shortened
+  double interval_free2_ = 0.0;                     // sum of their undamped |dw(0)|^2 (every update)
 };
 
 }  // namespace deepkf

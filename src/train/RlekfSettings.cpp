@@ -106,13 +106,17 @@ RlekfSettings RlekfSettings::read(const OptimizerInput& in) {
   s.energy_share = share("energy_share");
   s.force_share = share("force_share");
   s.virial_share = share("virial_share");
-  const auto decay = in.get<nlohmann::json>(
-      filter_key("share_decay"), nlohmann::json("none"),
-      [](const nlohmann::json& x) {
-        return x == "none" || (x.is_number() && x.get<double>() > 0.0 && std::isfinite(x.get<double>()));
-      },
-      "must be a positive number of steps or \"none\"");
-  s.share_decay = decay == "none" ? 0.0 : decay.get<double>();
+  // A positive finite number, or "none" (0).
+  const auto positive_or_none = [&](const std::string& key, const std::string& what) {
+    const auto v = in.get<nlohmann::json>(
+        filter_key(key), nlohmann::json("none"),
+        [](const nlohmann::json& x) {
+          return x == "none" || (x.is_number() && x.get<double>() > 0.0 && std::isfinite(x.get<double>()));
+        },
+        "must be a positive number" + what + " or \"none\"");
+    return v == "none" ? 0.0 : v.get<double>();
+  };
+  s.share_decay = positive_or_none("share_decay", " of steps");
   s.share_rule = in.get<std::string>(
       filter_key("share_rule"), s.share_rule, [](const std::string& v) { return v == "exact" || v == "cap"; },
       "must be \"exact\" or \"cap\"");
@@ -126,6 +130,7 @@ RlekfSettings RlekfSettings::read(const OptimizerInput& in) {
       cap ? "must be a positive number of steps or \"none\""
           : "needs \"share_rule\": \"cap\" (a growing exact share would pass 1), or \"none\"");
   s.share_growth = growth == "none" ? 0.0 : growth.get<double>();
+  s.trust_radius = positive_or_none("trust_radius", " (the largest weight change |dw| of an update)");
   // kalman_lambda not given: forget slowly where the force noise lets forces learn from the first step,
   // as DeePMD-kit does without it (RlekfSettings.hpp).
   if (s.lambda0 == 0.0) s.lambda0 = s.force_noise == 1.0 ? kLambdaWithoutNoise : kLambdaWithNoise;
@@ -167,7 +172,8 @@ nlohmann::json RlekfSettings::to_json() const {
           {"virial_share", share_json(virial_share)},
           {"share_decay", share_decay > 0.0 ? nlohmann::json(share_decay) : nlohmann::json("none")},
           {"share_rule", share_rule},
-          {"share_growth", share_growth > 0.0 ? nlohmann::json(share_growth) : nlohmann::json("none")}};
+          {"share_growth", share_growth > 0.0 ? nlohmann::json(share_growth) : nlohmann::json("none")},
+          {"trust_radius", trust_radius > 0.0 ? nlohmann::json(trust_radius) : nlohmann::json("none")}};
 }
 
 int auto_energy_replay(double frame_atoms, double batch_frames) {

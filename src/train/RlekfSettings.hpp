@@ -66,6 +66,9 @@ struct RlekfSettings {
   // handing the measurement over to its fixed noise. 0 ("none"): constant caps.
   double share_growth = 0.0;
   bool share_cap() const { return share_rule == "cap"; }
+  // trust_radius r: each update's weight change is kept within |dw| <= r by raising the measurements'
+  // noise (KalmanOptions::trust_radius; docs/rlekf.md, "Trust radius"). 0 ("none"): unbounded.
+  double trust_radius = 0.0;
   // A share s as it applies at step t (steps done before it): s (1 + t / T_growth) / (1 + t / T_decay); a
   // cap that has reached 1 binds no more and becomes 0 (the fixed noise).
   double share_at(double s, std::int64_t step) const {

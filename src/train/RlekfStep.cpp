@@ -23,6 +23,7 @@ KalmanOptions kalman_options(const RlekfSettings& k) {
   o.nu = k.nu;
   o.p0 = k.p0 > 0.0 ? k.p0 : 1.0;  // "auto": set by prepare() before the first step
   o.p_cap = k.p_cap;
+  o.trust_radius = k.trust_radius;
   o.p_dtype = k.p_precision == "float32" ? torch::kFloat32 : torch::kFloat64;
   return o;
 }
@@ -302,6 +303,8 @@ std::string RlekfStep::status_line(std::int64_t) {
     line += ", shares";
     for (const double share : d.mean_share) line += fmt::format(" {:.3g}%", 100.0 * share);
   }
+  if (options_.trust_radius > 0.0)
+    line += fmt::format(", damped {} (free |dw| {:.3g})", d.damped, d.rms_free_step);
   const std::string time = describe_step_time(timing_.take_recent());
   return time.empty() ? line : line + "  time: " + time;
 }

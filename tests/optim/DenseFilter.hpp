@@ -54,8 +54,10 @@ struct DenseFilter {
   // w += Y A^-1 e, P = (P - mask * Y A^-1 Y^T) / (lambda_0 ... lambda_{m-1}).
   // shares: where shares[k] > 0, measurement k's noise is q_k (1 / s_k - 1), q_k = h_k^T P h_k, in place of
   // L lambda (docs/rlekf.md, "Noise by share").
+  // radius > 0 (docs/rlekf.md, "Trust radius"): where |Y A^-1 e| > radius, A's diagonal is raised by the
+  // factor 1 + mu, mu found here by bisection on |dw(mu)| with dense inverses, until |dw| = radius.
   void update_joint(const std::vector<double>& e, const std::vector<std::vector<torch::Tensor>>& grads,
-                    const std::vector<double>& shares = {}) {
+                    const std::vector<double>& shares = {}, double radius = 0.0) {
     const auto m = static_cast<std::int64_t>(e.size());
     std::vector<torch::Tensor> columns;
     for (const auto& g : grads) columns.push_back(flatten_by_definition(g));
@@ -67,9 +69,22 @@ struct DenseFilter {
       const double s = shares[static_cast<std::size_t>(k)];
       if (s > 0.0) noise[k] = HtPH[k][k].item<double>() * (1.0 / s - 1.0);
     }
-    const auto A = torch::diag(noise) + HtPH;
-    const auto Ainv = torch::inverse(A);
+    auto A = torch::diag(noise) + HtPH;
     const auto ev = torch::tensor(e, torch::kFloat64);
+    const auto length = [&](double mu) {
+      const auto Amu = A + mu * torch::diag(A.diagonal());
+      return Y.mv(torch::inverse(Amu).mv(ev)).norm().item<double>();
+    };
+    if (radius > 0.0 && length(0.0) > radius) {
+      double lo = 0.0, hi = 1.0;
+      while (length(hi) > radius) hi *= 2.0;
+      for (int it = 0; it < 100; ++it) {
+        const double mid = 0.5 * (lo + hi);
+        (length(mid) > radius ? lo : hi) = mid;
+      }
+      A = A + hi * torch::diag(A.diagonal());
+    }
+    const auto Ainv = torch::inverse(A);
     w = w + Y.mv(Ainv.mv(ev));
     double lambda_eff = 1.0;
     for (std::int64_t k = 0; k < m; ++k) {

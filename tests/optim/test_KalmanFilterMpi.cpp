@@ -8,6 +8,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -39,13 +40,16 @@ std::string shared_temp_dir(Communicator& comm, const std::string& tag) {
 TEST_CASE("distributed kalman filter equals the single-process one", "[optim][kalman][mpi]") {
   auto comm = std::make_shared<MpiCommunicator>(MPI_COMM_WORLD);
   const int nranks = comm->size();
-  for (const auto& [p_dtype, p_cap] :
-       {std::pair{torch::kFloat64, 0.0}, std::pair{torch::kFloat32, 0.0}, std::pair{torch::kFloat64, 1.2}}) {
-    INFO("covariance dtype " << c10::toString(p_dtype) << ", p_cap " << p_cap << ", rank " << comm->rank()
-                             << " of " << nranks);
+  for (const auto& [p_dtype, p_cap, radius] :
+       {std::tuple{torch::kFloat64, 0.0, 0.0}, std::tuple{torch::kFloat32, 0.0, 0.0},
+        std::tuple{torch::kFloat64, 1.2, 0.0}, std::tuple{torch::kFloat64, 0.0, 1e-3}}) {
+    INFO("covariance dtype " << c10::toString(p_dtype) << ", p_cap " << p_cap << ", trust_radius " << radius
+                             << ", rank " << comm->rank() << " of " << nranks);
     KalmanOptions options;
     options.blocksize = 256;
     options.p_dtype = p_dtype;
+    // The trust radius's Y^T Y is summed per block in block order too.
+    options.trust_radius = radius;
     // With the cap, a fast forgetting schedule brings the unconstrained directions to it within the run;
     // each block decides alone, so the ranks' blocks are capped as the single process caps them.
     if (p_cap > 0.0) {
@@ -101,6 +105,8 @@ TEST_CASE("distributed kalman filter equals the single-process one", "[optim][ka
     CHECK(d_dist.updates == 12);
     CHECK(d_dist.capped == d_serial.capped);
     if (p_cap > 0.0) CHECK(d_dist.capped > 0);
+    CHECK(d_dist.damped == d_serial.damped);
+    if (radius > 0.0) CHECK(d_dist.damped > 0);
     CHECK(d_dist.mean_nis == d_serial.mean_nis);
     CHECK(d_dist.rms_step == Approx(d_serial.rms_step).epsilon(1e-12));
     CHECK(d_dist.mean_p_diag == Approx(d_serial.mean_p_diag).epsilon(1e-12));

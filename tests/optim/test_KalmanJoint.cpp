@@ -54,6 +54,16 @@ struct SweepCase {
   }
 };
 
+// Blocks of 10, p0 2, lambda_0 0.95.
+KalmanOptions small_options(torch::ScalarType p_dtype) {
+  KalmanOptions options;
+  options.blocksize = 10;
+  options.p_dtype = p_dtype;
+  options.p0 = 2.0;
+  options.lambda0 = 0.95;
+  return options;
+}
+
 }  // namespace
 
 TEST_CASE("a joint update of one measurement is the scalar update bit for bit", "[optim][kalman][joint]") {
@@ -197,11 +207,7 @@ TEST_CASE("noise by share: dense algebra, the share removed, and no dependence o
   for (const auto p_dtype : {torch::kFloat64, torch::kFloat32}) {
     INFO("covariance " << c10::toString(p_dtype));
     const bool f64 = p_dtype == torch::kFloat64;
-    KalmanOptions options;
-    options.blocksize = 10;
-    options.p_dtype = p_dtype;
-    options.p0 = 2.0;
-    options.lambda0 = 0.95;
+    const KalmanOptions options = small_options(p_dtype);
     auto params = make_params(kMixedShapes, 13);
     KalmanFilter kf(params, options);
     DenseFilter dense(kf, params);
@@ -251,6 +257,74 @@ TEST_CASE("noise by share: dense algebra, the share removed, and no dependence o
     results.push_back(flatten_by_definition(params));
   }
   CHECK(max_rel_diff(results[0], results[1]) < 1e-10);
+}
+
+TEST_CASE("a trust radius bounds the weight change as the larger noise it chooses, against dense algebra",
+          "[optim][kalman][joint][trust]") {
+  // Radii that bind in some steps and not in others; m = 1 (scalar steps take the joint path) and m > 1,
+  // with and without shares.
+  for (const auto p_dtype : {torch::kFloat64, torch::kFloat32}) {
+    for (const double radius : {0.05, 0.4}) {
+      INFO("covariance " << c10::toString(p_dtype) << ", radius " << radius);
+      const bool f64 = p_dtype == torch::kFloat64;
+      KalmanOptions options = small_options(p_dtype);
+      options.trust_radius = radius;
+      auto params = make_params(kMixedShapes, 23);
+      KalmanFilter kf(params, options);
+      DenseFilter dense(kf, params);
+      const std::vector<std::vector<double>> shares = {{}, {0.0, 0.5, 0.0}, {}, {0.3}, {}};
+      const std::vector<std::int64_t> ms = {3, 3, 1, 1, 5};
+      std::int64_t bound = 0;
+      for (std::size_t s = 0; s < ms.size(); ++s) {
+        const auto step = make_joint(params, static_cast<std::int64_t>(s), ms[s]);
+        const auto before = flatten_by_definition(params);
+        if (ms[s] == 1 && shares[s].empty())
+          kf.update(step.e[0], step.grads[0]);
+        else
+          kf.update_joint(step.e, step.grads, shares[s]);
+        dense.update_joint(step.e, step.grads, shares[s], radius);
+        const double moved = (flatten_by_definition(params) - before).norm().item<double>();
+        CHECK(moved <= radius * (1.0 + 1e-5));
+        if (moved > radius * (1.0 - 1e-5)) ++bound;
+      }
+      CHECK(bound > 0);
+      CHECK(bound < static_cast<std::int64_t>(ms.size()));
+      const auto d = kf.take_diagnostics();
+      CHECK(d.damped == bound);
+      CHECK(d.rms_free_step > d.rms_step);
+      // mu to a relative 1e-6 in both: weights and P agree to about that.
+      const double tol = f64 ? 1e-5 : 3e-5;
+      CHECK(max_rel_diff(flatten_by_definition(params), dense.w) < tol);
+      for (std::int64_t i = 0; i < kf.layout().num_blocks(); ++i) {
+        INFO("block " << i);
+        CHECK(max_rel_diff(kf.covariance(i), dense.block(static_cast<std::size_t>(i))) < tol);
+      }
+    }
+  }
+}
+
+TEST_CASE("a trust radius that never binds changes no bit of a joint update",
+          "[optim][kalman][joint][trust]") {
+  // (m = 1 with a radius takes the joint path, not the scalar one: equal to dense algebra, above.)
+  KalmanOptions options;
+  options.blocksize = 10;
+  options.lambda0 = 0.95;
+  auto a_params = make_params(kMixedShapes, 29);
+  auto b_params = clone_all(a_params);
+  KalmanFilter a(a_params, options);
+  options.trust_radius = 1e6;
+  KalmanFilter b(b_params, options);
+  for (std::int64_t s = 0; s < 4; ++s) {
+    const auto step = make_joint(a_params, s, 2 + s % 2);
+    a.update_joint(step.e, step.grads);
+    b.update_joint(step.e, step.grads);
+  }
+  for (std::size_t t = 0; t < a_params.size(); ++t) CHECK(torch::equal(a_params[t], b_params[t]));
+  for (std::int64_t i = 0; i < a.layout().num_blocks(); ++i)
+    CHECK(torch::equal(a.covariance(i), b.covariance(i)));
+  CHECK(b.take_diagnostics().damped == 0);
+  options.trust_radius = -1.0;
+  CHECK_THROWS_WITH(KalmanFilter(clone_all(a_params), options), Catch::Contains("trust_radius is -1"));
 }
 
 TEST_CASE("noise by share refuses shares outside 0 to 1 and a share count unlike the measurement count",

@@ -362,3 +362,19 @@ TEST_CASE("share_rule and share_growth are read, checked and written back", "[tr
   CHECK_THROWS_AS(read_rlekf({{"type", "RLEKF"}, {"share_rule", "cap"}, {"share_growth", -1}}),
                   deepkf::ConfigError);
 }
+
+TEST_CASE("trust_radius is read, checked and written back", "[train][config]") {
+  const auto defaults = read_rlekf({{"type", "RLEKF"}});
+  CHECK(defaults.trust_radius == 0.0);
+  CHECK(defaults.to_json()["trust_radius"] == "none");
+  const auto bounded = read_rlekf({{"type", "RLEKF"}, {"trust_radius", 0.3}});
+  CHECK(bounded.trust_radius == 0.3);
+  CHECK(read_rlekf(bounded.to_json()).trust_radius == 0.3);
+  CHECK(read_rlekf({{"type", "RLEKF"}, {"trust_radius", "none"}}).trust_radius == 0.0);
+  for (const auto& bad :
+       {nlohmann::json(0), nlohmann::json(-0.5), nlohmann::json("auto"), nlohmann::json(true)}) {
+    INFO(bad.dump());
+    CHECK_THROWS_WITH(read_rlekf({{"type", "RLEKF"}, {"trust_radius", bad}}),
+                      Catch::Contains("'optimizer.trust_radius'") && Catch::Contains("positive number"));
+  }
+}

@@ -2,6 +2,8 @@
 // status and state; an unknown name is refused.
 #include <torch/torch.h>
 
+#include <regex>
+#include <string>
 #include <tuple>
 
 #include "src/core/Error.hpp"
@@ -240,5 +242,41 @@ TEST_CASE("share_rule cap takes the larger of the fixed noise and the share's", 
     const std::string line = line_after_one_step(cfg, step);
     INFO(line);
     CHECK_THAT(line, Catch::Matches(".*" + std::string(force) + "( .*|$)"));
+  }
+}
+
+TEST_CASE("trust_radius shortens every longer update of a step to the radius", "[train][step]") {
+  // The display line's |dw| is the root mean square of the interval's steps and "damped N" counts those the
+  // radius shortened. A radius of 1e-4 shortens the joint update and the sequential energy updates (their
+  // force update may be shorter than it already); a radius of 1e6 binds none.
+  for (const auto& [update, radius] : {std::tuple{"joint", 1e-4}, std::tuple{"sequential", 1e-4},
+                                       std::tuple{"joint", 1e6}, std::tuple{"sequential", 1e6}}) {
+    INFO(update << ", trust_radius " << radius);
+    const auto cfg = config_with({{"type", "RLEKF"},
+                                  {"kf_blocksize", 64},
+                                  {"log_filter", true},
+                                  {"kf_update", update},
+                                  {"force_noise", "auto"},
+                                  {"trust_radius", radius},
+                                  {"nselect", 4},
+                                  {"groupsize", 4}});
+    const std::string line = line_after_one_step(cfg, 0);
+    INFO(line);
+    std::smatch got;
+    REQUIRE(std::regex_search(
+        line, got,
+        std::regex(
+            R"(filter: (\d+) updates, .*\|dw\| ([0-9.e+-]+),.*damped (\d+) \(free \|dw\| ([0-9.e+-]+)\))")));
+    const int updates = std::stoi(got[1]), damped = std::stoi(got[3]);
+    const double step = std::stod(got[2]), unbounded = std::stod(got[4]);
+    CHECK(step <= radius * 1.001);  // printed to 3 digits
+    if (radius < 1.0) {
+      CHECK(damped >= 1);
+      if (std::string(update) == "joint") CHECK(damped == updates);
+      CHECK(unbounded > 100.0 * radius);
+    } else {
+      CHECK(damped == 0);
+      CHECK(unbounded == Approx(step).epsilon(1e-2));
+    }
   }
 }
