@@ -261,14 +261,8 @@ void KalmanFilter::update_joint(const std::vector<double>& e,
   std::copy(gram.data_ptr<double>(), gram.data_ptr<double>() + gram.numel(),
             terms.begin() + first_block_ * m * m);
   if (bounded) {
-    auto local_y2 = torch::empty({end_block_ - first_block_, m, m}, Yt.options());
-    for (auto i = first_block_; i < end_block_; ++i) {
-      const auto& b = blocks[static_cast<std::size_t>(i)];
-      const auto Yi = Yt.narrow(1, b.begin - own_begin, b.size());
-      local_y2[i - first_block_].copy_(Yi.mm(Yi.t()));
-    }
-    local_y2 = local_y2.to(torch::kCPU).contiguous();
-    std::copy(local_y2.data_ptr<double>(), local_y2.data_ptr<double>() + local_y2.numel(),
+    const auto y2 = cov_.block_grams(Yt, Yt);  // Y_i^T Y_i
+    std::copy(y2.data_ptr<double>(), y2.data_ptr<double>() + y2.numel(),
               terms.begin() + static_cast<std::ptrdiff_t>(per_kind) + first_block_ * m * m);
   }
   comm_->allreduce_sum(terms.data(), terms.size());

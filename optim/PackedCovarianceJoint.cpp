@@ -38,23 +38,36 @@ torch::Tensor PackedCovariance::sweep_joint(const torch::Tensor& H, torch::Tenso
   sweep_joint_cpu(H, Y);
   pending_U_ = torch::Tensor();  // applied by the sweep
   applied_.clear();
-  // gram[j][a][b] = H_ja^T Y_jb, each a sum in index order; threads take blocks.
-  gram = torch::zeros({num_blocks(), m, m}, torch::kFloat64);
-  const double* hp = H.data_ptr<double>();
-  const double* yp = Y.data_ptr<double>();
-  double* gp = gram.data_ptr<double>();
+  gram = block_grams(H, Y);  // H_j^T Y_j
+  return Y;
+}
+
+torch::Tensor PackedCovariance::block_grams(const torch::Tensor& X, const torch::Tensor& Z) const {
+  const auto m = X.size(0);
+  auto grams = torch::zeros({num_blocks(), m, m}, torch::kFloat64);
+  if (!X.is_cpu()) {
+    for (std::int64_t j = 0; j < num_blocks(); ++j) {
+      const auto begin = offsets_[static_cast<std::size_t>(j)];
+      const auto n = sizes_[static_cast<std::size_t>(j)];
+      grams[j].copy_(X.narrow(1, begin, n).mm(Z.narrow(1, begin, n).t()));
+    }
+    return grams;
+  }
+  const double* xp = X.data_ptr<double>();
+  const double* zp = Z.data_ptr<double>();
+  double* gp = grams.data_ptr<double>();
   const auto total = offsets_.back();
   for_each_task(num_blocks(), [&](std::int64_t j) {
     const auto begin = offsets_[static_cast<std::size_t>(j)], end = offsets_[static_cast<std::size_t>(j) + 1];
     for (std::int64_t a = 0; a < m; ++a) {
       for (std::int64_t b = 0; b < m; ++b) {
         double s = 0.0;
-        for (auto c = begin; c < end; ++c) s += hp[a * total + c] * yp[b * total + c];
+        for (auto c = begin; c < end; ++c) s += xp[a * total + c] * zp[b * total + c];
         gp[(j * m + a) * m + b] = s;
       }
     }
   });
-  return Y;
+  return grams;
 }
 
 packed::RankUpdate PackedCovariance::pending_joint() const {
