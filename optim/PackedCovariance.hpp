@@ -54,9 +54,9 @@ class PackedCovariance {
   // Returns Y [m, sum n_j] float64 on that device; gram [num_blocks, m, m] float64 on the CPU is set to
   // H_j^T Y_j for every block (summed in index order). m from 1 to packed::kMaxJoint.
   torch::Tensor sweep_joint(const torch::Tensor& H, torch::Tensor& gram);
-  // Every block's m x m product of two [m, sum n_j] float64 matrices on the blocks' device: grams[j][a][b] =
-  // sum over block j's columns c of X[a][c] Z[b][c], in index order (on the CPU the threads take blocks).
-  // Returns [num_blocks, m, m] float64 on the CPU.
+  // Every block's m x m product of two [m, sum n_j] float64 matrices on the blocks' device (BlockGrams.hpp):
+  // grams[j][a][b] = sum over block j's columns c of X[a][c] Z[b][c]. Returns [num_blocks, m, m] float64 on
+  // the CPU.
   torch::Tensor block_grams(const torch::Tensor& X, const torch::Tensor& Z) const;
   // Leaves P_j <- (P_j - U_j U_j^T) / lambda pending for every block: U [q, sum n_j] float64 on the blocks'
   // device, contiguous, row k the k-th column of U (block after block), 1 <= q <= packed::kMaxJoint.

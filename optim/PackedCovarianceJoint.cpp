@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "optim/BlockGrams.hpp"
 #include "optim/PackedCovariance.hpp"
 #include "optim/PackedJointSweep.hpp"
 #include "optim/TaskPool.hpp"
@@ -43,31 +44,7 @@ torch::Tensor PackedCovariance::sweep_joint(const torch::Tensor& H, torch::Tenso
 }
 
 torch::Tensor PackedCovariance::block_grams(const torch::Tensor& X, const torch::Tensor& Z) const {
-  const auto m = X.size(0);
-  auto grams = torch::zeros({num_blocks(), m, m}, torch::kFloat64);
-  if (!X.is_cpu()) {
-    for (std::int64_t j = 0; j < num_blocks(); ++j) {
-      const auto begin = offsets_[static_cast<std::size_t>(j)];
-      const auto n = sizes_[static_cast<std::size_t>(j)];
-      grams[j].copy_(X.narrow(1, begin, n).mm(Z.narrow(1, begin, n).t()));
-    }
-    return grams;
-  }
-  const double* xp = X.data_ptr<double>();
-  const double* zp = Z.data_ptr<double>();
-  double* gp = grams.data_ptr<double>();
-  const auto total = offsets_.back();
-  for_each_task(num_blocks(), [&](std::int64_t j) {
-    const auto begin = offsets_[static_cast<std::size_t>(j)], end = offsets_[static_cast<std::size_t>(j) + 1];
-    for (std::int64_t a = 0; a < m; ++a) {
-      for (std::int64_t b = 0; b < m; ++b) {
-        double s = 0.0;
-        for (auto c = begin; c < end; ++c) s += xp[a * total + c] * zp[b * total + c];
-        gp[(j * m + a) * m + b] = s;
-      }
-    }
-  });
-  return grams;
+  return X.is_cpu() ? block_grams_cpu(X, Z, sizes_) : block_grams_batched(X, Z, sizes_);
 }
 
 packed::RankUpdate PackedCovariance::pending_joint() const {

@@ -17,13 +17,13 @@
 # cuda (the tests tagged [cuda]: CUDA against CPU; then test_model whole, a crash rerun under cuda-gdb; the
 # Python module's DeepPot on the GPU against the CPU);
 # bench (bench_kalman, and its joint update of 5 measurements); train (the water reference model, RLEKF
-# joint by share (blocks of the plan, and one force group in blocks of 1024), joint, LKF and Adam,
+# joint with a trust radius and joint by share (one force group in blocks of 1024), joint, LKF and Adam,
 # DEEPKF_GPU_TRAIN_SECONDS (35) each); lammps (bench_lammps on the GPU); scaling (on the
 # CPU cores, the GPU hidden: data-parallel training at 1 to 16 ranks, bench/train/mpi_scaling.sh, and
 # LAMMPS at 1 to 16 ranks); suite (everything else built, ctest for the time left).
 # DEEPKF_GPU_PHASES="bench train" runs only those (the build folder, /tmp/deepkf-gpu-build, is kept while
-# the machine is); DEEPKF_GPU_TRAIN_RUNS="rlekf adam" trains only those of shares, shares1024, rlekf, lkf and
-# adam.
+# the machine is); DEEPKF_GPU_TRAIN_RUNS="rlekf adam" trains only those of trust1024, shares, shares1024,
+# rlekf, lkf and adam.
 #
 # The GPU machine's own libraries are preferred; the unpacked .debs are found only where the machine has
 # none (they go to CMake's system prefix path, after the machine's own). With DEEPKF_GPU_DRY_RUN=1, `run`
@@ -270,7 +270,7 @@ run() {
   fi
 
   if [[ "$phases" == *" train "* ]]; then
-    say "training the water reference model (${DEEPKF_GPU_TRAIN_RUNS:-shares shares1024 rlekf lkf adam}), ${DEEPKF_GPU_TRAIN_SECONDS:-35} s each"
+    say "training the water reference model (${DEEPKF_GPU_TRAIN_RUNS:-trust1024 shares1024 rlekf lkf adam}), ${DEEPKF_GPU_TRAIN_SECONDS:-35} s each"
     train_water "$build/src/cli/deepkf" "$out" "$device" "$dry"
   fi
 
@@ -316,7 +316,7 @@ run() {
 
 # train_water DEEPKF OUT DEVICE DRY: DeePMD-kit's water model (configs/water_se_e2_a.json: embedding
 # [25, 50, 100], fitting [240, 240, 240]) trained on the shared water data for a fixed wall time with RLEKF,
-# with the joint update by share (energy 0.3, forces 0.1, p0_shape "gradient"), with the joint update and the
+# with a trust radius, with the joint update by share (energy 0.3, forces 0.1, p0_shape "gradient"), with the joint update and the
 # automatic force noise, then at the defaults (DeePMD-kit's LKF), then with Adam
 # (DeePMD-kit's own learning rate and loss from its example input); the learning curves
 # (lcurve.out: validation RMSE and wall time every few steps) and logs go to OUT.
@@ -356,6 +356,13 @@ json.dump(shares, open(f"{work}/shares.json", "w"), indent=1)
 small = json.loads(json.dumps(shares))
 small["optimizer"].update({"groupsize": 24, "kf_blocksize": 1024})
 json.dump(small, open(f"{work}/shares1024.json", "w"), indent=1)
+# The joint update with the automatic force noise and every step bounded to |dw| <= 0.3, one force group in
+# blocks of 1024: the variant whose forces fell first and lowest on the CPU (docs/benchmarks.md, "A trust
+# radius").
+trust = json.loads(json.dumps(doc))
+trust["optimizer"].update({"kf_update": "joint", "force_noise": "auto", "groupsize": 24, "kf_blocksize": 1024,
+                           "trust_radius": 0.3})
+json.dump(trust, open(f"{work}/trust1024.json", "w"), indent=1)
 json.dump(doc, open(f"{work}/lkf.json", "w"), indent=1)
 # DeePMD-kit's water example: Adam, its exponential learning rate and loss prefactors.
 ref = json.load(open(f"{water}/input_se_e2_a.reference.json"))
@@ -365,7 +372,7 @@ doc["loss"] = ref["loss"]
 t["disp_freq"] = 50
 json.dump(doc, open(f"{work}/adam.json", "w"), indent=1)
 PY
-  for opt in ${DEEPKF_GPU_TRAIN_RUNS:-shares shares1024 rlekf lkf adam}; do
+  for opt in ${DEEPKF_GPU_TRAIN_RUNS:-trust1024 shares1024 rlekf lkf adam}; do
     # Killed at the time limit: lcurve.out is written line by line, and no checkpoint is wanted.
     timeout -s KILL "$seconds" "$deepkf" train "$work/$opt.json" -o "$work/$opt" >"$work/$opt.stdout" 2>&1 || true
     echo "-- $opt: train.log"

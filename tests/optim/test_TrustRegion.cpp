@@ -1,9 +1,11 @@
-// The trust radius's m x m algebra (optim/TrustRegion.hpp) against hand-worked and dense values.
+// The trust radius's m x m algebra (optim/TrustRegion.hpp) against hand-worked and dense values, and the
+// per-block products it reads (optim/BlockGrams.hpp).
 #include <torch/torch.h>
 
 #include <cmath>
 #include <vector>
 
+#include "optim/BlockGrams.hpp"
 #include "optim/TrustRegion.hpp"
 #include "src/core/Error.hpp"
 #include "tests/support/Catch.hpp"
@@ -60,4 +62,24 @@ TEST_CASE("the trust step refuses a radius that is not positive and a matrix tha
   CHECK_THROWS_AS(trust_step({4.0}, {9.0}, {2.0}, 1, 0.0), deepkf::OptimError);
   CHECK_THROWS_AS(trust_step({4.0}, {9.0}, {2.0}, 1, NAN), deepkf::OptimError);
   CHECK_THROWS_WITH(trust_step({-1.0}, {9.0}, {2.0}, 1, 1.0), Catch::Contains("not positive definite"));
+}
+
+TEST_CASE("per-block products: the batched form equals the threaded sums", "[optim][trust]") {
+  // Runs of equal sizes and sizes that change at every block; m = 1 and m > 1.
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(9);
+  const std::vector<std::int64_t> sizes = {3, 3, 3, 900, 900, 1, 7, 7, 1300, 2};
+  std::int64_t total = 0;
+  for (const auto n : sizes) total += n;
+  for (const std::int64_t m : {1, 3}) {
+    INFO("m " << m);
+    const auto X = at::randn({m, total}, gen, torch::kFloat64);
+    const auto Z = at::randn({m, total}, gen, torch::kFloat64);
+    const auto loop = deepkf::block_grams_cpu(X, Z, sizes);
+    const auto batched = deepkf::block_grams_batched(X, Z, sizes);
+    REQUIRE(loop.sizes() == batched.sizes());
+    CHECK(torch::allclose(loop, batched, 1e-12, 1e-12));
+    // Block 3 by hand.
+    const auto x3 = X.narrow(1, 9, 900), z3 = Z.narrow(1, 9, 900);
+    CHECK(torch::allclose(loop[3], x3.mm(z3.t()), 1e-12, 1e-12));
+  }
 }
