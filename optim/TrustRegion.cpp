@@ -45,7 +45,8 @@ TrustStep trust_step(const std::vector<double>& A, const std::vector<double>& G,
   // |dw(mu)| falls like 1 / (1 + mu) for large mu (A_mu ~ (1 + mu) diag(A)): bracket on 1 + mu, then
   // bisect in log(1 + mu). 1 + mu = |dw(0)| / r is the first guess, exact for m = 1.
   double lo = 1.0, hi = t.free / radius;
-  while (step_length(A, G, e, m, hi - 1.0) > radius) {
+  for (int doubling = 0; step_length(A, G, e, m, hi - 1.0) > radius; ++doubling) {
+    if (doubling == 1000) throw OptimError("trust radius: no damping brings the step within the radius");
     lo = hi;
     hi *= 2.0;
   }
