@@ -189,7 +189,7 @@ class KalmanFilter final : public Optimizer {
   std::vector<double> interval_share_;              // per joint measurement position: sum of the shares
   std::vector<std::int64_t> interval_share_count_;  // and how many joint updates had that position
   std::int64_t interval_damped_ = 0;                // updates the trust radius shortened
-  double interval_free2_ = 0.0;                     // sum of their undamped |dw(0)|^2 (every update)
+  double interval_free2_ = 0.0;                     // sum of every bounded update's undamped |dw(0)|^2
 };
 
 }  // namespace deepkf

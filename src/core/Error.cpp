@@ -1,6 +1,7 @@
 #include "src/core/Error.hpp"
 
 #include <algorithm>
+#include <cstdio>
 
 namespace deepkf {
 
@@ -10,6 +11,12 @@ std::string first_line(const std::string& message) {
   const auto end = message.find('\n', start);
   return message.substr(
       start, std::min<std::size_t>(end == std::string::npos ? message.size() - start : end - start, 200));
+}
+
+std::string exact_number(double x) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g", x);
+  return buf;
 }
 
 }  // namespace deepkf

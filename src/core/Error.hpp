@@ -51,4 +51,7 @@ class ResourceError : public Error {
 // characters: what a one-line error quotes of a cause.
 std::string first_line(const std::string& message);
 
+// x with all 17 significant digits ("%.17g"): a value an error message quotes exactly.
+std::string exact_number(double x);
+
 }  // namespace deepkf
