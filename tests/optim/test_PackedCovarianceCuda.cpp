@@ -7,6 +7,7 @@
 #include <numeric>
 #include <vector>
 
+#include "optim/BlockGrams.hpp"
 #include "optim/KalmanFilter.hpp"
 #include "optim/PackedCovariance.hpp"
 #include "tests/optim/OptimTestSupport.hpp"
@@ -196,4 +197,61 @@ TEST_CASE("the Kalman filter with its covariance on the GPU follows the CPU filt
       CHECK(std::abs(q_gpu[k] - q_cpu[k]) <= tol * std::abs(q_cpu[k]));
     }
   }
+}
+
+TEST_CASE("joint updates with shares and a trust radius on the GPU follow the CPU filter",
+          "[optim][kalman][joint][trust][cuda]") {
+  REQUIRE(torch::cuda::is_available());
+  // Layers of several sizes, so that the per-block Y^T Y runs as batched products of more than one size.
+  const std::vector<std::vector<std::int64_t>> shapes = {{40, 30}, {30}, {300}, {7, 3}, {5}};
+  for (const auto p_dtype : {torch::kFloat64, torch::kFloat32}) {
+    INFO("covariance " << c10::toString(p_dtype));
+    deepkf::KalmanOptions options;
+    options.blocksize = 256;
+    options.p_dtype = p_dtype;
+    options.trust_radius = 0.05;  // binds in some steps (checked below)
+    auto cpu_params = deepkf::test::make_params(shapes, 7);
+    std::vector<torch::Tensor> gpu_params;
+    for (const auto& p : cpu_params) gpu_params.push_back(p.to(torch::kCUDA));
+    deepkf::KalmanFilter cpu(cpu_params, options);
+    deepkf::KalmanFilter gpu(gpu_params, options);
+    for (std::int64_t k = 0; k < 12; ++k) {
+      const std::int64_t m = 1 + k % 4;
+      std::vector<double> e;
+      std::vector<std::vector<torch::Tensor>> grads, gpu_grads;
+      for (std::int64_t a = 0; a < m; ++a) {
+        e.push_back(deepkf::test::make_innovation(5 * k + a));
+        grads.push_back(deepkf::test::make_grads(cpu_params, 5 * k + a, 0.3));
+        gpu_grads.emplace_back();
+        for (const auto& g : grads.back()) gpu_grads.back().push_back(g.to(torch::kCUDA));
+      }
+      std::vector<double> shares;
+      if (k % 3 == 1) shares.assign(static_cast<std::size_t>(m), 0.4);
+      cpu.update_joint(e, grads, shares);
+      gpu.update_joint(e, gpu_grads, shares);
+    }
+    const auto d_cpu = cpu.take_diagnostics(), d_gpu = gpu.take_diagnostics();
+    CHECK(d_cpu.damped > 0);
+    CHECK(d_cpu.damped < 12);
+    CHECK(d_gpu.damped == d_cpu.damped);
+    // The damping solves |dw| = r to a relative 1e-6 on each side: weights and P agree to about that.
+    const double tol = p_dtype == torch::kFloat64 ? 1e-5 : 3e-5;
+    for (std::size_t t = 0; t < shapes.size(); ++t)
+      CHECK(relative_difference(gpu_params[t], cpu_params[t]) < tol);
+    for (std::int64_t i = 0; i < cpu.layout().num_blocks(); ++i)
+      CHECK(relative_difference(gpu.covariance(i), cpu.covariance(i)) < tol);
+  }
+}
+
+TEST_CASE("per-block products on the GPU equal the CPU sums", "[optim][packed][cuda]") {
+  REQUIRE(torch::cuda::is_available());
+  const std::vector<std::int64_t> sizes = {256, 256, 256, 100, 100, 3, 256};
+  const std::int64_t total = std::accumulate(sizes.begin(), sizes.end(), std::int64_t{0});
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(11);
+  const auto X = at::randn({4, total}, gen, torch::kFloat64), Z = at::randn({4, total}, gen, torch::kFloat64);
+  const auto want = deepkf::block_grams_cpu(X, Z, sizes);
+  const auto got = deepkf::block_grams_batched(X.to(torch::kCUDA), Z.to(torch::kCUDA), sizes);
+  REQUIRE(got.device().is_cpu());
+  REQUIRE(got.sizes() == want.sizes());
+  CHECK(relative_difference(got, want) < 1e-12);
 }
