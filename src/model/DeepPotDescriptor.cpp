@@ -72,7 +72,8 @@ torch::Tensor DeepPotImpl::descriptor(std::size_t part, int c, const torch::Tens
         auto g = torch::matmul(ra, rb.transpose(1, 2)).reshape({n, la * lb});  // n x (la lb)
         torch::Tensor weighted = g;
         if (a == b) {
-          const auto upper = torch::triu_indices(la, la, 0, torch::TensorOptions().device(g.device()));
+          const auto upper =
+              torch::triu_indices(la, la, 0, torch::TensorOptions().dtype(torch::kLong).device(g.device()));
           g = g.index_select(1, upper[0] * la + upper[1]);  // the pairs j <= k
           weighted = torch::where(upper[0].eq(upper[1]), g, 2.0 * g);
         }
