@@ -253,23 +253,26 @@ torch::Tensor PackedCovariance::diagonal(std::size_t j) const {
 }
 
 double PackedCovariance::diagonal_sum() const {
-  auto total = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(device_));
+  if (!device_.is_cpu()) {
+    double total = 0.0;
+#ifdef DEEPKF_WITH_CUDA
+    const auto stats = diagonal_stats_cuda();
+    const double* sums = stats[1].data_ptr<double>();
+    for (std::int64_t j = 0; j < num_blocks(); ++j) total += sums[j];  // in block order
+#endif
+    return total;
+  }
+  auto total = torch::zeros({}, torch::kFloat64);
   for (std::size_t j = 0; j < sizes_.size(); ++j) total += diagonal(j).sum();
-  return total.item<double>();  // one wait for the device, not one per block
+  return total.item<double>();
 }
 
 std::vector<double> PackedCovariance::largest_diagonals() const {
   std::vector<double> out(sizes_.size());
   if (!device_.is_cpu()) {
-    if (pending_U_.defined()) {
-      // A pending joint update: by tensor operations, one wait for the device.
-      std::vector<torch::Tensor> maxima;
-      for (std::size_t j = 0; j < sizes_.size(); ++j) maxima.push_back(diagonal(j).max());
-      const auto all = torch::stack(maxima).to(torch::kCPU);
-      return {all.data_ptr<double>(), all.data_ptr<double>() + all.numel()};
-    }
 #ifdef DEEPKF_WITH_CUDA
-    out = largest_diagonals_cuda();
+    const auto stats = diagonal_stats_cuda();
+    std::copy(stats[0].data_ptr<double>(), stats[0].data_ptr<double>() + num_blocks(), out.begin());
 #endif
     return out;
   }

@@ -117,7 +117,9 @@ class PackedCovariance {
   // flush of a pending joint update, as kernels (PackedSweepCuda.cuh).
   void sweep_joint_cuda(const torch::Tensor& H, torch::Tensor& Y, torch::Tensor& gram);
   void flush_joint_cuda();
-  std::vector<double> largest_diagonals_cuda() const;
+  // [2, num_blocks] float64 on the CPU: each block's largest diagonal value, then its diagonal's sum, the
+  // pending update included (one kernel for all blocks).
+  torch::Tensor diagonal_stats_cuda() const;
   void scale_cuda(std::size_t j, const torch::Tensor& s);
   // The pending update over all blocks (K indexed like h), or none.
   packed::RankOneUpdate pending_update() const;

@@ -120,25 +120,42 @@ __global__ void dots_kernel(const TileBlock* blocks, const double* a, const doub
   if (threadIdx.x == 0) out[blockIdx.x] = sum;
 }
 
-// out[j] = max_r of block j = blockIdx.x's diagonal, pending update included: strided maxima, then a tree.
+// largest[j] and sums[j]: the maximum and the sum of block j = blockIdx.x's diagonal, a pending update
+// included: the scalar one (K) as (p_rr - K_r^2 / a) / lambda, or the joint one of rank q (U) as
+// (p_rr - U_0r^2 - ... - U_(q-1)r^2) / lambda, the terms in k order (PackedCovariance::diagonal's
+// arithmetic). Strided partial values, then trees in a fixed order.
 template <typename T>
-__global__ void largest_diagonal_kernel(void* const* P, const TileBlock* blocks, const double* K, double inv_a,
-                                        double inv_lambda, double* out) {
+__global__ void diagonal_stats_kernel(void* const* P, const TileBlock* blocks, const double* K, double inv_a,
+                                      double inv_lambda, const double* U, std::int64_t ld, int q,
+                                      double* largest, double* sums) {
   __shared__ double part[kDotThreads];
   const TileBlock b = blocks[blockIdx.x];
   const T* p = static_cast<const T*>(P[blockIdx.x]);
-  double m = -HUGE_VAL;
+  double m = -HUGE_VAL, s = 0.0;
   for (std::int64_t r = threadIdx.x; r < b.n; r += kDotThreads) {
     double d = static_cast<double>(p[row_start(b.n, r)]);  // p_rr
     if (K) {
       const double k = K[b.offset + r];
       d = __dmul_rn(__dsub_rn(d, __dmul_rn(__dmul_rn(k, k), inv_a)), inv_lambda);
+    } else if (q > 0) {
+      for (int k = 0; k < q; ++k) {
+        const double u = U[k * ld + b.offset + r];
+        d = __dsub_rn(d, __dmul_rn(u, u));
+      }
+      d = __dmul_rn(d, inv_lambda);
     }
     m = m < d ? d : m;
+    s += d;
   }
   part[threadIdx.x] = m;
-  const double largest = tree_reduce(part, Max{});
-  if (threadIdx.x == 0) out[blockIdx.x] = largest;
+  const double block_max = tree_reduce(part, Max{});
+  __syncthreads();  // every thread has read part[0] before it is overwritten
+  part[threadIdx.x] = s;
+  const double block_sum = tree_reduce(part, Sum{});
+  if (threadIdx.x == 0) {
+    largest[blockIdx.x] = block_max;
+    sums[blockIdx.x] = block_sum;
+  }
 }
 
 // Row r = blockIdx.x of P <- S P S: p_rc <- s_r s_c p_rc for c >= r, the threads striding over c.
@@ -185,11 +202,13 @@ void update(const DeviceTiles& t, const RankOneUpdate& update, CUstream_st* stre
 }
 
 template <typename T>
-void largest_diagonals(const DeviceTiles& t, const RankOneUpdate& update, double* out, CUstream_st* stream) {
+void diagonal_stats(const DeviceTiles& t, const RankOneUpdate& update, const RankUpdate& joint, double* largest,
+                    double* sums, CUstream_st* stream) {
   if (t.num_blocks == 0) return;
-  largest_diagonal_kernel<T><<<static_cast<unsigned>(t.num_blocks), kDotThreads, 0, stream>>>(
-      t.P, t.blocks, update.K, update.inv_a, update.inv_lambda, out);
-  check("largest diagonal values");
+  const double inv_lambda = update.K ? update.inv_lambda : joint.inv_lambda;
+  diagonal_stats_kernel<T><<<static_cast<unsigned>(t.num_blocks), kDotThreads, 0, stream>>>(
+      t.P, t.blocks, update.K, update.inv_a, inv_lambda, joint.U, joint.ld, joint.U ? joint.q : 0, largest, sums);
+  check("diagonal maxima and sums");
 }
 
 template <typename T>
@@ -205,8 +224,10 @@ template void sweep<double>(const DeviceTiles&, const RankOneUpdate&, const doub
                             CUstream_st*);
 template void update<float>(const DeviceTiles&, const RankOneUpdate&, CUstream_st*);
 template void update<double>(const DeviceTiles&, const RankOneUpdate&, CUstream_st*);
-template void largest_diagonals<float>(const DeviceTiles&, const RankOneUpdate&, double*, CUstream_st*);
-template void largest_diagonals<double>(const DeviceTiles&, const RankOneUpdate&, double*, CUstream_st*);
+template void diagonal_stats<float>(const DeviceTiles&, const RankOneUpdate&, const RankUpdate&, double*, double*,
+                                    CUstream_st*);
+template void diagonal_stats<double>(const DeviceTiles&, const RankOneUpdate&, const RankUpdate&, double*,
+                                     double*, CUstream_st*);
 template void scale<float>(float*, std::int64_t, const double*, CUstream_st*);
 template void scale<double>(double*, std::int64_t, const double*, CUstream_st*);
 

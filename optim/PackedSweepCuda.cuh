@@ -37,10 +37,13 @@ void sweep(const DeviceTiles& tiles, const RankOneUpdate& update, const double* 
 template <typename T>
 void update(const DeviceTiles& tiles, const RankOneUpdate& update, CUstream_st* stream);
 
-// out[j] = max_r p_rr over block j's diagonal, with the update (when set) counted as (p_rr - K_r^2 / a) /
-// lambda, the arithmetic of PackedCovariance::diagonal. out: num_blocks float64 values on the device.
+// largest[j] = max_r p_rr and sums[j] = sum_r p_rr over block j's diagonal, with the pending update (the
+// scalar `update` or the `joint` one of rank q, at most one of them set) counted as PackedCovariance::diagonal
+// counts it: (p_rr - K_r^2 / a) / lambda, or (p_rr - U_0r^2 - ... - U_(q-1)r^2) / lambda. largest, sums:
+// num_blocks float64 values each on the device. One launch for all blocks.
 template <typename T>
-void largest_diagonals(const DeviceTiles& tiles, const RankOneUpdate& update, double* out, CUstream_st* stream);
+void diagonal_stats(const DeviceTiles& tiles, const RankOneUpdate& update, const RankUpdate& joint,
+                    double* largest, double* sums, CUstream_st* stream);
 
 // The joint sweep (optim/PackedJointSweep.hpp) for every block j: applies `update` (of rank m, or none,
 // q = 0) to P_j in place, then Y_j = P_j H_j for the m vectors and gram[(j m + a) m + b] = H_ja^T Y_jb

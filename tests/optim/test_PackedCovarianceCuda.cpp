@@ -3,6 +3,7 @@
 // (no atomics), and the Kalman filter with its covariance on the GPU against the CPU filter.
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <vector>
@@ -29,6 +30,36 @@ torch::Tensor joint_factor(const torch::Tensor& gram, const torch::Tensor& Y) {
   A = 0.5 * (A + A.t());
   const auto Cinv = torch::inverse(torch::linalg_cholesky(A));
   return Cinv.to(Y.device()).mm(Y).contiguous();
+}
+
+// Layers of several sizes, so that the per-block Y^T Y runs as batched products of more than one size.
+const std::vector<std::vector<std::int64_t>> kJointShapes = {{40, 30}, {30}, {300}, {7, 3}, {5}};
+
+// Twelve joint updates of 1 to 4 measurements, some with noise by share, on params' device; the length of
+// each weight change.
+std::vector<double> play_joint_steps(deepkf::KalmanFilter& kf, std::vector<torch::Tensor>& params) {
+  std::vector<double> lengths;
+  for (std::int64_t k = 0; k < 12; ++k) {
+    const std::int64_t m = 1 + k % 4;
+    std::vector<double> e;
+    std::vector<std::vector<torch::Tensor>> grads;
+    for (std::int64_t a = 0; a < m; ++a) {
+      e.push_back(deepkf::test::make_innovation(5 * k + a));
+      grads.emplace_back();
+      for (const auto& g : deepkf::test::make_grads(params, 5 * k + a, 0.3))
+        grads.back().push_back(g.to(params.front().device()));
+    }
+    std::vector<double> shares;
+    if (k % 3 == 1) shares.assign(static_cast<std::size_t>(m), 0.4);
+    std::vector<torch::Tensor> before;
+    for (const auto& p : params) before.push_back(p.detach().clone());
+    kf.update_joint(e, grads, shares);
+    double moved2 = 0.0;
+    for (std::size_t t = 0; t < params.size(); ++t)
+      moved2 += (params[t] - before[t]).to(torch::kFloat64).square().sum().item<double>();
+    lengths.push_back(std::sqrt(moved2));
+  }
+  return lengths;
 }
 
 }  // namespace
@@ -199,44 +230,38 @@ TEST_CASE("the Kalman filter with its covariance on the GPU follows the CPU filt
   }
 }
 
-TEST_CASE("joint updates with shares and a trust radius on the GPU follow the CPU filter",
+TEST_CASE("joint updates with shares, a trust radius and a capped diagonal on the GPU follow the CPU filter",
           "[optim][kalman][joint][trust][cuda]") {
   REQUIRE(torch::cuda::is_available());
-  // Layers of several sizes, so that the per-block Y^T Y runs as batched products of more than one size.
-  const std::vector<std::vector<std::int64_t>> shapes = {{40, 30}, {30}, {300}, {7, 3}, {5}};
   for (const auto p_dtype : {torch::kFloat64, torch::kFloat32}) {
     INFO("covariance " << c10::toString(p_dtype));
     deepkf::KalmanOptions options;
     options.blocksize = 256;
     options.p_dtype = p_dtype;
-    options.trust_radius = 0.05;  // binds in some steps (checked below)
-    auto cpu_params = deepkf::test::make_params(shapes, 7);
+    // The radius: the median undamped step of the same updates, so that it binds in some of them.
+    auto free_params = deepkf::test::make_params(kJointShapes, 7);
+    deepkf::KalmanFilter free(free_params, options);
+    auto lengths = play_joint_steps(free, free_params);
+    std::sort(lengths.begin(), lengths.end());
+    options.trust_radius = lengths[lengths.size() / 2];
+    // P grows by 1 / lambda each step where the gradients leave it: a cap of 1.05 p0 is reached.
+    options.p_cap = 1.05;
+    auto cpu_params = deepkf::test::make_params(kJointShapes, 7);
     std::vector<torch::Tensor> gpu_params;
     for (const auto& p : cpu_params) gpu_params.push_back(p.to(torch::kCUDA));
     deepkf::KalmanFilter cpu(cpu_params, options);
     deepkf::KalmanFilter gpu(gpu_params, options);
-    for (std::int64_t k = 0; k < 12; ++k) {
-      const std::int64_t m = 1 + k % 4;
-      std::vector<double> e;
-      std::vector<std::vector<torch::Tensor>> grads, gpu_grads;
-      for (std::int64_t a = 0; a < m; ++a) {
-        e.push_back(deepkf::test::make_innovation(5 * k + a));
-        grads.push_back(deepkf::test::make_grads(cpu_params, 5 * k + a, 0.3));
-        gpu_grads.emplace_back();
-        for (const auto& g : grads.back()) gpu_grads.back().push_back(g.to(torch::kCUDA));
-      }
-      std::vector<double> shares;
-      if (k % 3 == 1) shares.assign(static_cast<std::size_t>(m), 0.4);
-      cpu.update_joint(e, grads, shares);
-      gpu.update_joint(e, gpu_grads, shares);
-    }
+    play_joint_steps(cpu, cpu_params);
+    play_joint_steps(gpu, gpu_params);
     const auto d_cpu = cpu.take_diagnostics(), d_gpu = gpu.take_diagnostics();
     CHECK(d_cpu.damped > 0);
-    CHECK(d_cpu.damped < 12);
     CHECK(d_gpu.damped == d_cpu.damped);
+    CHECK(d_cpu.capped > 0);
+    CHECK(d_gpu.capped == d_cpu.capped);
+    CHECK(std::abs(d_gpu.mean_p_diag - d_cpu.mean_p_diag) <= 1e-5 * d_cpu.mean_p_diag);
     // The damping solves |dw| = r to a relative 1e-6 on each side: weights and P agree to about that.
     const double tol = p_dtype == torch::kFloat64 ? 1e-5 : 3e-5;
-    for (std::size_t t = 0; t < shapes.size(); ++t)
+    for (std::size_t t = 0; t < kJointShapes.size(); ++t)
       CHECK(relative_difference(gpu_params[t], cpu_params[t]) < tol);
     for (std::int64_t i = 0; i < cpu.layout().num_blocks(); ++i)
       CHECK(relative_difference(gpu.covariance(i), cpu.covariance(i)) < tol);
