@@ -27,24 +27,32 @@ export OPENBLAS_NUM_THREADS=1
 results=()
 for r in 1 "${ranks[@]}"; do
   echo "=== $r rank(s): mpiexec -n $r --bind-to none $bench $steps $batch $blocksize"
-  out=$(mpiexec -n "$r" --oversubscribe --bind-to none "$bench" "$steps" "$batch" "$blocksize" 2>&1 | grep -v '^\[20')
-  echo "$out"
-  results+=("$(grep '^RESULT' <<<"$out")")
+  # A failed run is reported with its output (the log lines of the training left out) and leaves no row.
+  status=0
+  out=$(mpiexec -n "$r" --oversubscribe --bind-to none "$bench" "$steps" "$batch" "$blocksize" 2>&1) || status=$?
+  grep -v '^\[20' <<<"$out" || true
+  [ "$status" -ne 0 ] && echo "=== $r rank(s): mpiexec exited with status $status"
+  results+=("$(grep '^RESULT' <<<"$out" || true)")
 done
 
 field() { sed -n "s/.* $2 \([^ ]*\).*/\1/p" <<<"$1"; }
 t1=$(field "${results[0]}" step_ms)
+if [ -z "$t1" ]; then
+  echo "no result at 1 rank: no scaling table" >&2
+  exit 1
+fi
 echo
 echo "| ranks | training step ms | Kalman step ms | filter update ms | speed-up | parallel efficiency | bytes / training step (measured) | model | transfer ms / step | wait ms / step | collectives of a Kalman step alone, ms | CPU ms / step outside collectives, busiest rank |"
 echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 i=0
 for r in 1 "${ranks[@]}"; do
   line=${results[$i]}
+  i=$((i + 1))
+  [ -z "$line" ] && continue
   t=$(field "$line" step_ms)
   awk -v r="$r" -v t="$t" -v t1="$t1" -v k="$(field "$line" kalman_step_ms)" -v f="$(field "$line" filter_ms)" \
       -v b="$(field "$line" bytes_per_step)" -v m="$(field "$line" model_bytes_per_step)" \
       -v tr="$(field "$line" transfer_ms_per_step)" -v w="$(field "$line" wait_ms_per_step)" \
       -v c="$(field "$line" collectives_alone_ms)" -v u="$(field "$line" work_cpu_ms_per_step)" \
       'BEGIN { printf "| %d | %.1f | %.1f | %.1f | %.2f | %.0f%% | %.0f | %.0f | %.2f | %.2f | %.3f | %.1f |\n", r, t, k, f, t1 / t, 100 * t1 / (r * t), b, m, tr, w, c, u }'
-  i=$((i + 1))
 done
