@@ -67,7 +67,8 @@ PairDeepkf::Impl::Output PairDeepkf::Impl::evaluate(std::size_t m, const int* la
   const auto nlist =
       torch::from_blob(const_cast<std::int64_t*>(nl.index.data()), {1, ncentre, nl.nnei}, cpu_long)
           .to(on, false, true);
-  auto result = model.loaded.model->evaluate(coord, atype, nlist, torch::Tensor(), false, need_atom_virial);
+  auto result = model.loaded.model->evaluate(coord, atype, nlist, torch::Tensor(),
+                                             deepkf::EvalOptions::with_atom_virial(need_atom_virial));
 
   Output out;
   const auto to_vector = [](const torch::Tensor& t) {

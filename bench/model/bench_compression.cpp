@@ -32,7 +32,7 @@ using deepkf::Batch;
 using deepkf::DeepPot;
 
 deepkf::ModelOutput evaluate(DeepPot& model, const Batch& b) {
-  return model->evaluate(b.coord, b.atype, b.nlist, b.shift, false);
+  return model->evaluate(b.coord, b.atype, b.nlist, b.shift);
 }
 
 double max_diff(const torch::Tensor& a, const torch::Tensor& b) {

@@ -120,7 +120,7 @@ int main(int argc, char** argv) {
       for (int k = 0; k < nb; ++k) frames[static_cast<std::size_t>(k)] = k;
       const auto batch = deepkf::make_batch(sys, frames, mc, torch::kCPU, torch::kFloat64);
       const double t = time_median(repeats, [&] {
-        const auto out = model->evaluate(batch.coord, batch.atype, batch.nlist, batch.shift, false);
+        const auto out = model->evaluate(batch.coord, batch.atype, batch.nlist, batch.shift);
         (void)out;
       });
       const double atoms = static_cast<double>(nb * batch.natoms);

@@ -33,7 +33,7 @@ std::vector<EnsembleFrame> ensemble_deviation(const std::vector<LoadedModel>& mo
         const auto& loaded = models[static_cast<std::size_t>(m)];
         DeepPot model = loaded.model;  // a handle: evaluation is not const
         const Batch b = make_batch(frame, {0}, loaded.config, torch::kCPU, loaded.config.precision);
-        const ModelOutput out = model->evaluate(b.coord, b.atype, b.nlist, b.shift, false);
+        const ModelOutput out = model->evaluate(b.coord, b.atype, b.nlist, b.shift);
         if (!torch::isfinite(out.force).all().item<bool>() || !torch::isfinite(out.virial).all().item<bool>())
           throw ModelError(
               fmt::format("model {} of the ensemble predicts non-finite forces or virial for "

@@ -43,7 +43,7 @@ LabelledErrors labelled_errors(const LoadedModel& loaded, const Dataset& data, i
       std::vector<std::int64_t> frames;
       for (std::int64_t f = begin; f < std::min(tested, begin + batch); ++f) frames.push_back(f);
       const Batch b = make_batch(sys, frames, config, torch::kCPU, config.precision);
-      const ModelOutput out = model->evaluate(b.coord, b.atype, b.nlist, b.shift, false);
+      const ModelOutput out = model->evaluate(b.coord, b.atype, b.nlist, b.shift);
       check_finite_prediction(out, frames, sys.source);
       m.add(out, b);
       const auto pe = out.energy.to(torch::kFloat64).contiguous();

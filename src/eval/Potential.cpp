@@ -101,7 +101,8 @@ PotentialResult Potential::evaluate(const PotentialFrames& frames, const Potenti
     std::vector<std::int64_t> ids;
     for (auto f = begin; f < std::min(frames.nframes, begin + group); ++f) ids.push_back(f);
     const Batch b = make_batch(system, ids, config, device, config.precision);
-    const ModelOutput out = model->evaluate(b.coord, b.atype, b.nlist, b.shift, false, options.atomic);
+    const ModelOutput out =
+        model->evaluate(b.coord, b.atype, b.nlist, b.shift, EvalOptions::with_atom_virial(options.atomic));
     check_finite_prediction(out, ids, "the frames given to " + path_);
     append(r.energy, out.energy);
     append(r.force, out.force);

@@ -211,8 +211,9 @@ torch::Tensor DeepPotImpl::atomic_energy(const torch::Tensor& coord, const torch
 }
 
 ModelOutput DeepPotImpl::evaluate(const torch::Tensor& coord, const torch::Tensor& atype,
-                                  const torch::Tensor& nlist, const torch::Tensor& shift, bool create_graph,
-                                  bool need_atom_virial) {
+                                  const torch::Tensor& nlist, const torch::Tensor& shift,
+                                  const EvalOptions& options) {
+  const bool create_graph = options.create_graph, need_atom_virial = options.atom_virial;
   check_inputs(config_, coord, atype, nlist, shift);
   if (compressed()) {
     if (create_graph) refuse_training("outputs differentiable with respect to the weights");

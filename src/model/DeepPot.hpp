@@ -31,6 +31,27 @@ struct ModelOutput {
   std::int64_t beyond_table = 0;
 };
 
+// What DeepPot::evaluate computes besides energies, forces and the virial, by name rather than by bare flags.
+struct EvalOptions {
+  bool create_graph = false;  // keep the outputs' graph for training (else they are detached)
+  bool atom_virial = false;   // also the per-atom virial
+  static EvalOptions training() {
+    EvalOptions o;
+    o.create_graph = true;
+    return o;
+  }
+  static EvalOptions with_atom_virial(bool on = true) {
+    EvalOptions o;
+    o.atom_virial = on;
+    return o;
+  }
+  static EvalOptions training_with_atom_virial() {
+    EvalOptions o = training();
+    o.atom_virial = true;
+    return o;
+  }
+};
+
 class DeepPotImpl : public torch::nn::Module {
  public:
   // Builds the networks from `config` (validated; sel must be resolved) with random weights drawn from
@@ -55,16 +76,17 @@ class DeepPotImpl : public torch::nn::Module {
                               const torch::Tensor& nlist, const torch::Tensor& shift);
 
   // Energies, forces F = -dE/dx (eV/A) and the virial W_ab = -sum_ij (dE/dr_ij)_a (r_ij)_b (eV); the per-atom
-  // virial gives each pair's term to the neighbour atom j, so it sums to the virial. create_graph = true
-  // keeps the graph of all outputs for training (double backward: the outputs depend on the parameters; they
-  // are not differentiable with respect to coord); otherwise the outputs are detached. Centre types must lie
+  // virial (EvalOptions::atom_virial) gives each pair's term to the neighbour atom j, so it sums to the
+  // virial. EvalOptions::create_graph keeps the graph of all outputs for training (double backward: the
+  // outputs depend on the parameters; they are not differentiable with respect to coord); otherwise the
+  // outputs are detached. Centre types must lie
   // in [0, ntypes) (not checked here: make_batch and the LAMMPS type mapping guarantee it). One host
   // synchronisation per centre type (torch::nonzero groups the centres by type). A compressed model refuses
   // create_graph (ModelError: training needs the nets); on the CPU it runs the tables' kernel
   // (TabulatedDescriptor), elsewhere (or after set_table_kernel(false)) the tables evaluated by LibTorch
   // operations in place of the embedding nets, forces by autograd as for the nets.
   ModelOutput evaluate(const torch::Tensor& coord, const torch::Tensor& atype, const torch::Tensor& nlist,
-                       const torch::Tensor& shift, bool create_graph, bool need_atom_virial = false);
+                       const torch::Tensor& shift, const EvalOptions& options = {});
 
   // davg, dstd: ntypes x config().statistics_slots() x 4 (1/A); copied into the buffers (device and dtype
   // of the model).

@@ -67,7 +67,7 @@ ErrorMetrics AdamStep::take(const StepInput& in) {
   adam_.zero_grad();
   ErrorMetrics metrics;
   if (b.coord.size(0) > 0) {
-    const auto out = model_->evaluate(b.coord, b.atype, b.nlist, b.shift, /*create_graph=*/true);
+    const auto out = model_->evaluate(b.coord, b.atype, b.nlist, b.shift, EvalOptions::training());
     const auto loss = ener_loss(out.energy, b.energy, b.has_force ? out.force : torch::Tensor(), b.force,
                                 b.has_virial ? out.virial : torch::Tensor(), b.virial, b.natoms, pref.energy,
                                 pref.force, pref.virial);

@@ -36,7 +36,7 @@ class FrameQuantities {
     const System frames = set.read({position});
     const auto& config = model->config();
     const Batch b = make_batch(frames, {0}, config, params.front().device(), config.precision);
-    out_ = model->evaluate(b.coord, b.atype, b.nlist, b.shift, /*create_graph=*/true);
+    out_ = model->evaluate(b.coord, b.atype, b.nlist, b.shift, EvalOptions::training());
     check_finite(set, position);
     score_.system = system;
     score_.frame = position;

@@ -147,7 +147,7 @@ Measurement RlekfStep::energy_of(const StepInput& in, double pe, const torch::Te
 Measurement RlekfStep::force_of(const StepInput& in, const torch::Tensor& atoms, double pf) {
   const Batch& b = in.local;
   if (b.coord.size(0) == 0) return {};
-  const auto out = model_->evaluate(b.coord, b.atype, b.nlist, b.shift, /*create_graph=*/true);
+  const auto out = model_->evaluate(b.coord, b.atype, b.nlist, b.shift, EvalOptions::training());
   return force_of(b, out, atoms, pf);
 }
 
@@ -160,7 +160,7 @@ Measurement RlekfStep::force_of(const Batch& b, const ModelOutput& out, const to
 Measurement RlekfStep::virial_of(const StepInput& in, double pv) {
   const Batch& b = in.local;
   if (b.coord.size(0) == 0) return {};
-  const auto out = model_->evaluate(b.coord, b.atype, b.nlist, b.shift, /*create_graph=*/true);
+  const auto out = model_->evaluate(b.coord, b.atype, b.nlist, b.shift, EvalOptions::training());
   return virial_measurement(out.virial, b.virial, natoms(b), pv);
 }
 

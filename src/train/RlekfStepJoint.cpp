@@ -27,7 +27,7 @@ ErrorMetrics RlekfStep::take_joint(const StepInput& in) {
   // With energies only, energy_of takes their graph alone, without the forces'.
   ModelOutput out;
   if (has_frames && (forces || virial))
-    out = model_->evaluate(b.coord, b.atype, b.nlist, b.shift, /*create_graph=*/true);
+    out = model_->evaluate(b.coord, b.atype, b.nlist, b.shift, EvalOptions::training());
   ms.push_back(energy_of(in, pref.energy, out.energy));
   frames.push_back(in.global_frames + in.replay_frames);
   shares.push_back(options_.energy_share);

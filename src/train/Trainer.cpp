@@ -209,7 +209,7 @@ TrainResult Trainer::run() {
         // Errors of the training batch on the weights after the update.
         const Batch b = m.local_batch(m.data.train, ref);
         trn = ErrorMetrics{};
-        if (b.coord.size(0) > 0) trn.add(m.model->evaluate(b.coord, b.atype, b.nlist, b.shift, false), b);
+        if (b.coord.size(0) > 0) trn.add(m.model->evaluate(b.coord, b.atype, b.nlist, b.shift), b);
       }
       auto packed = trn.pack();
       m.reduce(packed);

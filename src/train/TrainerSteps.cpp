@@ -121,7 +121,7 @@ ErrorMetrics Trainer::Impl::validate(bool all_frames) {
     BatchRef ref{static_cast<int>(s), {}};
     for (std::int64_t f = c; f < c + n; ++f) ref.frames.push_back(f);
     const Batch b = local_batch(data.valid, ref);
-    if (b.coord.size(0) > 0) metrics.add(model->evaluate(b.coord, b.atype, b.nlist, b.shift, false), b);
+    if (b.coord.size(0) > 0) metrics.add(model->evaluate(b.coord, b.atype, b.nlist, b.shift), b);
     done += n;
     cursor += n;
   }

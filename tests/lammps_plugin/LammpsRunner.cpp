@@ -180,7 +180,8 @@ Direct direct(const std::string& model_path, const Frame& f) {
       torch::tensor(std::vector<int64_t>(f.types.begin(), f.types.end()), torch::kInt64).view({1, n});
   const auto nlist = torch::tensor(nl.index, torch::kInt64).view({1, n, mc.nnei()});
   const auto shift = torch::tensor(nl.shift, torch::kFloat64).view({1, n, mc.nnei(), 3});
-  const auto out = loaded.model->evaluate(coord, atype, nlist, shift, false, true);
+  const auto out =
+      loaded.model->evaluate(coord, atype, nlist, shift, deepkf::EvalOptions::with_atom_virial());
   const auto vec = [](const torch::Tensor& t) {
     const auto c = t.to(torch::kFloat64).contiguous();
     return std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());

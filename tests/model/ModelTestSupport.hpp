@@ -51,7 +51,7 @@ inline Inputs make_inputs(const Config& c, const ModelConfig& mc) {
 
 inline ModelOutput run(DeepPot& model, const Config& c) {
   const auto in = make_inputs(c, model->config());
-  return model->evaluate(in.coord, in.atype, in.nlist, in.shift, false);
+  return model->evaluate(in.coord, in.atype, in.nlist, in.shift);
 }
 
 inline double energy(DeepPot& model, const Config& c) { return run(model, c).energy.item<double>(); }
@@ -153,9 +153,10 @@ struct GhostComparison {
 inline GhostComparison compare_ghost_layout(DeepPot& model, const Config& c) {
   const auto& mc = model->config();
   const auto in = make_inputs(c, mc);
-  const auto ref = model->evaluate(in.coord, in.atype, in.nlist, in.shift, false);
+  const auto ref = model->evaluate(in.coord, in.atype, in.nlist, in.shift);
   const auto g = ghost_layout(c, in, mc);
-  const auto out = model->evaluate(g.coord, g.atype, g.nlist, torch::Tensor(), false, true);
+  const auto out =
+      model->evaluate(g.coord, g.atype, g.nlist, torch::Tensor(), deepkf::EvalOptions::with_atom_virial());
   const auto n = c.natoms();
   const auto nall = g.coord.size(1);
   auto f = out.force[0].narrow(0, 0, n).clone();

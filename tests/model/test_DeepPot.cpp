@@ -77,7 +77,8 @@ TEST_CASE("virial equals -(dE/dh)^T h from a finite-difference strain, all 9 com
        {std::pair{"triclinic", triclinic_cell()}, std::pair{"small cell", small_cell()}}) {
     INFO("system " << name);
     const auto in = make_inputs(c, model->config());
-    const auto out = model->evaluate(in.coord, in.atype, in.nlist, in.shift, false, true);
+    const auto out =
+        model->evaluate(in.coord, in.atype, in.nlist, in.shift, deepkf::EvalOptions::with_atom_virial());
     const auto w = out.virial[0].view({3, 3});
     // W = -(dE/dh)^T h = -(h^T dE/dh)^T = -(dE/deps)^T
     const auto ref = -fd_strain_derivative(model, c).t();
@@ -316,7 +317,7 @@ TEST_CASE("create_graph keeps forces differentiable with respect to the paramete
   auto model = small_model(true, true, torch::kFloat64, descriptor);
   const auto c = cluster();
   const auto in = make_inputs(c, model->config());
-  const auto out = model->evaluate(in.coord, in.atype, in.nlist, in.shift, true);
+  const auto out = model->evaluate(in.coord, in.atype, in.nlist, in.shift, deepkf::EvalOptions::training());
   REQUIRE(out.force.requires_grad());
   // d(sum F^2)/d(one bias) by autograd against a finite difference of that bias
   auto params = model->named_parameters();
@@ -326,7 +327,7 @@ TEST_CASE("create_graph keeps forces differentiable with respect to the paramete
   auto loss_at = [&](double delta) {
     torch::NoGradGuard guard;
     b[2] += delta;
-    const auto o = model->evaluate(in.coord, in.atype, in.nlist, in.shift, false);
+    const auto o = model->evaluate(in.coord, in.atype, in.nlist, in.shift);
     b[2] -= delta;
     return o.force.square().sum().item<double>();
   };

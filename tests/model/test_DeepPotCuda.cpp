@@ -22,7 +22,7 @@ Evaluated evaluate_on(DeepPot& model, const Inputs& in, const torch::Device& dev
   model->zero_grad();
   Evaluated e;
   e.out = model->evaluate(in.coord.to(device), in.atype.to(device), in.nlist.to(device), in.shift.to(device),
-                          true, true);
+                          deepkf::EvalOptions::training_with_atom_virial());
   e.out.energy.sum().backward();
   std::vector<torch::Tensor> g;
   for (const auto& p : model->parameters())
@@ -74,10 +74,11 @@ TEST_CASE("a compressed model on the GPU equals the CPU kernel to round-off", "[
       model->set_training_range(range);
       model->compress(deepkf::TableSettings{});
       const auto in = make_inputs(cell, model->config());
-      const auto cpu = model->evaluate(in.coord, in.atype, in.nlist, in.shift, false, true);
+      const auto cpu =
+          model->evaluate(in.coord, in.atype, in.nlist, in.shift, deepkf::EvalOptions::with_atom_virial());
       model->to(torch::kCUDA);
-      const auto gpu =
-          model->evaluate(in.coord.cuda(), in.atype.cuda(), in.nlist.cuda(), in.shift.cuda(), false, true);
+      const auto gpu = model->evaluate(in.coord.cuda(), in.atype.cuda(), in.nlist.cuda(), in.shift.cuda(),
+                                       deepkf::EvalOptions::with_atom_virial());
       REQUIRE(gpu.force.device().is_cuda());
       const double tol = precision == torch::kFloat64 ? 1e-11 : 2e-4;
       CHECK(gpu.beyond_table == cpu.beyond_table);

@@ -197,7 +197,7 @@ TEST_CASE("water data_0 frames load into a batch and evaluate with finite output
   const auto [davg, dstd] = stats.descriptor_statistics(mc.nnei());
   model->set_statistics(davg, dstd);
   model->set_energy_bias(stats.energy_bias(mc.type_map).bias);
-  const auto out = model->evaluate(batch.coord, batch.atype, batch.nlist, batch.shift, false);
+  const auto out = model->evaluate(batch.coord, batch.atype, batch.nlist, batch.shift);
   CHECK(torch::isfinite(out.energy).all().item<bool>());
   CHECK(torch::isfinite(out.force).all().item<bool>());
   CHECK(torch::isfinite(out.virial).all().item<bool>());

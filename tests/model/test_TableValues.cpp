@@ -35,9 +35,11 @@ DeepPot compressed(bool type_one_side, c10::ScalarType precision, double extrapo
 void check_paths_agree(DeepPot& model, const Config& c, double tol) {
   const auto in = make_inputs(c, model->config());
   model->set_table_kernel(true);
-  const auto kernel = model->evaluate(in.coord, in.atype, in.nlist, in.shift, false, true);
+  const auto kernel =
+      model->evaluate(in.coord, in.atype, in.nlist, in.shift, deepkf::EvalOptions::with_atom_virial());
   model->set_table_kernel(false);
-  const auto ops = model->evaluate(in.coord, in.atype, in.nlist, in.shift, false, true);
+  const auto ops =
+      model->evaluate(in.coord, in.atype, in.nlist, in.shift, deepkf::EvalOptions::with_atom_virial());
   model->set_table_kernel(true);
   CHECK(ops.beyond_table == kernel.beyond_table);
   CHECK(relative_difference(ops.energy, kernel.energy) < tol);

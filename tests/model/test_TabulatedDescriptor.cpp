@@ -50,7 +50,8 @@ Deviation deviation(const ModelOutput& c, const ModelOutput& ref, const Batch& b
 }
 
 ModelOutput evaluate(DeepPot& model, const Batch& b, bool atom_virial = false) {
-  return model->evaluate(b.coord, b.atype, b.nlist, b.shift, false, atom_virial);
+  return model->evaluate(b.coord, b.atype, b.nlist, b.shift,
+                         deepkf::EvalOptions::with_atom_virial(atom_virial));
 }
 
 // Compresses fresh copies of a model (make()) at steps 0.1, 0.05 and the default 0.01 on batch b and
@@ -244,7 +245,8 @@ TEST_CASE("compressed forces and virials are the exact derivatives of the compre
     auto model = compressed_small(false, true);
     const auto c = triclinic_cell();
     const auto in = make_inputs(c, model->config());
-    const auto out = model->evaluate(in.coord, in.atype, in.nlist, in.shift, false, true);
+    const auto out =
+        model->evaluate(in.coord, in.atype, in.nlist, in.shift, deepkf::EvalOptions::with_atom_virial());
     const auto de = fd_strain_derivative(model, c);
     const auto ref = -de.t();
     CHECK(max_abs(out.virial[0].view({3, 3}) - ref) < 1e-6 * max_abs(ref));
@@ -341,7 +343,7 @@ TEST_CASE("neighbours beyond the table are counted and stay finite and consisten
 TEST_CASE("a compressed model refuses training and a second compression", "[model][compress]") {
   auto model = compressed_small(true, true);
   const auto in = make_inputs(triclinic_cell(), model->config());
-  CHECK_THROWS_WITH(model->evaluate(in.coord, in.atype, in.nlist, in.shift, true),
+  CHECK_THROWS_WITH(model->evaluate(in.coord, in.atype, in.nlist, in.shift, deepkf::EvalOptions::training()),
                     Catch::Contains("compressed") && Catch::Contains("uncompressed"));
   CHECK_THROWS_AS(model->atomic_energy(in.coord, in.atype, in.nlist, in.shift), ModelError);
   CHECK_THROWS_WITH(model->compress(with_step(0.01)), Catch::Contains("already compressed"));

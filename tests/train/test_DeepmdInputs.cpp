@@ -183,9 +183,9 @@ TEST_CASE("DeePMD-kit's se_atten water examples are read unchanged, and its main
     const auto frames = deepkf::read_systems(example + "/../data/data_3");
     REQUIRE(!frames.empty());
     const auto b = deepkf::make_batch(frames.front(), {0}, trained.config, torch::kCPU, torch::kFloat64);
-    const auto plain = trained.model->evaluate(b.coord, b.atype, b.nlist, b.shift, false);
+    const auto plain = trained.model->evaluate(b.coord, b.atype, b.nlist, b.shift);
     trained.model->compress(deepkf::TableSettings{});
-    const auto tabulated = trained.model->evaluate(b.coord, b.atype, b.nlist, b.shift, false);
+    const auto tabulated = trained.model->evaluate(b.coord, b.atype, b.nlist, b.shift);
     CHECK(std::abs(tabulated.energy.item<double>() - plain.energy.item<double>()) <
           1e-8 * static_cast<double>(b.natoms));
     CHECK((tabulated.force - plain.force).abs().max().item<double>() < 1e-8);
@@ -197,7 +197,7 @@ TEST_CASE("DeePMD-kit's se_atten water examples are read unchanged, and its main
     const auto frames = deepkf::read_systems(example + "/../data/data_3");
     REQUIRE(!frames.empty());
     const auto b = deepkf::make_batch(frames.front(), {0}, mc, torch::kCPU, torch::kFloat64);
-    const auto out = model->evaluate(b.coord, b.atype, b.nlist, b.shift, false);
+    const auto out = model->evaluate(b.coord, b.atype, b.nlist, b.shift);
     CHECK(std::isfinite(out.energy.item<double>()));
     CHECK(std::isfinite(out.force.abs().max().item<double>()));
     desc = mc.to_json()["descriptor"];

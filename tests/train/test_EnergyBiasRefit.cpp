@@ -73,7 +73,7 @@ Residuals residuals(const deepkf::LoadedModel& m, const std::vector<std::string>
     const auto frames = source->read_all();
     for (std::int64_t f = 0; f < frames.nframes; ++f) {
       const auto b = deepkf::make_batch(frames, {f}, m.config, torch::kCPU, torch::kFloat64);
-      const auto e = model->evaluate(b.coord, b.atype, b.nlist, b.shift, false).energy.item<double>();
+      const auto e = model->evaluate(b.coord, b.atype, b.nlist, b.shift).energy.item<double>();
       const double n = static_cast<double>(frames.natoms);
       out.per_atom.push_back((frames.energy[static_cast<std::size_t>(f)] - e) / n);
       std::vector<double> fraction(static_cast<std::size_t>(m.config.ntypes()), 0.0);

@@ -37,7 +37,7 @@ std::vector<FrameSubset> silicon_frames() { return whole(open_dataset({kSiData},
 std::pair<double, std::vector<double>> predict(DeepPot& model, const System& frame) {
   torch::NoGradGuard no_grad;
   const Batch b = make_batch(frame, {0}, model->config(), torch::kCPU, torch::kFloat64);
-  auto out = model->evaluate(b.coord, b.atype, b.nlist, b.shift, false);
+  auto out = model->evaluate(b.coord, b.atype, b.nlist, b.shift);
   const auto f = out.force[0].contiguous();
   return {out.energy[0].item<double>() / static_cast<double>(b.natoms),
           std::vector<double>(f.data_ptr<double>(), f.data_ptr<double>() + f.numel())};
