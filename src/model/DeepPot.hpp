@@ -45,11 +45,6 @@ struct EvalOptions {
     o.atom_virial = on;
     return o;
   }
-  static EvalOptions training_with_atom_virial() {
-    EvalOptions o = training();
-    o.atom_virial = true;
-    return o;
-  }
 };
 
 class DeepPotImpl : public torch::nn::Module {

@@ -21,8 +21,10 @@ Evaluated evaluate_on(DeepPot& model, const Inputs& in, const torch::Device& dev
   model->to(device);
   model->zero_grad();
   Evaluated e;
+  auto options = deepkf::EvalOptions::training();
+  options.atom_virial = true;
   e.out = model->evaluate(in.coord.to(device), in.atype.to(device), in.nlist.to(device), in.shift.to(device),
-                          deepkf::EvalOptions::training_with_atom_virial());
+                          options);
   e.out.energy.sum().backward();
   std::vector<torch::Tensor> g;
   for (const auto& p : model->parameters())

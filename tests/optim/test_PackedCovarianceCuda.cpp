@@ -33,7 +33,22 @@ torch::Tensor joint_factor(const torch::Tensor& gram, const torch::Tensor& Y) {
 }
 
 // Layers of several sizes, so that the per-block Y^T Y runs as batched products of more than one size.
-const std::vector<std::vector<std::int64_t>> kJointShapes = {{40, 30}, {30}, {300}, {7, 3}, {5}};
+const std::vector<std::vector<std::int64_t>> kLayerShapes = {{40, 30}, {30}, {300}, {7, 3}, {5}};
+
+std::vector<torch::Tensor> on_gpu(const std::vector<torch::Tensor>& tensors) {
+  std::vector<torch::Tensor> out;
+  for (const auto& t : tensors) out.push_back(t.to(torch::kCUDA));
+  return out;
+}
+
+// The GPU filter's weights and covariance blocks against the CPU filter's, to a relative `tol`.
+void check_follows(deepkf::KalmanFilter& gpu, const std::vector<torch::Tensor>& gpu_params,
+                   deepkf::KalmanFilter& cpu, const std::vector<torch::Tensor>& cpu_params, double tol) {
+  for (std::size_t t = 0; t < cpu_params.size(); ++t)
+    CHECK(relative_difference(gpu_params[t], cpu_params[t]) < tol);
+  for (std::int64_t i = 0; i < cpu.layout().num_blocks(); ++i)
+    CHECK(relative_difference(gpu.covariance(i), cpu.covariance(i)) < tol);
+}
 
 // Twelve joint updates of 1 to 4 measurements, some with noise by share, on params' device; the length of
 // each weight change.
@@ -194,30 +209,23 @@ TEST_CASE("a joint update flushed on the GPU equals the update inside a joint sw
 TEST_CASE("the Kalman filter with its covariance on the GPU follows the CPU filter",
           "[optim][kalman][cuda]") {
   REQUIRE(torch::cuda::is_available());
-  const std::vector<std::vector<std::int64_t>> shapes = {{40, 30}, {30}, {300}, {7, 3}, {5}};
   for (const auto p_dtype : {torch::kFloat64, torch::kFloat32}) {
     INFO("covariance " << c10::toString(p_dtype));
     deepkf::KalmanOptions options;
     options.blocksize = 256;
     options.p_dtype = p_dtype;
-    auto cpu_params = deepkf::test::make_params(shapes, 3);
-    std::vector<torch::Tensor> gpu_params;
-    for (const auto& p : cpu_params) gpu_params.push_back(p.to(torch::kCUDA));
+    auto cpu_params = deepkf::test::make_params(kLayerShapes, 3);
+    auto gpu_params = on_gpu(cpu_params);
     deepkf::KalmanFilter cpu(cpu_params, options);
     deepkf::KalmanFilter gpu(gpu_params, options);
     CHECK(gpu.covariance_bytes() == cpu.covariance_bytes());
     for (std::int64_t k = 0; k < 20; ++k) {
       const auto grads = deepkf::test::make_grads(cpu_params, k, 0.3);
-      std::vector<torch::Tensor> gpu_grads;
-      for (const auto& g : grads) gpu_grads.push_back(g.to(torch::kCUDA));
       cpu.update(deepkf::test::make_innovation(k), grads);
-      gpu.update(deepkf::test::make_innovation(k), gpu_grads);
+      gpu.update(deepkf::test::make_innovation(k), on_gpu(grads));
     }
     const double tol = p_dtype == torch::kFloat64 ? 1e-11 : 1e-5;
-    for (std::size_t t = 0; t < shapes.size(); ++t)
-      CHECK(relative_difference(gpu_params[t], cpu_params[t]) < tol);
-    for (std::int64_t i = 0; i < cpu.layout().num_blocks(); ++i)
-      CHECK(relative_difference(gpu.covariance(i), cpu.covariance(i)) < tol);
+    check_follows(gpu, gpu_params, cpu, cpu_params, tol);
     // The quadratic forms h_k^T P h_k (uncertainty): dense row panels on the GPU, the packed kernel here.
     auto gen = at::make_generator<at::CPUGeneratorImpl>(5);
     const auto H = at::randn({6, cpu.layout().num_parameters()}, gen, torch::kFloat64);
@@ -239,16 +247,15 @@ TEST_CASE("joint updates with shares, a trust radius and a capped diagonal on th
     options.blocksize = 256;
     options.p_dtype = p_dtype;
     // The radius: the median undamped step of the same updates, so that it binds in some of them.
-    auto free_params = deepkf::test::make_params(kJointShapes, 7);
+    auto free_params = deepkf::test::make_params(kLayerShapes, 7);
     deepkf::KalmanFilter free(free_params, options);
     auto lengths = play_joint_steps(free, free_params);
     std::sort(lengths.begin(), lengths.end());
     options.trust_radius = lengths[lengths.size() / 2];
     // P grows by 1 / lambda each step where the gradients leave it: a cap of 1.05 p0 is reached.
     options.p_cap = 1.05;
-    auto cpu_params = deepkf::test::make_params(kJointShapes, 7);
-    std::vector<torch::Tensor> gpu_params;
-    for (const auto& p : cpu_params) gpu_params.push_back(p.to(torch::kCUDA));
+    auto cpu_params = deepkf::test::make_params(kLayerShapes, 7);
+    auto gpu_params = on_gpu(cpu_params);
     deepkf::KalmanFilter cpu(cpu_params, options);
     deepkf::KalmanFilter gpu(gpu_params, options);
     play_joint_steps(cpu, cpu_params);
@@ -260,11 +267,7 @@ TEST_CASE("joint updates with shares, a trust radius and a capped diagonal on th
     CHECK(d_gpu.capped == d_cpu.capped);
     CHECK(std::abs(d_gpu.mean_p_diag - d_cpu.mean_p_diag) <= 1e-5 * d_cpu.mean_p_diag);
     // The damping solves |dw| = r to a relative 1e-6 on each side: weights and P agree to about that.
-    const double tol = p_dtype == torch::kFloat64 ? 1e-5 : 3e-5;
-    for (std::size_t t = 0; t < kJointShapes.size(); ++t)
-      CHECK(relative_difference(gpu_params[t], cpu_params[t]) < tol);
-    for (std::int64_t i = 0; i < cpu.layout().num_blocks(); ++i)
-      CHECK(relative_difference(gpu.covariance(i), cpu.covariance(i)) < tol);
+    check_follows(gpu, gpu_params, cpu, cpu_params, p_dtype == torch::kFloat64 ? 1e-5 : 3e-5);
   }
 }
 
