@@ -20,7 +20,8 @@
 # form, type_one_side true as in that example. DESCRIPTOR=se_atten (or se_atten_v2) trains DPA-1 over the
 # neighbours of any type with two attention layers of width 32 and tebd_dim 8 (se_atten: "concat",
 # se_atten_v2: "strip" with the smooth gates). DESCRIPTOR=se_e3_tebd trains the three-body descriptor over
-# the neighbours of any type (tebd_dim 8 concatenated, DeePMD-kit's defaults).
+# the neighbours of any type (tebd_dim 8 concatenated, DeePMD-kit's defaults). THREADS=1 sets
+# training.num_threads (default: one thread per core).
 set -euo pipefail
 deepkf=$(realpath "$1"); datasets=$(realpath "$2"); out=$3; shift 3
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -78,7 +79,7 @@ for name in "${names[@]}"; do
   "fitting_net": {"neuron": [32, 32, 32], "resnet_dt": true, "seed": 1}},
  "optimizer": $optimizer, $schedule
  "training": {"training_data": {"systems": $train, "batch_size": 1}, $valid
-   "numb_steps": $steps, "seed": $seed, "disp_freq": 1000000, "save_freq": 1000000}}
+   "numb_steps": $steps, "seed": $seed, ${THREADS:+\"num_threads\": $THREADS,} "disp_freq": 1000000, "save_freq": 1000000}}
 EOF
     start=$(date +%s.%N)
     OPENBLAS_NUM_THREADS=1 "$deepkf" train "$dir/input.json" -o "$dir" > "$dir/stdout" 2>&1

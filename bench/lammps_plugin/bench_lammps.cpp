@@ -24,10 +24,10 @@
 // 2/4/8 in the strip form; compressed: G(s)'s table by LibTorch operations); DEEPKF_BENCH_DESCRIPTOR=se_atten
 // its se_atten example (se_atten_v2: sel 120 of any type, embedding 25/50/100, axis 16, tebd_dim 8 strip,
 // two attention layers of width 128, fitting 240/240/240), uncompressed only, and se_atten0 its
-// se_atten_compressible example (the same without attention layers; compressed: G(s)'s table by LibTorch
-// operations); DEEPKF_BENCH_DESCRIPTOR=se_e3_tebd its
-// se_e3_tebd example (rcut 4, sel 40 of any type, embedding 2/4/8, tebd_dim 8 concat, fitting
-// 240/240/240), uncompressed only.
+// se_atten_compressible example (the same without attention layers; compressed: the tables' kernel);
+// DEEPKF_BENCH_DESCRIPTOR=se_e3_tebd its se_e3_tebd example (rcut 4, sel 40 of any type, embedding 2/4/8,
+// tebd_dim 8 concat, fitting 240/240/240), uncompressed only, and se_e3_tebd_strip the same in the strip
+// form (compressed: G(g)'s table by LibTorch operations).
 //
 // For the uncompressed model the achieved GFLOP/s (5.708 MFLOP per atom-step, bench/support/ModelFlops.hpp,
 // times atom-steps/s) is printed as before; "speed-up" is compressed over uncompressed atom-steps/s of the
@@ -118,9 +118,10 @@ int main(int argc, char** argv) {
   const bool radial = chosen == "se_e2_r", three_body = chosen == "se_e3", hybrid = chosen == "hybrid";
   const bool tebd = chosen == "se_a_ebd_v2";
   const bool attention = chosen == "se_atten" || chosen == "se_atten0";
-  const bool three_body_tebd = chosen == "se_e3_tebd";
+  const bool three_body_tebd = chosen == "se_e3_tebd" || chosen == "se_e3_tebd_strip";
   if (three_body_tebd) {
     mc.descriptor = "se_e3_tebd";
+    if (chosen == "se_e3_tebd_strip") mc.tebd_input_mode = "strip";
     mc.rcut = 4.0;
     mc.sel = {40};
     mc.embedding_neuron = {2, 4, 8};
@@ -172,7 +173,7 @@ int main(int argc, char** argv) {
     std::fprintf(
         stderr,
         "bench_lammps: DEEPKF_BENCH_DESCRIPTOR must be se_e2_a, se_e2_r, se_e3, hybrid, se_a_ebd_v2, "
-        "se_atten, se_atten0 or se_e3_tebd, not '%s'\n",
+        "se_atten, se_atten0, se_e3_tebd or se_e3_tebd_strip, not '%s'\n",
         chosen.c_str());
     return 2;
   }

@@ -1,14 +1,12 @@
 #include "src/model/DeepPot.hpp"
 
 #include <ATen/CPUGeneratorImpl.h>
-#include <fmt/format.h>
 #include <torch/torch.h>
 
 #include <new>
 
 #include "src/core/Error.hpp"
 #include "src/model/EnvMatrix.hpp"
-#include "src/model/TabulatedDescriptor.hpp"
 
 namespace deepkf {
 
@@ -189,7 +187,7 @@ torch::Tensor DeepPotImpl::energy_from_pairs(const torch::Tensor& rij, const tor
         const auto types_c = slot_types.index_select(0, idx);
         parts.push_back(config_.attention_descriptor()
                             ? attention_descriptor(c, env_c, sw_c, types_c, tebd, beyond_end)
-                            : three_body_tebd_descriptor(c, env_c, sw_c, types_c, tebd));
+                            : three_body_tebd_descriptor(c, env_c, sw_c, types_c, tebd, beyond_end));
       } else {
         parts.push_back(descriptor(k, c, env_c, tebd, beyond_end));
       }
@@ -217,9 +215,10 @@ ModelOutput DeepPotImpl::evaluate(const torch::Tensor& coord, const torch::Tenso
   check_inputs(config_, coord, atype, nlist, shift);
   if (compressed()) {
     if (create_graph) refuse_training("outputs differentiable with respect to the weights");
-    // The tables' kernel computes se_e2_a's T (with a stripped type embedding from G(s)'s table times each
-    // pair's 1 + G_t); se_e2_r and se_e3 evaluate their tables by LibTorch operations.
-    if (table_kernel_ && coord.device().is_cpu() && config_.descriptor == "se_e2_a")
+    // The tables' kernel computes se_e2_a's and se_atten's T (DeepPotCompressed.cpp); se_e2_r and se_e3
+    // evaluate their tables by LibTorch operations.
+    if (table_kernel_ && coord.device().is_cpu() &&
+        (config_.descriptor == "se_e2_a" || config_.attention_descriptor()))
       return evaluate_compressed(coord, atype, nlist, shift, need_atom_virial);
   }
   torch::AutoGradMode grad_mode(true);
@@ -265,93 +264,6 @@ ModelOutput DeepPotImpl::evaluate(const torch::Tensor& coord, const torch::Tenso
     if (out.atom_virial.defined()) out.atom_virial = out.atom_virial.detach();
   }
   return out;
-}
-
-ModelOutput DeepPotImpl::evaluate_compressed(const torch::Tensor& coord, const torch::Tensor& atype,
-                                             const torch::Tensor& nlist, const torch::Tensor& shift,
-                                             bool need_atom_virial) {
-  torch::NoGradGuard no_grad;
-  const auto nf = nlist.size(0);
-  const auto nloc = nlist.size(1);
-  const auto m = config_.embedding_width();
-  const auto axis = config_.axis_neuron;
-  TabulatedDescriptor descriptor(*table_, config_, davg_, dstd_, coord, atype, nlist, shift,
-                                 config_.stripped() ? &strip_tables() : nullptr);
-  const auto tebd = type_vectors();
-  // T = R^T G / N_c of every centre: (nf nloc) x 4 x M
-  const auto t_all = descriptor.forward();
-  const auto types = atype.narrow(1, 0, nloc).reshape({nf * nloc}).to(torch::kCPU);
-  auto atom_energy = torch::zeros({nf * nloc}, t_all.options());
-  auto grad_t = torch::zeros_like(t_all);
-  for (int c = 0; c < config_.ntypes(); ++c) {
-    const auto idx = torch::nonzero(types.eq(c)).squeeze(1);
-    const auto n = idx.size(0);
-    if (n == 0) continue;
-    const auto t_mat = t_all.index_select(0, idx);  // n x 4 x M
-    const auto t_axis = t_mat.narrow(2, 0, axis);   // n x 4 x M<
-    // D = T^T T< : n x (M M<) ; E_i = F_c(D_i) + bias[c] with dE/dD
-    const auto d = torch::bmm(t_mat.transpose(1, 2), t_axis).reshape({n, m * axis});
-    // under a type embedding the input is [D_i, tebd_c]: dE/dD is the first M M< of its gradient
-    const auto [e, grad_in] = fitting_net(c)->forward_with_input_gradient(fitting_input(d, tebd, c));
-    const auto grad_d = grad_in.narrow(1, 0, m * axis).reshape({n, m, axis});
-    // dE/dT_am = sum_k dE/dD_mk T_ak + [m < M<] sum_m' dE/dD_m'm T_am'
-    auto grad = torch::bmm(t_axis, grad_d.transpose(1, 2));
-    grad.narrow(2, 0, axis).add_(torch::bmm(t_mat, grad_d));
-    atom_energy.index_copy_(0, idx, e.squeeze(-1) + energy_bias_[c]);
-    grad_t.index_copy_(0, idx, grad);
-  }
-  auto forces = descriptor.backward(grad_t, need_atom_virial);
-  ModelOutput out;
-  out.atom_energy = atom_energy.view({nf, nloc});
-  out.energy = out.atom_energy.sum(1);
-  out.force = forces.force;
-  out.virial = forces.virial;
-  out.atom_virial = forces.atom_virial;
-  out.beyond_table = descriptor.beyond_table();
-  return out;
-}
-
-const std::vector<torch::Tensor>& DeepPotImpl::strip_tables() {
-  if (!strip_tables_.empty()) return strip_tables_;
-  torch::NoGradGuard no_grad;
-  const int nt = config_.ntypes();
-  const auto tebd = type_vectors();
-  const auto& coef = table_->coefficients(0);  // intervals x 6 x M: G(s) = sum_k c_k t^k, linear in c
-  for (int c = 0; c < (config_.type_one_side ? 1 : nt); ++c) {
-    for (int t = 0; t < nt; ++t) {
-      const auto factor = strip_factor(tebd, c, t).to(coef.scalar_type());
-      strip_tables_.push_back((coef * factor.view({1, 1, -1})).contiguous());
-    }
-  }
-  return strip_tables_;
-}
-
-void DeepPotImpl::refuse_training(const char* what) const {
-  if (!compressed()) return;
-  throw ModelError(std::string("a compressed model cannot give ") + what +
-                   ": training continues on an uncompressed model (the one `deepkf compress` was given)");
-}
-
-void DeepPotImpl::compress(const TableSettings& settings) {
-  if (const auto why = config_.compression_refusal(); !why.empty()) throw ModelError(why);
-  if (compressed()) {
-    throw ModelError("the model is already compressed (step " +
-                     fmt::format("{}", table_->to_json().value("step", 0.0)) +
-                     "); compress the uncompressed model it was made from");
-  }
-  const std::vector<std::string> names(net_names_.begin(),
-                                       net_names_.begin() + static_cast<std::ptrdiff_t>(embedding_.size()));
-  table_ = register_module(
-      "table", EmbeddingTable(embedding_, names, config_, davg_, dstd_, training_range_, settings));
-  strip_tables_.clear();
-}
-
-void DeepPotImpl::prepare_tables(const nlohmann::json& layout, const std::string& where) {
-  if (compressed()) throw ModelError(where + ": the model already has tables");
-  if (const auto why = config_.compression_refusal(); !why.empty())
-    throw ModelError(where + ": the model file has tables for a model that has none: " + why);
-  table_ = register_module("table", EmbeddingTable(layout, config_, where));
-  strip_tables_.clear();
 }
 
 }  // namespace deepkf

@@ -139,9 +139,11 @@ class DeepPotImpl : public torch::nn::Module {
   torch::Tensor attention_descriptor(int c, const torch::Tensor& env_c, const torch::Tensor& sw_c,
                                      const torch::Tensor& types_c, const torch::Tensor& tebd,
                                      torch::Tensor* beyond_end);
-  // se_e3_tebd's descriptor of the same inputs (DeepPotThreeBodyTebd.cpp) -> n x descriptor_dim().
+  // se_e3_tebd's descriptor of the same inputs (DeepPotThreeBodyTebd.cpp) -> n x descriptor_dim(). A
+  // compressed model (strip form) takes G(g) from its table, counting into beyond_end.
   torch::Tensor three_body_tebd_descriptor(int c, const torch::Tensor& env_c, const torch::Tensor& sw_c,
-                                           const torch::Tensor& types_c, const torch::Tensor& tebd);
+                                           const torch::Tensor& types_c, const torch::Tensor& tebd,
+                                           torch::Tensor* beyond_end);
   // The embedding net of (first, second) of descriptor `part` (ModelConfig::embedding_index) at inputs x
   // (any shape): x.sizes() + [M], from the tables when compressed. Under a type embedding (tebd =
   // type_vectors()), the one net with the pair's vectors: G([x, pair_types]) or G(x) strip_factor (strip).
@@ -186,7 +188,9 @@ class DeepPotImpl : public torch::nn::Module {
   // neighbour type (type_one_side) or (centre, neighbour) pair, made at the first evaluation after the
   // weights are in place (a compressed model is not trained, so they stay valid; compress and
   // prepare_tables clear them).
-  std::vector<torch::Tensor> strip_tables_;
+  // se_atten's: per centre type and neighbour type (or empty slot); with the smooth gates G's own
+  // coefficients, and in gated_tables_ those of G G_t (weighted by w(r) in the kernel).
+  std::vector<torch::Tensor> strip_tables_, gated_tables_;
   const std::vector<torch::Tensor>& strip_tables();
   torch::Tensor davg_, dstd_, energy_bias_;
   TrainingRange training_range_;

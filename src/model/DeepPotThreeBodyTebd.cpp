@@ -9,7 +9,7 @@ namespace deepkf {
 
 torch::Tensor DeepPotImpl::three_body_tebd_descriptor(int c, const torch::Tensor& env_c,
                                                       const torch::Tensor& sw_c, const torch::Tensor& types_c,
-                                                      const torch::Tensor& tebd) {
+                                                      const torch::Tensor& tebd, torch::Tensor* beyond_end) {
   const auto n = env_c.size(0);
   const auto nnei = static_cast<double>(env_c.size(1));
   const auto nt = config_.ntypes();
@@ -44,7 +44,8 @@ torch::Tensor DeepPotImpl::three_body_tebd_descriptor(int c, const torch::Tensor
         const auto w = sw_c.narrow(1, 0, len);
         gt = gt * (w.unsqueeze(2) * w.unsqueeze(1)).unsqueeze(3);
       }
-      const auto gs = embedding_[0]->forward(g.unsqueeze(3));
+      const auto gs =
+          compressed() ? table_->values(0, g, beyond_end) : embedding_[0]->forward(g.unsqueeze(3));
       emb = gs + gs * gt;
     }
     // D = (1 / N_c^2) sum_jk g_jk G_jk : n x M

@@ -96,9 +96,10 @@ tabulated::Grid make_grid(double lo, double hi, double ext, const TableSettings&
 // The grid of one net: its input x over every (centre type, slot) that uses it, on the fine grid over the
 // range the training data reached (s in [0, s(r_min)]) and on the coarse one up to extrapolate * s(r_min).
 //  se_e2_a, se_e2_r, se_atten (strip, no attention layers): x = (s - davg) / dstd, increasing with s.
-//  se_e3: x = r^_j . r^_k with |r^_j| = s_j / dstd (columns 1..3), so |x| <= X = max over centres of
-//  s_max,a s_max,b / (dstd_a dstd_b): fine over [-X, X], coarse up to extrapolate^2 X; below -X (both
-//  neighbours closer than the training data's closest and opposite) the tangent line at -X.
+//  se_e3, se_e3_tebd: x = r^_j . r^_k with |r^_j| = s_j / dstd (columns 1..3), so |x| <= X = max over
+//  centres (and for se_e3_tebd's one net over all type pairs) of s_max,a s_max,b / (dstd_a dstd_b): fine
+//  over [-X, X], coarse up to extrapolate^2 X; below -X (both neighbours closer than the training data's
+//  closest and opposite) the tangent line at -X.
 tabulated::Grid plan_grid(const ModelConfig& c, const torch::Tensor& davg, const torch::Tensor& dstd,
                           const std::vector<double>& distances, const TableSettings& s, int net) {
   const int nt = c.ntypes();
@@ -124,7 +125,7 @@ tabulated::Grid plan_grid(const ModelConfig& c, const torch::Tensor& davg, const
   };
   double lo = std::numeric_limits<double>::infinity();
   double hi = -lo, ext = -lo;
-  if (c.three_body()) {
+  if (c.three_body() || c.three_body_tebd()) {
     for (int centre = 0; centre < nt; ++centre) {
       for (int a = 0; a < nt; ++a) {
         for (int b = a; b < nt; ++b) {

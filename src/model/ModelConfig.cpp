@@ -105,7 +105,11 @@ std::string ModelConfig::compression_refusal() const {
            std::to_string(attention.layers) + " attention layers in \"" + (stripped() ? "strip" : "concat") +
            "\" form";
   }
-  if (hybrid() || (mixed_types() && !attention_descriptor())) {
+  if (three_body_tebd() && !stripped()) {
+    return "an se_e3_tebd model is compressed only in the \"strip\" form (tebd_input_mode), as in "
+           "DeePMD-kit: its embedding net's input is then g_jk alone; this one is in \"concat\" form";
+  }
+  if (hybrid()) {
     return "a " + descriptor +
            " descriptor's model is not compressed by this version of deepkf: use the uncompressed model";
   }

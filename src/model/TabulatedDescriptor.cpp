@@ -20,8 +20,9 @@ TabulatedDescriptor::TabulatedDescriptor(const EmbeddingTableImpl& table, const 
                                          const torch::Tensor& davg, const torch::Tensor& dstd,
                                          const torch::Tensor& coord, const torch::Tensor& atype,
                                          const torch::Tensor& nlist, const torch::Tensor& shift,
-                                         const std::vector<torch::Tensor>* scaled)
-    : table_(table), config_(config), scaled_(scaled) {
+                                         const std::vector<torch::Tensor>* scaled,
+                                         const std::vector<torch::Tensor>* gated)
+    : table_(table), config_(config), scaled_(scaled), gated_(gated) {
   for (const auto* t : {&davg, &coord, &atype, &nlist, &shift}) {
     if (t->defined() && !t->device().is_cpu()) {
       throw ModelError(
@@ -54,13 +55,19 @@ tabulated::Problem<Real> TabulatedDescriptor::problem() const {
   p.davg = davg_.data_ptr<Real>();
   p.dstd = dstd_.data_ptr<Real>();
   p.ntypes = config_.ntypes();
-  for (int t = 0; t < config_.ntypes(); ++t)
-    p.slot_type.insert(p.slot_type.end(), config_.sel[static_cast<std::size_t>(t)], t);
+  p.mixed_types = config_.mixed_types();
+  if (!p.mixed_types) {
+    for (int t = 0; t < config_.ntypes(); ++t)
+      p.slot_type.insert(p.slot_type.end(), config_.sel[static_cast<std::size_t>(t)], t);
+  }
   p.type_one_side = config_.type_one_side;
   p.rcut = config_.rcut;
   p.rcut_smth = config_.rcut_smth;
   if (scaled_ != nullptr) {
     for (const auto& coef : *scaled_) p.tables.push_back({table_.grid(0), coef.template data_ptr<Real>()});
+    if (gated_ != nullptr) {
+      for (const auto& coef : *gated_) p.gated.push_back({table_.grid(0), coef.template data_ptr<Real>()});
+    }
   } else {
     for (std::size_t k = 0; k < table_.size(); ++k)
       p.tables.push_back({table_.grid(k), table_.coefficients(k).template data_ptr<Real>()});

@@ -20,11 +20,14 @@ class TabulatedDescriptor {
   // nnei x 3 (A) or undefined. Throws ModelError when the inputs are not on the CPU. `scaled`: the
   // coefficients to use instead of table's, one tensor per neighbour type (type_one_side) or per (centre,
   // neighbour) pair, all on table's grid 0 (a type embedding's strip form: G(s)'s table times each pair's
-  // 1 + G_t); null: table's own. They must outlive this object.
+  // 1 + G_t); null: table's own. A mixed list (se_atten) has one per (centre, neighbour type or empty
+  // slot) pair. `gated`: null, or se_atten's smooth gates: per pair as `scaled`, the coefficients of G
+  // times the pair's G_t, weighted by the switch w(r) (TabulatedKernel.hpp). They must outlive this object.
   TabulatedDescriptor(const EmbeddingTableImpl& table, const ModelConfig& config, const torch::Tensor& davg,
                       const torch::Tensor& dstd, const torch::Tensor& coord, const torch::Tensor& atype,
                       const torch::Tensor& nlist, const torch::Tensor& shift,
-                      const std::vector<torch::Tensor>* scaled = nullptr);
+                      const std::vector<torch::Tensor>* scaled = nullptr,
+                      const std::vector<torch::Tensor>* gated = nullptr);
 
   // T of every centre: (nframes nloc) x 4 x M, the model's dtype.
   torch::Tensor forward();
@@ -51,6 +54,7 @@ class TabulatedDescriptor {
   const ModelConfig& config_;
   torch::Tensor davg_, dstd_, coord_, atype_, nlist_, shift_;  // contiguous, CPU, model dtype / int64
   const std::vector<torch::Tensor>* scaled_ = nullptr;
+  const std::vector<torch::Tensor>* gated_ = nullptr;
   std::int64_t beyond_ = 0;
 };
 

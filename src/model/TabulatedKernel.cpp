@@ -24,8 +24,10 @@ template <typename Real>
 struct Slot {
   Real r[3] = {0, 0, 0};     // r_ij (A)
   Real dist = 0;             // |r_ij|
-  Real s = 0, ds = 0;        // s(|r_ij|) and ds/dr
+  Real w = 0, dw = 0;        // the switch w(|r_ij|) and dw/dr
+  Real s = 0, ds = 0;        // s(|r_ij|) = w / |r_ij| and ds/dr
   Real R[4] = {0, 0, 0, 0};  // R^ = (R~ - davg) / dstd; x = R^_0
+  int type = 0;              // the neighbour type whose tables the slot reads
   bool inside = false;       // a neighbour within rcut: the only slots with a gradient
 };
 
@@ -46,13 +48,22 @@ template <typename Real>
 DEEPKF_INLINE Slot<Real> make_slot(const Problem<Real>& p, std::int64_t atom, std::int64_t slot, int centre) {
   Slot<Real> out;
   const std::int64_t j = p.nlist[atom * p.nnei + slot];
+  if (!p.mixed_types) {
+    out.type = p.slot_type[static_cast<std::size_t>(slot)];
+  } else {
+    out.type = j >= 0 ? static_cast<int>(p.atype[(atom / p.nloc) * p.nall + j]) : p.ntypes;
+  }
   Real env[4] = {0, 0, 0, 0};
   if (j >= 0) {
     pair_vector(p, atom, slot, j, out.r);
     out.dist = std::sqrt(out.r[0] * out.r[0] + out.r[1] * out.r[1] + out.r[2] * out.r[2]);
     if (out.dist < p.rcut) {
       out.inside = true;
-      out.s = switched_inverse(out.dist, static_cast<Real>(p.rcut), static_cast<Real>(p.rcut_smth), out.ds);
+      // s = w / r, ds/dr = (w' - w / r) / r (switched_inverse's arithmetic)
+      out.w = switch_value(out.dist, static_cast<Real>(p.rcut), static_cast<Real>(p.rcut_smth), out.dw);
+      const Real inv_r = Real(1) / out.dist;
+      out.s = out.w * inv_r;
+      out.ds = (out.dw - out.w * inv_r) * inv_r;
       const Real s_over_r = out.s / out.dist;
       env[0] = out.s;
       for (int d = 0; d < 3; ++d) env[1 + d] = out.r[d] * s_over_r;
@@ -78,7 +89,27 @@ DEEPKF_INLINE Real dpoly(const Real* c, std::int64_t M, std::int64_t m, Real t) 
          c[M + m];
 }
 
-template <typename Real>
+// The coefficients of slot sl's interval in its table, and (Gated) in its table B.
+template <typename Real, bool Gated>
+struct Interval {
+  Position pos;
+  const Real* a = nullptr;
+  const Real* b = nullptr;
+};
+
+template <typename Real, bool Gated>
+DEEPKF_INLINE Interval<Real, Gated> interval(const Problem<Real>& p, int centre, const Slot<Real>& sl) {
+  Interval<Real, Gated> out;
+  const std::size_t k = p.table_index(centre, sl.type);
+  const Table<Real>& table = p.tables[k];
+  out.pos = locate(table.grid, static_cast<double>(sl.R[0]));
+  const std::int64_t offset = out.pos.interval * 6 * p.width;
+  out.a = table.coef + offset;
+  if constexpr (Gated) out.b = p.gated[k].coef + offset;
+  return out;
+}
+
+template <typename Real, bool Gated>
 DEEPKF_INLINE std::int64_t forward_range(const Problem<Real>& p, std::int64_t begin, std::int64_t end,
                                          Real* T) {
   const std::int64_t M = p.width;
@@ -93,28 +124,31 @@ DEEPKF_INLINE std::int64_t forward_range(const Problem<Real>& p, std::int64_t be
     std::fill(T0, T0 + 4 * M, Real(0));
     for (std::int64_t slot = 0; slot < p.nnei; ++slot) {
       const Slot<Real> sl = make_slot(p, atom, slot, centre);
-      const Table<Real>& table = p.table(centre, p.slot_type[static_cast<std::size_t>(slot)]);
-      const Position pos = locate(table.grid, static_cast<double>(sl.R[0]));
-      const Real* c = table.coef + pos.interval * 6 * M;
-      const Real t = static_cast<Real>(pos.t);
+      const auto at = interval<Real, Gated>(p, centre, sl);
+      const Real* c = at.a;
+      const Real* cb = at.b;
+      const Real t = static_cast<Real>(at.pos.t);
+      // beyond the table: its tangent line at the end it passed, G + G' e (e = 0 inside)
+      if (at.pos.beyond > 0.0) ++beyond_end;
+      const Real e = static_cast<Real>(at.pos.beyond);
       const Real R0 = sl.R[0], R1 = sl.R[1], R2 = sl.R[2], R3 = sl.R[3];
-      if (pos.beyond == 0.0) {
+      const Real w = sl.w;
+      if (at.pos.beyond == 0.0) {
         // T_am += R^_a G_m(x)
 #pragma omp simd
         for (std::int64_t m = 0; m < M; ++m) {
-          const Real g = poly(c, M, m, t);
+          Real g = poly(c, M, m, t);
+          if constexpr (Gated) g += w * poly(cb, M, m, t);
           T0[m] += R0 * g;
           T1[m] += R1 * g;
           T2[m] += R2 * g;
           T3[m] += R3 * g;
         }
       } else {
-        // beyond the table: its tangent line at the end it passed, G + G' e
-        if (pos.beyond > 0.0) ++beyond_end;
-        const Real e = static_cast<Real>(pos.beyond);
 #pragma omp simd
         for (std::int64_t m = 0; m < M; ++m) {
-          const Real g = poly(c, M, m, t) + e * dpoly(c, M, m, t);
+          Real g = poly(c, M, m, t) + e * dpoly(c, M, m, t);
+          if constexpr (Gated) g += w * (poly(cb, M, m, t) + e * dpoly(cb, M, m, t));
           T0[m] += R0 * g;
           T1[m] += R1 * g;
           T2[m] += R2 * g;
@@ -128,7 +162,7 @@ DEEPKF_INLINE std::int64_t forward_range(const Problem<Real>& p, std::int64_t be
   return beyond_end;
 }
 
-template <typename Real>
+template <typename Real, bool Gated>
 DEEPKF_INLINE void backward_range(const Problem<Real>& p, std::int64_t begin, std::int64_t end,
                                   const Real* dT, Real* pair_grad, Real* centre_force, Real* centre_virial) {
   const std::int64_t M = p.width;
@@ -152,34 +186,44 @@ DEEPKF_INLINE void backward_range(const Problem<Real>& p, std::int64_t begin, st
         g_out[0] = g_out[1] = g_out[2] = Real(0);
         continue;
       }
-      const Table<Real>& table = p.table(centre, p.slot_type[static_cast<std::size_t>(slot)]);
-      const Position pos = locate(table.grid, static_cast<double>(sl.R[0]));
-      const Real* c = table.coef + pos.interval * 6 * M;
-      const Real t = static_cast<Real>(pos.t);
-      const Real e = static_cast<Real>(pos.beyond);
+      const auto at = interval<Real, Gated>(p, centre, sl);
+      const Real* c = at.a;
+      const Real* cb = at.b;
+      const Real t = static_cast<Real>(at.pos.t);
+      const Real e = static_cast<Real>(at.pos.beyond);
       const Real R0 = sl.R[0], R1 = sl.R[1], R2 = sl.R[2], R3 = sl.R[3];
-      // a_a = dE/dR^_a through T; ax = dE/dx through G's argument
-      Real a0 = 0, a1 = 0, a2 = 0, a3 = 0, ax = 0;
-#pragma omp simd reduction(+ : a0, a1, a2, a3, ax)
+      const Real w = sl.w;
+      // a_a = dE/dR^_a through T; ax = dE/dx through G's argument; aw = dE/dw through the gates
+      Real a0 = 0, a1 = 0, a2 = 0, a3 = 0, ax = 0, aw = 0;
+#pragma omp simd reduction(+ : a0, a1, a2, a3, ax, aw)
       for (std::int64_t m = 0; m < M; ++m) {
-        const Real dg = dpoly(c, M, m, t);
-        const Real g = poly(c, M, m, t) + e * dg;
+        Real dg = dpoly(c, M, m, t);
+        Real g = poly(c, M, m, t) + e * dg;
+        const Real rd = R0 * D0[m] + R1 * D1[m] + R2 * D2[m] + R3 * D3[m];
+        if constexpr (Gated) {
+          const Real dgb = dpoly(cb, M, m, t);
+          const Real gb = poly(cb, M, m, t) + e * dgb;
+          g += w * gb;
+          dg += w * dgb;
+          aw += rd * gb;
+        }
         a0 += D0[m] * g;
         a1 += D1[m] * g;
         a2 += D2[m] * g;
         a3 += D3[m] * g;
-        ax += (R0 * D0[m] + R1 * D1[m] + R2 * D2[m] + R3 * D3[m]) * dg;
+        ax += rd * dg;
       }
       // dE/dR~_a = dE/dR^_a / dstd_a, with x = R^_0 adding dE/dx to column 0
       const Real* dstd = p.dstd + (static_cast<std::int64_t>(centre) * p.nnei + slot) * 4;
       const Real q0 = (a0 + ax) / dstd[0];
       const Real q[3] = {a1 / dstd[1], a2 / dstd[2], a3 / dstd[3]};
-      // R~ = (s, s u), u = r / |r|:  g = [q0 s' + (q.u)(s' - s/r)] u + (s/r) q
+      // R~ = (s, s u), u = r / |r|:  g = [q0 s' + (q.u)(s' - s/r) + aw w'] u + (s/r) q
       const Real inv_r = Real(1) / sl.dist;
       const Real u[3] = {sl.r[0] * inv_r, sl.r[1] * inv_r, sl.r[2] * inv_r};
       const Real qu = q[0] * u[0] + q[1] * u[1] + q[2] * u[2];
       const Real s_over_r = sl.s * inv_r;
-      const Real radial = q0 * sl.ds + qu * (sl.ds - s_over_r);
+      Real radial = q0 * sl.ds + qu * (sl.ds - s_over_r);
+      if constexpr (Gated) radial += aw * sl.dw;
       for (int d = 0; d < 3; ++d) {
         const Real g = radial * u[d] + s_over_r * q[d];
         g_out[d] = g;
@@ -194,26 +238,43 @@ DEEPKF_INLINE void backward_range(const Problem<Real>& p, std::int64_t begin, st
   }
 }
 
+template <typename Real>
+DEEPKF_INLINE std::int64_t forward_any(const Problem<Real>& p, std::int64_t begin, std::int64_t end,
+                                       Real* T) {
+  return p.gated.empty() ? forward_range<Real, false>(p, begin, end, T)
+                         : forward_range<Real, true>(p, begin, end, T);
+}
+
+template <typename Real>
+DEEPKF_INLINE void backward_any(const Problem<Real>& p, std::int64_t begin, std::int64_t end, const Real* dT,
+                                Real* pair_grad, Real* centre_force, Real* centre_virial) {
+  if (p.gated.empty()) {
+    backward_range<Real, false>(p, begin, end, dT, pair_grad, centre_force, centre_virial);
+  } else {
+    backward_range<Real, true>(p, begin, end, dT, pair_grad, centre_force, centre_virial);
+  }
+}
+
 DEEPKF_CLONES std::int64_t forward_f64(const Problem<double>& p, std::int64_t begin, std::int64_t end,
                                        double* T) {
-  return forward_range(p, begin, end, T);
+  return forward_any(p, begin, end, T);
 }
 
 DEEPKF_CLONES std::int64_t forward_f32(const Problem<float>& p, std::int64_t begin, std::int64_t end,
                                        float* T) {
-  return forward_range(p, begin, end, T);
+  return forward_any(p, begin, end, T);
 }
 
 DEEPKF_CLONES void backward_f64(const Problem<double>& p, std::int64_t begin, std::int64_t end,
                                 const double* dT, double* pair_grad, double* centre_force,
                                 double* centre_virial) {
-  backward_range(p, begin, end, dT, pair_grad, centre_force, centre_virial);
+  backward_any(p, begin, end, dT, pair_grad, centre_force, centre_virial);
 }
 
 DEEPKF_CLONES void backward_f32(const Problem<float>& p, std::int64_t begin, std::int64_t end,
                                 const float* dT, float* pair_grad, float* centre_force,
                                 float* centre_virial) {
-  backward_range(p, begin, end, dT, pair_grad, centre_force, centre_virial);
+  backward_any(p, begin, end, dT, pair_grad, centre_force, centre_virial);
 }
 
 }  // namespace

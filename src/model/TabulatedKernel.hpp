@@ -11,6 +11,9 @@
 // and, given dE/dT, forms each pair's dE/dr_ij from the exact derivative of the polynomials (backward):
 //   dE/dR^_ja = (1/N_c) sum_m dE/dT_am G_m(x_j),  dE/dx_j = (1/N_c) sum_am dE/dT_am R^_ja G'_m(x_j),
 // chained through R^ = (R~ - davg) / dstd, x = R^_0 and R~ = (s, s r/|r|) with s = s(|r|).
+// se_atten's strip form with smooth gates (tables `gated`) uses G~ = A(x) + w(|r|) B(x) in place of G: A
+// is G's table (scaled by the pair's 1 + G_t without gates), B the table of G times the pair's G_t, w the
+// switch; the backward pass adds dE/dw w'(r) to each pair's radial derivative.
 #include <cstdint>
 #include <vector>
 
@@ -63,13 +66,23 @@ struct Problem {
   const Real* dstd = nullptr;           // ntypes x nnei x 4
   std::vector<int> slot_type;           // nnei: the neighbour type of each slot (sel's grouping)
   int ntypes = 0;
+  // A mixed list (se_atten): a slot's neighbour type is its atom's, ntypes for an empty slot, and the tables
+  // cover ntypes + 1 neighbour types; slot_type is not read.
+  bool mixed_types = false;
   bool type_one_side = false;
   double rcut = 0.0, rcut_smth = 0.0;
   std::vector<Table<Real>> tables;  // per neighbour type (type_one_side) or per (centre, neighbour) pair
+  // Empty, or the tables B weighted by the switch w(r) (se_atten's smooth gates), indexed as `tables` and on
+  // the same grids.
+  std::vector<Table<Real>> gated;
 
+  std::size_t table_index(int centre_type, int neighbour_type) const {
+    const int neighbours = mixed_types ? ntypes + 1 : ntypes;
+    return static_cast<std::size_t>(type_one_side ? neighbour_type
+                                                  : centre_type * neighbours + neighbour_type);
+  }
   const Table<Real>& table(int centre_type, int neighbour_type) const {
-    return tables[static_cast<std::size_t>(type_one_side ? neighbour_type
-                                                         : centre_type * ntypes + neighbour_type)];
+    return tables[table_index(centre_type, neighbour_type)];
   }
 };
 

@@ -130,10 +130,12 @@ void write_water_model(const std::string& path, std::int64_t seed, const std::st
       mc.attention.set_davg_zero = false;
     }
   }
-  if (descriptor == "se_e3_tebd") {
+  if (descriptor == "se_e3_tebd" || descriptor == "se_e3_tebd_strip") {
     // DeePMD-kit's se_e3_tebd water example's layout, smaller: the nearest 32 of any type within 4 A, the
-    // type vectors concatenated to the pair's g
+    // type vectors concatenated to the pair's g; se_e3_tebd_strip: G_t of them as a factor (the form that
+    // is compressed)
     mc.descriptor = "se_e3_tebd";
+    if (descriptor == "se_e3_tebd_strip") mc.tebd_input_mode = "strip";
     mc.rcut = 4.0;
     mc.sel = {32};
     mc.embedding_neuron = {2, 4, 8};

@@ -55,6 +55,9 @@ TEST_CASE("se_e2_r, se_e3, hybrid, type-embedded and se_atten models: run 0 equa
   SECTION("se_e3_tebd model, triclinic water frame, 2 ranks") {
     check_run0(water_frame(2, true), 2, false, "se_e3_tebd");
   }
+  SECTION("compressed se_e3_tebd model in the strip form, orthorhombic water frame, 2 ranks") {
+    check_run0(water_frame(0, false), 2, true, "se_e3_tebd_strip");
+  }
 }
 
 TEST_CASE(

@@ -275,11 +275,8 @@ inline ModelConfig small_config(bool type_one_side, bool resnet_dt,
   return mc;
 }
 
-inline DeepPot small_model(bool type_one_side, bool resnet_dt, c10::ScalarType precision = torch::kFloat64,
-                           const std::string& descriptor = "se_e2_a") {
-  auto mc = small_config(type_one_side, resnet_dt, descriptor);
-  mc.precision = precision;
-  for (auto& p : mc.parts) p.precision = precision;
+// A model of `mc` with random weights and fixed statistics (column 0 shifted, so that empty slots count).
+inline DeepPot small_model_of(const ModelConfig& mc) {
   DeepPot model(mc);
   const auto nnei = mc.statistics_slots();
   auto davg = torch::zeros({2, nnei, 4}, torch::kFloat64);
@@ -292,6 +289,14 @@ inline DeepPot small_model(bool type_one_side, bool resnet_dt, c10::ScalarType p
   dstd.narrow(2, 1, 3)[1].fill_(0.13);
   model->set_statistics(davg, dstd);
   return model;
+}
+
+inline DeepPot small_model(bool type_one_side, bool resnet_dt, c10::ScalarType precision = torch::kFloat64,
+                           const std::string& descriptor = "se_e2_a") {
+  auto mc = small_config(type_one_side, resnet_dt, descriptor);
+  mc.precision = precision;
+  for (auto& p : mc.parts) p.precision = precision;
+  return small_model_of(mc);
 }
 
 }  // namespace deepkf::test

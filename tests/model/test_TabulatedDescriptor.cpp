@@ -171,16 +171,17 @@ TEST_CASE("the water reference settings (M = 100, sel 46/92) agree at the defaul
 }
 
 TEST_CASE(
-    "compressed se_e2_r, se_e3, se_a_ebd_v2 and se_atten_v2 models agree with the uncompressed ones and "
-    "their forces are their energy derivatives",
+    "compressed se_e2_r, se_e3, se_a_ebd_v2, se_atten_v2 and se_e3_tebd models agree with the uncompressed "
+    "ones and their forces are their energy derivatives",
     "[model][compress]") {
-  // DeePMD-kit's se_e2_r, se_e3, se_e2_a_tebd and se_atten_compressible water examples' settings (embedding
-  // 5-10-20, 2-4-8 and 25-50-100 with the type embedding 2-4-8 or se_atten_v2's own, sel 46/92 or 120 of
-  // any type, no attention layers) with random weights and the frames' statistics; their tables are
-  // evaluated by LibTorch operations (the kernel is se_e2_a's): se_a_ebd_v2's and se_atten_v2's tables are
-  // G(s)'s, multiplied by 1 + G_t of the pair's types (se_atten_v2: times the smooth gate w(r)).
+  // DeePMD-kit's se_e2_r, se_e3, se_e2_a_tebd, se_atten_compressible and se_e3_tebd water examples'
+  // settings (embedding 5-10-20, 2-4-8 and 25-50-100 with the type embedding 2-4-8 or the descriptor's own,
+  // sel 46/92, 120 or 40 of any type, no attention layers, se_e3_tebd in the strip form) with random weights
+  // and the frames' statistics; se_e2_r's, se_e3's and se_e3_tebd's tables are evaluated by LibTorch
+  // operations, the others' by the kernel: se_a_ebd_v2's, se_atten_v2's and se_e3_tebd's tables are G's,
+  // multiplied by 1 + G_t of the pair's types (se_atten_v2, se_e3_tebd: G_t times the smooth gates).
   const std::string descriptor =
-      GENERATE(as<std::string>{}, "se_e2_r", "se_e3", "se_a_ebd_v2", "se_atten_v2");
+      GENERATE(as<std::string>{}, "se_e2_r", "se_e3", "se_a_ebd_v2", "se_atten_v2", "se_e3_tebd");
   INFO("descriptor " << descriptor);
   const auto water = Dataset::load({require_shared_dataset("water/data_3")}, {"O", "H"});
   auto doc = water_reference_model();
@@ -191,6 +192,10 @@ TEST_CASE(
     doc["descriptor"]["sel"] = 120;
     doc["descriptor"]["attn_layer"] = 0;
     doc["descriptor"].erase("type_one_side");
+  } else if (descriptor == "se_e3_tebd") {
+    // DeePMD-kit's se_e3_tebd example (sel 40, rcut 4, nets 2-4-8) in the strip form it compresses
+    doc["descriptor"] = {{"type", "se_e3_tebd"}, {"sel", 40},           {"rcut_smth", 0.5},
+                         {"rcut", 4.0},          {"neuron", {2, 4, 8}}, {"tebd_input_mode", "strip"}};
   } else {
     doc["descriptor"]["neuron"] =
         descriptor == "se_e3" ? std::vector<int>{2, 4, 8} : std::vector<int>{5, 10, 20};
@@ -199,8 +204,10 @@ TEST_CASE(
   if (descriptor == "se_e3") doc["descriptor"].erase("type_one_side");
   check_default_tables(ModelConfig::from_json(doc), water.systems.at(0), 1e-10);
   // Forces of the compressed model against finite differences of its own energy, on a small cell.
-  auto small =
-      small_model(false, true, torch::kFloat64, descriptor == "se_atten_v2" ? "se_atten_v2_0" : descriptor);
+  const auto small_form = descriptor == "se_atten_v2"  ? "se_atten_v2_0"
+                          : descriptor == "se_e3_tebd" ? "se_e3_tebd_strip"
+                                                       : descriptor;
+  auto small = small_model(false, true, torch::kFloat64, small_form);
   TrainingRange r(2);
   r.add({0.9, 1.0, 1.0, 1.1}, 1);
   small->set_training_range(r);
@@ -210,6 +217,49 @@ TEST_CASE(
   const auto fd = fd_forces(small, c);
   REQUIRE(max_abs(fd) > 1e-4);
   CHECK(max_abs(f - fd) < 1e-6 * max_abs(fd));
+}
+
+TEST_CASE("the kernel evaluates se_atten's strip tables as LibTorch operations do, with and without gates",
+          "[model][compress]") {
+  // se_atten without attention layers over 40 slots of any type (the cell leaves some empty; the shifted
+  // statistics make empty slots count), the smooth gates on (G + w G G_t: the kernel's gated tables) and off
+  // (G (1 + G_t)), type_one_side on and off: the kernel against the same tables evaluated by LibTorch
+  // operations (set_table_kernel(false), which the test above checks against the nets), and its forces and
+  // virial against finite differences of its own energy.
+  const bool smooth = GENERATE(true, false);
+  const bool one_side = GENERATE(false, true);
+  const bool f32 = GENERATE(false, true);
+  INFO("smooth " << smooth << ", type_one_side " << one_side << ", float32 " << f32);
+  auto mc = small_config(one_side, true, "se_atten_v2_0");
+  mc.attention.smooth = smooth;
+  mc.precision = f32 ? torch::kFloat32 : torch::kFloat64;
+  auto model = small_model_of(mc);
+  TrainingRange r(2);
+  r.add({0.9, 1.0, 1.0, 1.1}, 1);
+  model->set_training_range(r);
+  model->compress(with_step(0.01));
+  const auto c = triclinic_cell();
+  const auto in = make_inputs(c, model->config());
+  REQUIRE(in.nlist.lt(0).any().item<bool>());
+  const auto options = deepkf::EvalOptions::with_atom_virial();
+  const auto kernel = model->evaluate(in.coord, in.atype, in.nlist, in.shift, options);
+  model->set_table_kernel(false);
+  const auto ops = model->evaluate(in.coord, in.atype, in.nlist, in.shift, options);
+  model->set_table_kernel(true);
+  const double tol = f32 ? 1e-5 : 1e-12;
+  const auto rel = [](const torch::Tensor& a, const torch::Tensor& b) {
+    return max_abs(a.to(torch::kFloat64) - b.to(torch::kFloat64)) / max_abs(b.to(torch::kFloat64));
+  };
+  CHECK(rel(kernel.atom_energy, ops.atom_energy) < tol);
+  CHECK(rel(kernel.force, ops.force) < tol);
+  CHECK(rel(kernel.virial, ops.virial) < tol);
+  CHECK(rel(kernel.atom_virial, ops.atom_virial) < tol);
+  if (f32) return;
+  const auto fd = fd_forces(model, c);
+  REQUIRE(max_abs(fd) > 1e-4);
+  CHECK(max_abs(kernel.force[0] - fd) < 1e-6 * max_abs(fd));
+  const auto strain = -fd_strain_derivative(model, c).t();
+  CHECK(max_abs(kernel.virial[0].view({3, 3}) - strain) < 1e-6 * max_abs(strain));
 }
 
 TEST_CASE("compressed forces and virials are the exact derivatives of the compressed energy",
