@@ -217,7 +217,7 @@ void Trainer::Impl::calibrate_uncertainty() {
     if (cfg.calibration_frames == TrainConfig::kCalibrationAuto) {
       log->info(
           "uncertainty calibration skipped: calibration_frames \"auto\" takes one frame per 10 steps, and "
-          "this run has {} (a frame costs about 1.5 steps); set calibration_frames to calibrate anyway",
+          "this run has {} (a frame costs 1.5 to 4 steps); set calibration_frames to calibrate anyway",
           step);
     }
     return;
