@@ -58,6 +58,17 @@ expect_error "training from a compressed model" "is a compressed model" \
   "$deepkf" train "$work/input.json" -o "$work/run2" --init-model "$work/compressed.pt"
 [ -e "$work/twice.pt" ] && fail "a refused compression left a file behind"
 
+# A descriptor whose tables run by LibTorch operations (slower than its nets on the CPU) says so; se_e2_a,
+# which has the CPU kernel, does not.
+sed -e 's/"type": "se_e2_a"/"type": "se_e3"/' -e 's/"axis_neuron": 2, "type_one_side": true/"sel": [20]/' \
+  -e 's/"sel": \[40\], //' -e 's/"type": "RLEKF", "kf_blocksize": 256, "p0": 10.0/"type": "Adam"/' \
+  "$work/input.json" >"$work/input_e3.json"
+expect "training an se_e3 model" "model written to" "$deepkf" train "$work/input_e3.json" -o "$work/run_e3"
+expect "compressing se_e3 notes its CPU rate" "runs slower than the uncompressed model" \
+  "$deepkf" compress "$work/run_e3/model.pt" -o "$work/compressed_e3.pt"
+"$deepkf" compress "$work/run/model.pt" -o "$work/again.pt" 2>&1 | grep -q "runs slower" &&
+  fail "compressing se_e2_a printed the note for descriptors without the kernel"
+
 if [ $failures -ne 0 ]; then
   echo "$failures failure(s)"
   exit 1
