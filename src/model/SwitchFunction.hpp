@@ -27,22 +27,20 @@ inline Real switch_value(Real r, Real rcut, Real rcut_smth, Real& dw) {
   return one_minus_u * one_minus_u * one_minus_u * (u * (u * Real(6) + Real(3)) + Real(1));
 }
 
-// s(r) = w(r) / r; sets ds = ds/dr = w'(r) / r - w / r^2. r (A) > 0.
+// s(r) = w / r from the switch's w and dw = w'(r) at r (switch_value); sets ds = ds/dr = (w' - w / r) / r.
 template <typename Real>
-inline Real switched_inverse(Real r, Real rcut, Real rcut_smth, Real& ds) {
-  if (r >= rcut) {
-    ds = Real(0);
-    return Real(0);
-  }
+inline Real inverse_of_switch(Real r, Real w, Real dw, Real& ds) {
   const Real inv_r = Real(1) / r;
-  if (r <= rcut_smth) {
-    ds = -inv_r * inv_r;
-    return inv_r;
-  }
-  Real dw = Real(0);
-  const Real w = switch_value(r, rcut, rcut_smth, dw);
   ds = (dw - w * inv_r) * inv_r;
   return w * inv_r;
+}
+
+// s(r) = w(r) / r and ds = ds/dr (0 from rcut on). r (A) > 0.
+template <typename Real>
+inline Real switched_inverse(Real r, Real rcut, Real rcut_smth, Real& ds) {
+  Real dw = Real(0);
+  const Real w = switch_value(r, rcut, rcut_smth, dw);
+  return inverse_of_switch(r, w, dw, ds);
 }
 
 }  // namespace deepkf

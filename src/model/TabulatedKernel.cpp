@@ -59,11 +59,8 @@ DEEPKF_INLINE Slot<Real> make_slot(const Problem<Real>& p, std::int64_t atom, st
     out.dist = std::sqrt(out.r[0] * out.r[0] + out.r[1] * out.r[1] + out.r[2] * out.r[2]);
     if (out.dist < p.rcut) {
       out.inside = true;
-      // s = w / r, ds/dr = (w' - w / r) / r (switched_inverse's arithmetic)
       out.w = switch_value(out.dist, static_cast<Real>(p.rcut), static_cast<Real>(p.rcut_smth), out.dw);
-      const Real inv_r = Real(1) / out.dist;
-      out.s = out.w * inv_r;
-      out.ds = (out.dw - out.w * inv_r) * inv_r;
+      out.s = inverse_of_switch(out.dist, out.w, out.dw, out.ds);
       const Real s_over_r = out.s / out.dist;
       env[0] = out.s;
       for (int d = 0; d < 3; ++d) env[1 + d] = out.r[d] * s_over_r;
@@ -90,7 +87,7 @@ DEEPKF_INLINE Real dpoly(const Real* c, std::int64_t M, std::int64_t m, Real t) 
 }
 
 // The coefficients of slot sl's interval in its table, and (Gated) in its table B.
-template <typename Real, bool Gated>
+template <typename Real>
 struct Interval {
   Position pos;
   const Real* a = nullptr;
@@ -98,8 +95,8 @@ struct Interval {
 };
 
 template <typename Real, bool Gated>
-DEEPKF_INLINE Interval<Real, Gated> interval(const Problem<Real>& p, int centre, const Slot<Real>& sl) {
-  Interval<Real, Gated> out;
+DEEPKF_INLINE Interval<Real> interval(const Problem<Real>& p, int centre, const Slot<Real>& sl) {
+  Interval<Real> out;
   const std::size_t k = p.table_index(centre, sl.type);
   const Table<Real>& table = p.tables[k];
   out.pos = locate(table.grid, static_cast<double>(sl.R[0]));
