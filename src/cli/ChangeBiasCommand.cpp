@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "src/cli/Commands.hpp"
-#include "src/cli/FrameInputs.hpp"
 #include "src/core/Communicator.hpp"
 #include "src/core/Error.hpp"
+#include "src/data/FrameInputs.hpp"
 #include "src/model/ModelFile.hpp"
 #include "src/train/EnergyBiasRefit.hpp"
 
@@ -70,7 +70,7 @@ void run_change_bias(ChangeBiasArgs args) {
     if (args.numb_batch < 0)
       throw ConfigError(
           fmt::format("deepkf change-bias: -n {} must be 0 (all frames) or more", args.numb_batch));
-    Frames frames = open_frames(args.systems, {}, type_map, "model " + args.model);
+    FrameInputs frames = open_frames(args.systems, {}, type_map, "model " + args.model);
     std::int64_t total = 0;
     for (auto& set : frames.sets) {
       if (args.numb_batch > 0 && set.nframes() > args.numb_batch) set.frames.resize(args.numb_batch);

@@ -14,9 +14,9 @@
 #include "src/cli/Commands.hpp"
 #include "src/core/AtomicFile.hpp"
 #include "src/core/Error.hpp"
+#include "src/data/DataFormat.hpp"
 #include "src/data/Dataset.hpp"
 #include "src/data/DeepmdHdf5.hpp"
-#include "src/data/DeepmdNpy.hpp"
 #include "src/data/SystemStatistics.hpp"
 
 namespace fs = std::filesystem;
@@ -42,7 +42,8 @@ std::string base_name(const std::string& path) {
 // The group name of a system read from `input`: the folder name (plus the path below a folder of
 // systems), the group path inside an HDF5 file, or FILE_STEM/FORMULA for extended XYZ.
 std::string group_name(const std::string& input, const System& s) {
-  if (is_hdf5_path(input)) {
+  const DataFormat format = data_format(input);
+  if (format == DataFormat::kHdf5) {
     std::string g = s.source.substr(s.source.find('#') + 1);
     while (!g.empty() && g.front() == '/') g.erase(g.begin());
     return g.empty() ? fs::path(input.substr(0, input.find('#'))).stem().string() : g;
@@ -51,7 +52,7 @@ std::string group_name(const std::string& input, const System& s) {
     const auto colon = s.source.rfind(':');
     return fs::path(input).stem().string() + "/" + s.source.substr(colon + 1);
   }
-  if (is_npy_system(input)) return base_name(input);
+  if (format == DataFormat::kNpySystem) return base_name(input);
   return base_name(input) + "/" +
          fs::path(s.source).lexically_relative(fs::path(input).lexically_normal()).string();
 }

@@ -12,10 +12,10 @@
 #include <memory>
 
 #include "src/cli/Commands.hpp"
-#include "src/cli/FrameInputs.hpp"
 #include "src/cli/Threads.hpp"
 #include "src/core/AtomicFile.hpp"
 #include "src/core/Error.hpp"
+#include "src/data/FrameInputs.hpp"
 #include "src/eval/EnsembleDeviation.hpp"
 #include "src/model/ModelFile.hpp"
 
@@ -49,8 +49,8 @@ void run_model_devi(const ModelDeviArgs& args) {
   if (args.systems.empty()) throw ConfigError("deepkf model-devi: give the frames to evaluate with -s");
   std::vector<LoadedModel> models;
   for (const auto& path : args.models) models.push_back(load_model(path, torch::kCPU));
-  const Frames frames = open_frames(args.systems, args.type_map, models.front().config.type_map,
-                                    "model " + args.models.front());
+  const FrameInputs frames = open_frames(args.systems, args.type_map, models.front().config.type_map,
+                                         "model " + args.models.front());
   const auto rows = ensemble_deviation(models, frames.sets, args.options);
 
   std::string text;

@@ -14,13 +14,13 @@
 #include <memory>
 
 #include "src/cli/Commands.hpp"
-#include "src/cli/FrameInputs.hpp"
 #include "src/cli/MpiSession.hpp"
 #include "src/cli/Threads.hpp"
 #include "src/core/AtomicFile.hpp"
 #include "src/core/Error.hpp"
 #include "src/core/Together.hpp"
 #include "src/data/Dataset.hpp"
+#include "src/data/FrameInputs.hpp"
 #include "src/eval/EnsembleDeviation.hpp"
 #include "src/eval/UncertaintyTable.hpp"
 #include "src/model/ModelFile.hpp"
@@ -59,7 +59,8 @@ std::pair<UncertaintyCalibration, std::string> choose_calibration(
     const UncertaintyArgs& args, const LoadedCheckpoint& ckpt, KalmanFilter& filter,
     const std::vector<std::string>& types, const UncertaintyOptions& options, Communicator& comm) {
   if (!args.calibrate_on.empty()) {
-    const Frames labelled = open_frames(args.calibrate_on, args.type_map, types, "the checkpoint's model");
+    const FrameInputs labelled =
+        open_frames(args.calibrate_on, args.type_map, types, "the checkpoint's model");
     const auto scored = score_frames(ckpt.model, filter, labelled.sets, options, comm);
     auto c = UncertaintyCalibration::fit(scored.frames, fmt::format("{} frames of {}", scored.frames.size(),
                                                                     fmt::join(args.calibrate_on, " ")));
@@ -115,7 +116,7 @@ void run_uncertainty(const UncertaintyArgs& args, const std::shared_ptr<Communic
   const auto& types = kalman ? ckpt.model->config().type_map : models.front().config.type_map;
   const std::string origin = kalman ? "the type map of checkpoint " + args.checkpoint
                                     : "the type map of model file " + args.models.front();
-  Frames frames;
+  FrameInputs frames;
   together(*comm, [&] { frames = open_frames(args.systems, args.type_map, types, origin); });
 
   std::string report;

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "src/core/Error.hpp"
+#include "src/data/DataFormat.hpp"
 #include "src/data/DeepmdHdf5.hpp"
 #include "src/data/DeepmdLmdb.hpp"
 #include "src/data/DeepmdNpy.hpp"
@@ -21,11 +22,6 @@ namespace fs = std::filesystem;
 namespace deepkf {
 
 namespace {
-
-bool is_extxyz_path(const std::string& path) {
-  const std::string ext = fs::path(path).extension().string();
-  return ext == ".xyz" || ext == ".extxyz";
-}
 
 // The first set.* folder in `dir`, or "" when it has none.
 std::string first_set_folder(const fs::path& dir) {
@@ -52,21 +48,33 @@ void reject_untyped_frames(const fs::path& dir) {
 }  // namespace
 
 std::vector<std::shared_ptr<FrameSource>> open_systems(const std::string& path) {
-  if (is_hdf5_path(path)) return open_hdf5_systems(path);
-  std::error_code ec;
-  if (is_extxyz_path(path) && fs::is_regular_file(path, ec)) {
-    std::vector<std::shared_ptr<FrameSource>> out;
-    for (System& s : read_extxyz(path)) out.push_back(std::make_shared<MemoryFrameSource>(std::move(s)));
-    return out;
+  const DataFormat format = data_format(path);
+  switch (format) {
+    case DataFormat::kHdf5:
+      return open_hdf5_systems(path);
+    case DataFormat::kExtXyz: {
+      std::vector<std::shared_ptr<FrameSource>> out;
+      for (System& s : read_extxyz(path)) out.push_back(std::make_shared<MemoryFrameSource>(std::move(s)));
+      return out;
+    }
+    case DataFormat::kMissing:
+      throw DataError(fmt::format("data path {} does not exist", path));
+    case DataFormat::kLmdb:
+      return open_lmdb_systems(path);
+    case DataFormat::kNpySystem:
+      return open_npy_systems(path);
+    case DataFormat::kLammpsDump:
+    case DataFormat::kOther:
+      throw DataError(
+          fmt::format("{} is {}, not a system folder, a folder of systems, an .h5/.hdf5 file, an .lmdb "
+                      "database nor an .xyz/.extxyz file{}",
+                      path, describe(format),
+                      format == DataFormat::kLammpsDump
+                          ? " (a dump holds no labels; `deepkf uncertainty` and `deepkf model-devi` read it)"
+                          : ""));
+    case DataFormat::kFolder:
+      break;
   }
-  if (!fs::exists(path, ec)) throw DataError(fmt::format("data path {} does not exist", path));
-  if (is_lmdb_path(path)) return open_lmdb_systems(path);
-  if (is_npy_system(path)) return open_npy_systems(path);
-  if (!fs::is_directory(path, ec))
-    throw DataError(
-        fmt::format("{} is neither a system folder, a folder of systems, an .h5/.hdf5 file, an .lmdb "
-                    "database nor an .xyz/.extxyz file",
-                    path));
   reject_untyped_frames(path);
   std::vector<std::string> dirs;  // npy system folders and LMDB databases
   for (auto it = fs::recursive_directory_iterator(path, fs::directory_options::follow_directory_symlink);
@@ -92,10 +100,11 @@ std::vector<std::shared_ptr<FrameSource>> open_systems(const std::string& path) 
 }
 
 std::int64_t count_frames_found(const std::string& path) {
-  if (is_hdf5_path(path)) return count_hdf5_frames(path);
+  const DataFormat format = data_format(path);
+  if (format == DataFormat::kHdf5) return count_hdf5_frames(path);
   std::error_code ec;
   std::int64_t total = 0;
-  if (is_extxyz_path(path) && fs::is_regular_file(path, ec)) {
+  if (format == DataFormat::kExtXyz) {
     // Frames as the count lines delimit them: a line holding one integer n, then n + 1 lines.
     std::ifstream in(path);
     std::string line;

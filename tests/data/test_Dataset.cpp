@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "src/core/Error.hpp"
+#include "src/data/DataFormat.hpp"
 #include "src/data/Dataset.hpp"
 #include "src/data/DeepmdHdf5.hpp"
 #include "src/data/DeepmdNpy.hpp"
@@ -314,6 +315,35 @@ TEST_CASE("dataset paths: missing paths and folders without systems", "[data][er
                     Contains(dir + "/absent") && Contains("does not exist"));
   fs::create_directories(dir + "/empty/sub");
   CHECK_THROWS_WITH(Dataset::load({dir + "/empty"}), Contains(dir + "/empty") && Contains("no system"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("every data path's format is told from its name and contents in one place", "[data][errors]") {
+  using deepkf::data_format;
+  using deepkf::DataFormat;
+  using deepkf::test::write_text;
+  const std::string dir = make_temp_dir("formats");
+  fs::create_directories(dir + "/sys/set.000");
+  write_text(dir + "/sys/type.raw", "0\n");
+  fs::create_directories(dir + "/db");
+  write_text(dir + "/db/data.mdb", "");
+  write_text(dir + "/a.xyz", "1\n\nH 0 0 0\n");
+  write_text(dir + "/md.dump", "\nITEM: TIMESTEP\n0\n");
+  write_text(dir + "/notes.txt", "ITEM: NOT A DUMP\n");
+  CHECK(data_format(dir + "/train.h5#/sys") == DataFormat::kHdf5);  // by name: the reader checks the file
+  CHECK(data_format(dir + "/absent") == DataFormat::kMissing);
+  CHECK(data_format(dir + "/absent.xyz") == DataFormat::kMissing);
+  CHECK(data_format(dir + "/a.xyz") == DataFormat::kExtXyz);
+  CHECK(data_format(dir + "/db") == DataFormat::kLmdb);
+  CHECK(data_format(dir + "/sys") == DataFormat::kNpySystem);
+  CHECK(data_format(dir + "/md.dump") == DataFormat::kLammpsDump);
+  CHECK(data_format(dir + "/notes.txt") == DataFormat::kOther);
+  CHECK(data_format(dir) == DataFormat::kFolder);
+  // Training data cannot be a dump (no labels) nor an unknown file; both are named with what they are.
+  CHECK_THROWS_WITH(Dataset::load({dir + "/md.dump"}),
+                    Contains(dir + "/md.dump is a LAMMPS dump") && Contains("holds no labels"));
+  CHECK_THROWS_WITH(Dataset::load({dir + "/notes.txt"}),
+                    Contains(dir + "/notes.txt is a file of no known data format"));
   fs::remove_all(dir);
 }
 

@@ -1,17 +1,18 @@
-#include "src/cli/FrameInputs.hpp"
+#include "src/data/FrameInputs.hpp"
 
 #include <memory>
 
+#include "src/data/DataFormat.hpp"
 #include "src/data/Dataset.hpp"
 #include "src/data/LammpsDump.hpp"
 
-namespace deepkf::cli {
+namespace deepkf {
 
-Frames open_frames(const std::vector<std::string>& paths, const std::vector<std::string>& dump_types,
-                   const std::vector<std::string>& model_types, const std::string& model_origin) {
-  Frames out;
+FrameInputs open_frames(const std::vector<std::string>& paths, const std::vector<std::string>& dump_types,
+                        const std::vector<std::string>& model_types, const std::string& model_origin) {
+  FrameInputs out;
   for (const auto& path : paths) {
-    if (!is_lammps_dump(path)) {
+    if (data_format(path) != DataFormat::kLammpsDump) {
       for (auto& source : open_dataset({path}, model_types, model_origin).systems) {
         out.sets.push_back({source, {}});
         out.timesteps.emplace_back();
@@ -32,4 +33,4 @@ Frames open_frames(const std::vector<std::string>& paths, const std::vector<std:
   return out;
 }
 
-}  // namespace deepkf::cli
+}  // namespace deepkf
