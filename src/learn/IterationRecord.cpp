@@ -7,39 +7,48 @@
 namespace deepkf {
 using json = nlohmann::json;
 
-json iteration_record(int iteration, const json& train, const json& explore, const json& select,
-                      const json& label) {
+json iteration_record(int iteration, const std::optional<TrainRecord>& train,
+                      const std::optional<ExploreRecord>& explore, const std::optional<SelectRecord>& select,
+                      const std::optional<LabelRecord>& label) {
   json r{{"iteration", iteration}};
-  if (!train.empty()) {
-    r["steps"] = train.at("numb_steps");
-    r["train_wall_s"] = train.at("wall_s");
-    for (const char* part : {"train", "test"}) {
-      const std::string key = std::string(part) + "_errors";
-      if (!train.contains(key)) continue;
-      const json& e = train.at(key);
-      for (const char* q : {"rmse_e", "rmse_f", "rmse_v"})
-        if (e.contains(q)) r[std::string(part) + "_" + q] = e.at(q);
-      r[std::string(part) + "_frames"] = e.at("frames");
-    }
+  if (train) {
+    r["steps"] = train->numb_steps;
+    r["train_wall_s"] = train->wall_s;
+    const auto errors = [&](const std::string& part, const ErrorRecord& e) {
+      r[part + "_rmse_e"] = e.rmse_e;
+      r[part + "_rmse_f"] = e.rmse_f;
+      if (e.rmse_v) r[part + "_rmse_v"] = *e.rmse_v;
+      r[part + "_frames"] = e.frames;
+    };
+    errors("train", train->train_errors);
+    if (train->test_errors) errors("test", *train->test_errors);
   }
-  if (!explore.empty()) {
-    int failed = 0;
-    for (const auto& run : explore.at("runs")) failed += run.at("ok").get<bool>() ? 0 : 1;
-    r["explore_runs"] = explore.at("runs").size();
+  if (explore) {
+    const auto failed = std::count_if(explore->runs.begin(), explore->runs.end(),
+                                      [](const ExplorationRun& run) { return !run.ok; });
+    r["explore_runs"] = explore->runs.size();
     r["explore_failed_runs"] = failed;
-    r["explore_wall_s"] = explore.at("wall_s");
+    r["explore_wall_s"] = explore->wall_s;
   }
-  if (!select.empty()) {
-    for (const char* k : {"score", "trust_lo", "trust_hi", "explored", "accurate", "candidate", "failed",
-                          "candidate_fraction"})
-      r[k] = select.at(k);
-    r["selected"] = select.at("frames").size();
-    const double explored = std::max(1.0, select.at("explored").get<double>());
-    r["accurate_fraction"] = select.at("accurate").get<double>() / explored;
-    r["failed_fraction"] = select.at("failed").get<double>() / explored;
+  if (select) {
+    r["score"] = select->score;
+    r["trust_lo"] = select->trust_lo;
+    r["trust_hi"] = select->trust_hi;
+    r["explored"] = select->explored;
+    r["accurate"] = select->accurate;
+    r["candidate"] = select->candidate;
+    r["failed"] = select->failed;
+    r["candidate_fraction"] = select->candidate_fraction;
+    r["selected"] = select->frames.size();
+    const double explored = std::max(1.0, static_cast<double>(select->explored));
+    r["accurate_fraction"] = static_cast<double>(select->accurate) / explored;
+    r["failed_fraction"] = static_cast<double>(select->failed) / explored;
   }
-  if (!label.empty()) {
-    for (const char* k : {"labelled", "label_failed", "label_wall_s", "label_cp2k_s"}) r[k] = label.at(k);
+  if (label) {
+    r["labelled"] = label->labelled;
+    r["label_failed"] = label->label_failed;
+    r["label_wall_s"] = label->label_wall_s;
+    r["label_cp2k_s"] = label->label_cp2k_s;
   }
   return r;
 }

@@ -21,21 +21,6 @@ namespace {
 
 constexpr const char* kResult = "result.json";
 
-LabelOutcome outcome_from(const json& j) {
-  LabelOutcome o;
-  o.ok = j.at("ok").get<bool>();
-  o.wall_s = j.at("wall_s").get<double>();
-  if (o.ok) {
-    o.labels.energy = j.at("energy").get<double>();
-    o.labels.force = j.at("force").get<std::vector<double>>();
-    o.labels.virial = j.at("virial").get<std::array<double, 9>>();
-  } else {
-    o.failure = j.at("failure").get<std::string>();
-  }
-  o.reused = true;
-  return o;
-}
-
 std::string read_text(const fs::path& path) {
   std::ifstream in(path);
   std::stringstream buffer;
@@ -55,6 +40,21 @@ void remove_restart_files(const fs::path& dir) {
 }
 
 }  // namespace
+
+LabelOutcome outcome_from_json(const json& j) {
+  LabelOutcome o;
+  o.ok = j.at("ok").get<bool>();
+  o.wall_s = j.at("wall_s").get<double>();
+  if (o.ok) {
+    o.labels.energy = j.at("energy").get<double>();
+    o.labels.force = j.at("force").get<std::vector<double>>();
+    o.labels.virial = j.at("virial").get<std::array<double, 9>>();
+  } else {
+    o.failure = j.at("failure").get<std::string>();
+  }
+  o.reused = true;
+  return o;
+}
 
 json outcome_json(const LabelOutcome& o) {
   json j{{"ok", o.ok}, {"wall_s", o.wall_s}};
@@ -81,7 +81,7 @@ std::vector<LabelOutcome> label_frames(const LearnConfig& cfg, const Cp2kTemplat
     const fs::path result = frame_dir / kResult;
     std::error_code ec;
     if (fs::exists(result, ec)) {
-      outcomes[i] = outcome_from(json::parse(read_text(result)));
+      outcomes[i] = outcome_from_json(json::parse(read_text(result)));
       return;
     }
     fs::create_directories(frame_dir);

@@ -26,8 +26,9 @@ struct LabelOutcome {
 };
 
 // {"ok", "wall_s", and "energy", "force", "virial" (DeePMD units) or "failure"}: result.json, and a frame's
-// entry in the label summary.
+// entry in the label summary; and back (marked reused).
 nlohmann::json outcome_json(const LabelOutcome& o);
+LabelOutcome outcome_from_json(const nlohmann::json& j);
 
 // Labels frames[i] (each a one-frame periodic System) in dir/frame_NNN. Returns one outcome per frame.
 std::vector<LabelOutcome> label_frames(const LearnConfig& cfg, const Cp2kTemplate& input,

@@ -21,6 +21,7 @@
 #include "src/learn/LabelStore.hpp"
 #include "src/learn/Labelling.hpp"
 #include "src/learn/Selection.hpp"
+#include "src/learn/StageRecords.hpp"
 #include "src/model/ModelFile.hpp"
 #include "src/train/DataSetup.hpp"
 #include "src/train/TrainConfig.hpp"
@@ -42,12 +43,12 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 bool before(Stage done, Stage s) { return static_cast<int>(done) < static_cast<int>(s); }
 
 // A model's errors on every frame of `paths` (energy and virial per atom, force components).
-json errors_of(const std::string& model_path, const std::vector<std::string>& paths) {
+ErrorRecord errors_of(const std::string& model_path, const std::vector<std::string>& paths) {
   const LoadedModel model = load_model(model_path);
   const Dataset data = Dataset::load(paths, model.config.type_map);
   const LabelledErrors r = labelled_errors(model, data, 8);
-  json e{{"frames", r.total_frames}, {"rmse_e", r.total.rmse_e()}, {"rmse_f", r.total.rmse_f()}};
-  if (r.total.has_virial()) e["rmse_v"] = r.total.rmse_v();
+  ErrorRecord e{r.total_frames, r.total.rmse_e(), r.total.rmse_f(), std::nullopt};
+  if (r.total.has_virial()) e.rmse_v = r.total.rmse_v();
   return e;
 }
 
@@ -102,16 +103,49 @@ std::string LearningLoop::stage_dir(int iteration, Stage stage) const {
   return (fs::path(dir_) / iteration_group(iteration) / stage_name(stage)).string();
 }
 
-json LearningLoop::summary(int iteration, Stage stage) const {
-  const fs::path file = fs::path(stage_dir(iteration, stage)) / "summary.json";
+std::string LearningLoop::summary_file(int iteration, Stage stage) const {
+  return (fs::path(stage_dir(iteration, stage)) / "summary.json").string();
+}
+
+std::optional<json> LearningLoop::summary(int iteration, Stage stage) const {
+  const std::string file = summary_file(iteration, stage);
   std::error_code ec;
-  if (!fs::exists(file, ec)) return json::object();
+  if (!fs::exists(file, ec)) return std::nullopt;
   std::ifstream in(file);
   try {
     return json::parse(in);
   } catch (const json::exception& e) {
-    throw DataError("cannot read " + file.string() + ": " + e.what());
+    throw DataError("cannot read " + file + ": " + e.what());
   }
+}
+
+json LearningLoop::required_summary(int iteration, Stage stage) const {
+  auto j = summary(iteration, stage);
+  if (!j) {
+    throw DataError(
+        fmt::format("{} is missing: iteration {} needs its {} stage's record (learn.state.json says "
+                    "the stage is done; run the loop in a new folder or restore the file)",
+                    summary_file(iteration, stage), iteration, stage_name(stage)));
+  }
+  return *j;
+}
+
+TrainRecord LearningLoop::trained(int i) const {
+  return train_record(required_summary(i, Stage::kTrain), summary_file(i, Stage::kTrain));
+}
+
+ExploreRecord LearningLoop::explored(int i) const {
+  return explore_record(required_summary(i, Stage::kExplore), summary_file(i, Stage::kExplore));
+}
+
+SelectRecord LearningLoop::selected(int i) const {
+  return select_record(required_summary(i, Stage::kSelect), summary_file(i, Stage::kSelect));
+}
+
+std::optional<LabelRecord> LearningLoop::labelled(int i) const {
+  const auto j = summary(i, Stage::kLabel);
+  if (!j) return std::nullopt;
+  return label_record(*j, summary_file(i, Stage::kLabel));
 }
 
 void LearningLoop::finish(int iteration, Stage stage, const json& s) {
@@ -130,8 +164,7 @@ std::string LearningLoop::run() {
     // A loop that ran out of iterations goes on when loop.json now allows more: its last round's selection
     // is labelled after all.
     const int i = state_.iteration;
-    if (i < cfg_.iterations && state_.done == Stage::kRecord && summary(i, Stage::kLabel).empty() &&
-        !converged(i)) {
+    if (i < cfg_.iterations && state_.done == Stage::kRecord && !labelled(i) && !converged(i)) {
       log_->info("iterations raised to {}: labelling the frames iteration {} selected, then going on",
                  cfg_.iterations, i);
       state_.stopped.clear();
@@ -160,7 +193,7 @@ std::string LearningLoop::run() {
     }
     if (before(state_.done, Stage::kRecord)) record(i);
     if (stop) {
-      const double fraction = summary(i, Stage::kSelect).at("candidate_fraction").get<double>();
+      const double fraction = selected(i).candidate_fraction;
       state_.stopped =
           last
               ? fmt::format("{} labelling iterations done (iterations = {}); candidate fraction now {:.4f}",
@@ -180,42 +213,42 @@ std::string LearningLoop::run() {
 
 bool LearningLoop::converged(int iteration) const {
   return cfg_.stop_candidate_fraction > 0.0 &&
-         summary(iteration, Stage::kSelect).at("candidate_fraction").get<double>() <
-             cfg_.stop_candidate_fraction;
+         selected(iteration).candidate_fraction < cfg_.stop_candidate_fraction;
 }
 
 // A continued filter can diverge (docs/online-learning.md, "Known limits"): a member whose training force
 // RMSE exceeds reset_factor times its previous round's is trained again from its previous weights with a
 // fresh covariance, and the diverged run is kept beside it. Updates members and errors; one record per
 // member, null for those kept.
-std::vector<json> LearningLoop::reset_diverged(int i, TrainingRound& round,
-                                               std::vector<TrainedMember>& members, std::vector<json>& errors,
-                                               const std::vector<std::string>& training) {
-  std::vector<json> resets(members.size());
-  const json previous = summary(i - 1, Stage::kTrain);
+std::vector<std::optional<MemberReset>> LearningLoop::reset_diverged(
+    int i, TrainingRound& round, std::vector<TrainedMember>& members, std::vector<ErrorRecord>& errors,
+    const std::vector<std::string>& training) {
+  std::vector<std::optional<MemberReset>> resets(members.size());
+  const TrainRecord previous = trained(i - 1);
   round.restart_from.assign(members.size(), "");
   for (std::size_t k = 0; k < members.size(); ++k) {
-    const json& before = previous.at("members").at(k);
-    const double was = before.contains("train_rmse_f")
-                           ? before.at("train_rmse_f").get<double>()
-                           : previous.at("train_errors").at("rmse_f").get<double>();
-    const double now = errors[k].at("rmse_f").get<double>();
+    if (k >= previous.members.size())
+      throw DataError(fmt::format("{} has {} members, the loop trains {}", summary_file(i - 1, Stage::kTrain),
+                                  previous.members.size(), members.size()));
+    const MemberRecord& before = previous.members[k];
+    const double was = before.train_rmse_f.value_or(previous.train_errors.rmse_f);
+    const double now = errors[k].rmse_f;
     if (now <= cfg_.train.reset_factor * was) continue;  // a nan is a divergence too
     const fs::path dir = fs::path(round.dir) / fmt::format("model_{}", k);
     const fs::path kept = fs::path(round.dir) / fmt::format("model_{}.diverged", k);
     log_->warn(
         "train: member {} diverged (training force RMSE {:.4g} eV/A, {:.4g} before; reset_factor {:g}): "
         "trained again from {} with a fresh covariance; the diverged run is kept in {}",
-        k, now, was, cfg_.train.reset_factor, before.at("model").get<std::string>(), kept.string());
+        k, now, was, cfg_.train.reset_factor, before.model, kept.string());
     fs::remove_all(kept);
     fs::rename(dir, kept);
-    round.restart_from[k] = before.at("model").get<std::string>();
-    resets[k] = {{"diverged_rmse_f", now}, {"previous_rmse_f", was}, {"kept", kept.string()}};
+    round.restart_from[k] = before.model;
+    resets[k] = MemberReset{now, was, kept.string()};
   }
-  if (std::any_of(resets.begin(), resets.end(), [](const json& r) { return !r.is_null(); })) {
+  if (std::any_of(resets.begin(), resets.end(), [](const auto& r) { return r.has_value(); })) {
     members = train_ensemble(cfg_, round, *log_);  // only the reset members train: the others are done
     for (std::size_t k = 0; k < members.size(); ++k)
-      if (!resets[k].is_null()) errors[k] = errors_of(members[k].model, training);
+      if (resets[k]) errors[k] = errors_of(members[k].model, training);
   }
   return resets;
 }
@@ -224,16 +257,16 @@ void LearningLoop::train(int i) {
   const auto start = std::chrono::steady_clock::now();
   TrainingRound round;
   round.dir = stage_dir(i, Stage::kTrain);
-  for (int j = 0; j < i; ++j)
-    if (summary(j, Stage::kLabel).value("labelled", 0) > 0)
-      round.label_groups.push_back(path(kLabelFile) + "#/" + iteration_group(j));
+  for (int j = 0; j < i; ++j) {
+    const auto l = labelled(j);
+    if (l && l->labelled > 0) round.label_groups.push_back(path(kLabelFile) + "#/" + iteration_group(j));
+  }
   if (i == 0) {
     round.numb_steps = cfg_.train.init_steps;
   } else {
-    const json previous = summary(i - 1, Stage::kTrain);
-    round.numb_steps = previous.at("numb_steps").get<std::int64_t>() + cfg_.train.steps;
-    for (const auto& m : previous.at("members"))
-      round.checkpoints.push_back(m.at("checkpoint").get<std::string>());
+    const TrainRecord previous = trained(i - 1);
+    round.numb_steps = previous.numb_steps + cfg_.train.steps;
+    for (const auto& m : previous.members) round.checkpoints.push_back(m.checkpoint);
   }
   log_->info("iteration {}: train {} models to step {} on the user's data and {} labelled iterations", i,
              cfg_.train.models, round.numb_steps, round.label_groups.size());
@@ -241,110 +274,106 @@ void LearningLoop::train(int i) {
   // The errors of every member on all training frames (model 0's also drives the exploration).
   std::vector<std::string> training = user_systems_;
   training.insert(training.end(), round.label_groups.begin(), round.label_groups.end());
-  std::vector<json> errors;
+  std::vector<ErrorRecord> errors;
   for (const auto& m : members) errors.push_back(errors_of(m.model, training));
-  const std::vector<json> resets = i > 0 && cfg_.train.reset_factor > 0.0
-                                       ? reset_diverged(i, round, members, errors, training)
-                                       : std::vector<json>(members.size());
-  json s{{"numb_steps", round.numb_steps}, {"label_groups", round.label_groups}, {"members", json::array()}};
+  const auto resets = i > 0 && cfg_.train.reset_factor > 0.0
+                          ? reset_diverged(i, round, members, errors, training)
+                          : std::vector<std::optional<MemberReset>>(members.size());
+  TrainRecord s;
+  s.numb_steps = round.numb_steps;
+  s.label_groups = round.label_groups;
   for (std::size_t k = 0; k < members.size(); ++k) {
     const auto& m = members[k];
-    json j{{"model", m.model},
-           {"checkpoint", m.checkpoint},
-           {"steps", m.steps},
-           {"wall_s", m.wall_s},
-           {"train_rmse_f", errors[k].at("rmse_f")}};
-    if (!resets[k].is_null()) j["reset"] = resets[k];
-    s["members"].push_back(j);
+    s.members.push_back({m.model, m.checkpoint, m.steps, m.wall_s, errors[k].rmse_f, resets[k]});
   }
-  s["train_errors"] = errors.front();
-  if (!cfg_.test_data.empty()) s["test_errors"] = errors_of(members.front().model, cfg_.test_data);
-  s["wall_s"] = seconds_since(start);
-  log_->info("iteration {}: model 0: training force RMSE {:.4f} eV/A{}", i,
-             s["train_errors"]["rmse_f"].get<double>(),
-             s.contains("test_errors")
-                 ? fmt::format(", test {:.4f} eV/A", s["test_errors"]["rmse_f"].get<double>())
-                 : "");
-  finish(i, Stage::kTrain, s);
+  s.train_errors = errors.front();
+  if (!cfg_.test_data.empty()) s.test_errors = errors_of(members.front().model, cfg_.test_data);
+  s.wall_s = seconds_since(start);
+  log_->info("iteration {}: model 0: training force RMSE {:.4f} eV/A{}", i, s.train_errors.rmse_f,
+             s.test_errors ? fmt::format(", test {:.4f} eV/A", s.test_errors->rmse_f) : "");
+  finish(i, Stage::kTrain, to_json(s));
 }
 
 void LearningLoop::explore(int i) {
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::string> models;
-  const json trained = summary(i, Stage::kTrain);  // kept alive for the loop below
-  for (const auto& m : trained.at("members")) models.push_back(m.at("model").get<std::string>());
+  for (const auto& m : trained(i).members) models.push_back(m.model);
   log_->info("iteration {}: explore", i);
-  const auto runs = deepkf::explore(cfg_, i, stage_dir(i, Stage::kExplore), models, *log_);
-  json s{{"runs", json::array()}};
-  for (const auto& r : runs) s["runs"].push_back(r.to_json());
-  s["wall_s"] = seconds_since(start);
-  finish(i, Stage::kExplore, s);
+  ExploreRecord s;
+  s.runs = deepkf::explore(cfg_, i, stage_dir(i, Stage::kExplore), models, *log_);
+  s.wall_s = seconds_since(start);
+  finish(i, Stage::kExplore, to_json(s));
 }
 
 void LearningLoop::select(int i) {
-  std::vector<ExplorationRun> runs;
-  const json explored = summary(i, Stage::kExplore);
-  for (const auto& r : explored.at("runs")) runs.push_back(ExplorationRun::from_json(r));
   std::vector<std::string> checkpoints;
-  const json trained = summary(i, Stage::kTrain);  // kept alive for the loop below
-  for (const auto& m : trained.at("members")) checkpoints.push_back(m.at("checkpoint").get<std::string>());
+  for (const auto& m : trained(i).members) checkpoints.push_back(m.checkpoint);
   scorer_->use_models(checkpoints);
-  const json s =
-      select_stage(cfg_, i, runs, *scorer_, state_.reference_level, stage_dir(i, Stage::kSelect), *log_);
-  finish(i, Stage::kSelect, s);
+  const SelectRecord s = select_stage(cfg_, i, explored(i).runs, *scorer_, state_.reference_level,
+                                      stage_dir(i, Stage::kSelect), *log_);
+  finish(i, Stage::kSelect, to_json(s));
 }
 
 void LearningLoop::label(int i) {
   const auto start = std::chrono::steady_clock::now();
-  const json selected = summary(i, Stage::kSelect).at("frames");
+  const SelectRecord chosen = selected(i);
   std::vector<System> frames;
-  for (const auto& f : selected) frames.push_back(frame_from_json(f, f.at("run").get<std::string>()));
+  for (const auto& f : chosen.frames) frames.push_back(f.system());
   log_->info("iteration {}: label {} frames with CP2K", i, frames.size());
   const std::string dir = stage_dir(i, Stage::kLabel);
   const auto outcomes = label_frames(cfg_, *cp2k_input_, frames, dir, *log_);
-  json s{{"labelled", 0}, {"label_failed", 0}, {"label_cp2k_s", 0.0}, {"frames", json::array()}};
+  LabelRecord s;
   for (std::size_t k = 0; k < outcomes.size(); ++k) {
     const LabelOutcome& o = outcomes[k];
-    json f = outcome_json(o);
-    f["dir"] = (fs::path(dir) / fmt::format("frame_{:03d}", k)).string();
-    s["frames"].push_back(f);
-    s[o.ok ? "labelled" : "label_failed"] = s[o.ok ? "labelled" : "label_failed"].get<int>() + 1;
-    s["label_cp2k_s"] = s["label_cp2k_s"].get<double>() + o.wall_s;
+    s.frames.push_back({o, (fs::path(dir) / fmt::format("frame_{:03d}", k)).string()});
+    ++(o.ok ? s.labelled : s.label_failed);
+    s.label_cp2k_s += o.wall_s;
   }
-  s["label_wall_s"] = seconds_since(start);
+  s.label_wall_s = seconds_since(start);
 
   // labels.h5 again from every iteration's labelled frames, this one's included.
   std::vector<std::pair<int, std::vector<LabelledFrame>>> all;
   for (int j = 0; j <= i; ++j) {
-    const json sel = summary(j, Stage::kSelect);
-    const json lab = j == i ? s : summary(j, Stage::kLabel);
-    if (lab.empty()) continue;
+    const auto lab = j == i ? std::optional<LabelRecord>(s) : labelled(j);
+    if (!lab) continue;
+    const SelectRecord sel = j == i ? chosen : selected(j);
+    if (sel.frames.size() != lab->frames.size())
+      throw DataError(fmt::format("{} has {} frames where {} selected {}", summary_file(j, Stage::kLabel),
+                                  lab->frames.size(), summary_file(j, Stage::kSelect), sel.frames.size()));
     std::vector<LabelledFrame> frames_j;
-    for (std::size_t k = 0; k < lab.at("frames").size(); ++k) {
-      const json& l = lab.at("frames")[k];
-      if (!l.at("ok").get<bool>()) continue;
-      json f = sel.at("frames")[k];
-      for (const char* key : {"energy", "force", "virial"}) f[key] = l.at(key);
-      const json provenance{{"iteration", j},          {"run", f.at("run")},
-                            {"start", f.at("start")},  {"step", f.at("step")},
-                            {"score", f.at("score")},  {"score_name", sel.at("score")},
-                            {"cp2k_dir", l.at("dir")}, {"cp2k_wall_s", l.at("wall_s")}};
-      frames_j.push_back({frame_from_json(f, f.at("run").get<std::string>()), provenance});
+    for (std::size_t k = 0; k < lab->frames.size(); ++k) {
+      const LabelledFrameRecord& l = lab->frames[k];
+      if (!l.outcome.ok) continue;
+      const SelectedFrame& f = sel.frames[k];
+      System frame = f.system();
+      frame.energy = {l.outcome.labels.energy};
+      frame.force = l.outcome.labels.force;
+      frame.virial.assign(l.outcome.labels.virial.begin(), l.outcome.labels.virial.end());
+      const json provenance{{"iteration", j},    {"run", f.run},
+                            {"start", f.start},  {"step", f.step},
+                            {"score", f.score},  {"score_name", sel.score},
+                            {"cp2k_dir", l.dir}, {"cp2k_wall_s", l.outcome.wall_s}};
+      frames_j.push_back({std::move(frame), provenance});
     }
     all.emplace_back(j, std::move(frames_j));
   }
   write_label_file(path(kLabelFile), all);
-  log_->info("iteration {}: {} frames labelled, {} failed; {} written", i, s["labelled"].get<int>(),
-             s["label_failed"].get<int>(), path(kLabelFile));
-  finish(i, Stage::kLabel, s);
+  log_->info("iteration {}: {} frames labelled, {} failed; {} written", i, s.labelled, s.label_failed,
+             path(kLabelFile));
+  finish(i, Stage::kLabel, to_json(s));
 }
 
 void LearningLoop::record(int i) {
   std::string lines;
   std::vector<json> records;
   for (int j = 0; j <= i; ++j) {
-    records.push_back(iteration_record(j, summary(j, Stage::kTrain), summary(j, Stage::kExplore),
-                                       summary(j, Stage::kSelect), summary(j, Stage::kLabel)));
+    const auto read = [&](Stage stage, auto parse) {
+      const auto j_stage = summary(j, stage);
+      return j_stage ? std::optional(parse(*j_stage, summary_file(j, stage))) : std::nullopt;
+    };
+    records.push_back(iteration_record(j, read(Stage::kTrain, train_record),
+                                       read(Stage::kExplore, explore_record),
+                                       read(Stage::kSelect, select_record), labelled(j)));
     lines += records.back().dump() + "\n";
   }
   write_text_atomically(path("iterations.jsonl"), lines);

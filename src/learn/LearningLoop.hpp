@@ -17,12 +17,14 @@
 
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "src/learn/EnsembleTraining.hpp"
 #include "src/learn/LearnConfig.hpp"
 #include "src/learn/LoopState.hpp"
+#include "src/learn/StageRecords.hpp"
 
 namespace deepkf {
 
@@ -45,14 +47,22 @@ class LearningLoop {
  private:
   std::string path(const std::string& name) const;
   std::string stage_dir(int iteration, Stage stage) const;
-  nlohmann::json summary(int iteration, Stage stage) const;  // {} when the stage did not run
+  std::string summary_file(int iteration, Stage stage) const;
+  // The stage's summary.json; nothing when the stage did not run (or wrote none: a last round's label).
+  std::optional<nlohmann::json> summary(int iteration, Stage stage) const;
+  // The same where the stage must have run: DataError naming the file when it is missing.
+  nlohmann::json required_summary(int iteration, Stage stage) const;
+  TrainRecord trained(int iteration) const;
+  ExploreRecord explored(int iteration) const;
+  SelectRecord selected(int iteration) const;
+  std::optional<LabelRecord> labelled(int iteration) const;
   void finish(int iteration, Stage stage, const nlohmann::json& summary);
 
   void train(int iteration);
-  std::vector<nlohmann::json> reset_diverged(int iteration, TrainingRound& round,
-                                             std::vector<TrainedMember>& members,
-                                             std::vector<nlohmann::json>& errors,
-                                             const std::vector<std::string>& training);
+  std::vector<std::optional<MemberReset>> reset_diverged(int iteration, TrainingRound& round,
+                                                         std::vector<TrainedMember>& members,
+                                                         std::vector<ErrorRecord>& errors,
+                                                         const std::vector<std::string>& training);
   void explore(int iteration);
   void select(int iteration);
   void label(int iteration);

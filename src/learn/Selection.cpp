@@ -47,13 +47,13 @@ System frame_from_json(const json& j, const std::string& source) {
   return s;
 }
 
-json select_stage(const LearnConfig& cfg, int iteration, const std::vector<ExplorationRun>& runs,
-                  const FrameScorer& scorer, double& reference_level, const std::string& dir,
-                  spdlog::logger& log) {
+SelectRecord select_stage(const LearnConfig& cfg, int iteration, const std::vector<ExplorationRun>& runs,
+                          const FrameScorer& scorer, double& reference_level, const std::string& dir,
+                          spdlog::logger& log) {
   fs::create_directories(dir);
   std::vector<ExploredFrames> trajectories(runs.size());
   std::vector<std::vector<double>> scores(runs.size());
-  json run_notes = json::array();
+  SelectRecord summary;
   for (std::size_t r = 0; r < runs.size(); ++r) {
     const ExplorationRun& run = runs[r];
     const std::string dump = (fs::path(run.dir) / kTrajectoryFile).string();
@@ -75,7 +75,7 @@ json select_stage(const LearnConfig& cfg, int iteration, const std::vector<Explo
       note = std::string("its frames could not be read: ") + e.what();
     }
     if (!note.empty()) log.warn("select: run {} ({}): {}", r, run.dir, note);
-    run_notes.push_back({{"dir", run.dir}, {"frames", scores[r].size()}, {"note", note}});
+    summary.runs.push_back({run.dir, static_cast<std::int64_t>(scores[r].size()), note});
   }
 
   double lo = cfg.select.trust_lo, hi = cfg.select.trust_hi;
@@ -101,24 +101,19 @@ json select_stage(const LearnConfig& cfg, int iteration, const std::vector<Explo
       pick_candidates(candidates, systems, cfg.select.max_frames, cfg.select.min_distance,
                       cfg.seed * kSelectionSeedStride + static_cast<std::uint64_t>(iteration));
 
-  json summary{{"score", scorer.describe()},
-               {"reference_level", cfg.select.relative ? reference_level : 0.0},
-               {"trust_lo", lo},
-               {"trust_hi", hi},
-               {"explored", n.explored},
-               {"accurate", n.accurate},
-               {"candidate", n.candidate},
-               {"failed", n.failed},
-               {"candidate_fraction", n.candidate_fraction()},
-               {"runs", run_notes},
-               {"frames", json::array()}};
+  summary.score = scorer.describe();
+  summary.reference_level = cfg.select.relative ? reference_level : 0.0;
+  summary.trust_lo = lo;
+  summary.trust_hi = hi;
+  summary.explored = n.explored;
+  summary.accurate = n.accurate;
+  summary.candidate = n.candidate;
+  summary.failed = n.failed;
+  summary.candidate_fraction = n.candidate_fraction();
   for (const auto& p : picked) {
-    json f = frame_json(trajectories[p.run].frames, p.frame);
-    f["run"] = runs[p.run].dir;
-    f["start"] = runs[p.run].start;
-    f["step"] = trajectories[p.run].steps[static_cast<std::size_t>(p.frame)];
-    f["score"] = p.score;
-    summary["frames"].push_back(f);
+    summary.frames.push_back({frame_json(trajectories[p.run].frames, p.frame), runs[p.run].dir,
+                              runs[p.run].start, trajectories[p.run].steps[static_cast<std::size_t>(p.frame)],
+                              p.score});
   }
   // Every frame's score, for plots and for choosing a window.
   std::string table =

@@ -14,20 +14,18 @@
 #include "src/learn/Exploration.hpp"
 #include "src/learn/FrameScorer.hpp"
 #include "src/learn/LearnConfig.hpp"
+#include "src/learn/StageRecords.hpp"
 
 namespace deepkf {
 
 // Scores and picks the frames of `runs` into `dir`. The window is [trust_lo, trust_hi), or, with
 // select.relative, those times `reference_level`: when reference_level is 0 (the first selection) it is set
-// to the median score of these runs. Returns the summary:
-//   {"score", "reference_level", "trust_lo", "trust_hi", "explored", "accurate", "candidate", "failed",
-//    "candidate_fraction", "runs": [{"dir", "frames", "note"}], "frames": [frame_json(...) + run, step,
-//    score]}
+// to the median score of these runs. Returns the stage's record (StageRecords.hpp).
 // A failed run's frames are scored when its files allow; a run that finished but cannot be scored is an
 // error (DataError naming the file).
-nlohmann::json select_stage(const LearnConfig& cfg, int iteration, const std::vector<ExplorationRun>& runs,
-                            const FrameScorer& scorer, double& reference_level, const std::string& dir,
-                            spdlog::logger& log);
+SelectRecord select_stage(const LearnConfig& cfg, int iteration, const std::vector<ExplorationRun>& runs,
+                          const FrameScorer& scorer, double& reference_level, const std::string& dir,
+                          spdlog::logger& log);
 
 // Frame f of `system` as JSON (type_map, atom_types, coord, box; labels when the system has them), and back
 // (a one-frame System).
