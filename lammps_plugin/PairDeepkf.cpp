@@ -90,6 +90,13 @@ void PairDeepkf::allocate() {
 
 // pair_style deepkf MODEL [MODEL2 ...] [out_freq N] [out_file FILE] [atomic] [relative L] [relative_v L]
 void PairDeepkf::settings(int narg, char** arg) {
+  parse_settings(narg, arg);
+  choose_device_and_threads();
+  load_models();
+  open_deviation_file();
+}
+
+void PairDeepkf::parse_settings(int narg, char** arg) {
   if (narg < 1) error->all(FLERR, "illegal " + ps() + " command: expected at least one model file");
   model_paths_.clear();
   out_freq_ = 0;
@@ -143,7 +150,9 @@ void PairDeepkf::settings(int narg, char** arg) {
   }
   if (model_paths_.empty()) error->all(FLERR, "illegal " + ps() + " command: no model file given");
   if (model_paths_.size() > 1 && !out_freq_given) out_freq_ = 100;
+}
 
+void PairDeepkf::choose_device_and_threads() {
   // The GPU of this node-local rank when LibTorch sees one; else the CPU.
   MPI_Comm node;
   MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, comm->me, MPI_INFO_NULL, &node);
@@ -165,7 +174,9 @@ void PairDeepkf::settings(int narg, char** arg) {
   } else if (std::getenv("OMP_NUM_THREADS") == nullptr) {
     at::set_num_threads(deepkf::threads_per_rank(node_size));
   }
+}
 
+void PairDeepkf::load_models() {
   impl_->models.clear();
   cutoff_ = 0.0;
   for (const auto& path : model_paths_) {
@@ -180,6 +191,18 @@ void PairDeepkf::settings(int narg, char** arg) {
   }
   comm_reverse = 3 * static_cast<int>(impl_->models.size());
 
+  if (comm->me == 0) {
+    for (const auto& m : impl_->models) {
+      const auto& c = m.loaded.config;
+      utils::logmesg(lmp, ps() + ": " + m.path + ": types " + join(c.type_map) + ", rcut " +
+                              std::to_string(c.rcut) + " A, " + c.precision_name() + ", " +
+                              (m.loaded.model->compressed() ? "compressed, " : "") +
+                              (m.device.is_cuda() ? "cuda" : "cpu") + "\n");
+    }
+  }
+}
+
+void PairDeepkf::open_deviation_file() {
   if (out_ != nullptr) {
     std::fclose(static_cast<FILE*>(out_));
     out_ = nullptr;
@@ -190,16 +213,6 @@ void PairDeepkf::settings(int narg, char** arg) {
     std::fprintf(fp, "%s\n", deviation_header());
     std::fflush(fp);
     out_ = fp;
-  }
-
-  if (comm->me == 0) {
-    for (const auto& m : impl_->models) {
-      const auto& c = m.loaded.config;
-      utils::logmesg(lmp, ps() + ": " + m.path + ": types " + join(c.type_map) + ", rcut " +
-                              std::to_string(c.rcut) + " A, " + c.precision_name() + ", " +
-                              (m.loaded.model->compressed() ? "compressed, " : "") +
-                              (m.device.is_cuda() ? "cuda" : "cpu") + "\n");
-    }
   }
 }
 

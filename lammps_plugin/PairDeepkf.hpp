@@ -44,6 +44,15 @@ class PairDeepkf : public Pair {
  private:
   struct Impl;
   void allocate();
+  // settings() is parse -> device and threads -> models -> deviation file.
+  // The keywords and model files of the pair_style line (error->all naming a bad one).
+  void parse_settings(int narg, char** arg);
+  // The GPU of this node-local rank when LibTorch sees one, else the CPU; LibTorch's CPU threads.
+  void choose_device_and_threads();
+  // Loads every model file onto the device; the cutoff is the largest; one log line per model (rank 0).
+  void load_models();
+  // With several models, rank 0 opens out_file and writes its header.
+  void open_deviation_file();
   // error->one(msg) for a failure seen on this rank only, with the screen and log flushed on the way out:
   // LAMMPS built with exceptions aborts from main() without flushing them, which loses the message when
   // the output goes to a file.

@@ -22,8 +22,9 @@
 #include "src/data/Dataset.hpp"
 #include "src/model/Batch.hpp"
 #include "src/train/Checkpoint.hpp"
-#include "src/train/KalmanUncertainty.hpp"
+#include "src/train/CheckpointCovariance.hpp"
 #include "src/train/Optimizers.hpp"
+#include "src/uncertainty/KalmanUncertainty.hpp"
 
 namespace {
 

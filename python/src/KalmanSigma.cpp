@@ -5,7 +5,8 @@
 #include "optim/KalmanFilter.hpp"
 #include "src/core/Communicator.hpp"
 #include "src/data/FrameSource.hpp"
-#include "src/train/KalmanUncertainty.hpp"
+#include "src/train/CheckpointCovariance.hpp"
+#include "src/uncertainty/KalmanUncertainty.hpp"
 
 namespace deepkf::python {
 

@@ -8,7 +8,7 @@
 
 #include "src/eval/Potential.hpp"
 #include "src/train/Checkpoint.hpp"
-#include "src/train/UncertaintyCalibration.hpp"
+#include "src/uncertainty/UncertaintyCalibration.hpp"
 
 namespace deepkf {
 class KalmanFilter;

@@ -36,6 +36,54 @@ std::string species_text(const System& s, const SystemStatistics& st) {
   return out;
 }
 
+// The totals row of the summary, summed over the systems' rows.
+struct SummaryTotals {
+  std::int64_t frames = 0, atoms_max = 0, force_frames = 0, sampled = 0;
+  double sum = 0.0, fsum_sq = 0.0, fcomp = 0.0, fmax = 0.0;
+  double emin = INFINITY, emax = -INFINITY;
+  bool any_virial = false, all_virial = true, strided = false;
+  std::vector<std::int64_t> max_count;  // per type of the type map, sized by the caller
+
+  void add(const System& s, const SystemStatistics& st, const NeighborCensus& c) {
+    frames += s.nframes;
+    atoms_max = std::max(atoms_max, s.natoms);
+    sum += st.energy_mean * static_cast<double>(s.nframes);
+    emin = std::min(emin, st.energy_min);
+    emax = std::max(emax, st.energy_max);
+    fsum_sq += st.force_sum_sq;
+    fcomp += 3.0 * static_cast<double>(st.natoms * st.force_frames);
+    force_frames += st.force_frames;
+    fmax = std::max(fmax, st.force_max);
+    any_virial = any_virial || st.has_virial;
+    all_virial = all_virial && st.has_virial;
+    strided = strided || c.stride > 1;
+    sampled += c.frames_used;
+    for (std::size_t t = 0; t < max_count.size(); ++t) max_count[t] = std::max(max_count[t], c.max_count[t]);
+  }
+};
+
+// The totals row: mean E/atom over all frames and the population std about it, force rms, extremes.
+void print_totals(const Dataset& d, const SummaryTotals& t, std::size_t wname, std::size_t wspec) {
+  const double mean = t.sum / static_cast<double>(std::max<std::int64_t>(t.frames, 1));
+  double sum_sq_dev = 0.0;
+  for (const System& s : d.systems)
+    for (double e : s.energy) {
+      const double ea = e / static_cast<double>(s.natoms);
+      sum_sq_dev += (ea - mean) * (ea - mean);
+    }
+  const double std_total = std::sqrt(sum_sq_dev / static_cast<double>(std::max<std::int64_t>(t.frames, 1)));
+  const double frms = t.fcomp > 0.0 ? std::sqrt(t.fsum_sq / t.fcomp) : 0.0;
+  const std::string total_name = fmt::format("total ({} systems)", d.systems.size());
+  fmt::print(
+      "{:<{}}  {:>7} {:>6}  {:<{}}  {:>14.6f} {:>10.6f} {:>14.6f} {:>14.6f}  {:>9.4f} {:>9.4f}  {:>6}  {}\n",
+      total_name, wname, t.frames, fmt::format("<={}", t.atoms_max), "", wspec, mean, std_total, t.emin,
+      t.emax, frms, t.fmax,
+      t.all_virial   ? "yes"
+      : t.any_virial ? "some"
+                     : "no",
+      fmt::join(t.max_count, " "));
+}
+
 void print_summary(const SummaryOptions& o) {
   if (!(o.rcut > 0.0)) throw ConfigError(fmt::format("--rcut must be positive, got {}", o.rcut));
   if (o.max_frames < 1)
@@ -65,11 +113,8 @@ void print_summary(const SummaryOptions& o) {
   fmt::print("{:<{}}  {:>7} {:>6}  {:<{}}  {:>14} {:>10} {:>14} {:>14}  {:>9} {:>9}  {:>6}\n", "", wname, "",
              "", "", wspec, "(eV)", "(eV)", "(eV)", "(eV)", "(eV/A)", "(eV/A)", "");
 
-  std::int64_t frames = 0, atoms_max = 0, force_frames = 0, sampled = 0;
-  double sum = 0.0, sum_sq_dev_total = 0.0, fsum_sq = 0.0, fcomp = 0.0, fmax = 0.0;
-  double emin = INFINITY, emax = -INFINITY;
-  bool any_virial = false, all_virial = true, strided = false;
-  std::vector<std::int64_t> total_count(static_cast<std::size_t>(ntypes), 0);
+  SummaryTotals totals;
+  totals.max_count.assign(static_cast<std::size_t>(ntypes), 0);
   for (std::size_t i = 0; i < d.systems.size(); ++i) {
     const System& s = d.systems[i];
     const SystemStatistics& st = stats[i];
@@ -80,56 +125,24 @@ void print_summary(const SummaryOptions& o) {
         s.source, wname, s.nframes, s.natoms, species_text(s, st), wspec, st.energy_mean, st.energy_std,
         st.energy_min, st.energy_max, st.force_rms(), st.force_max, st.has_virial ? "yes" : "no",
         fmt::join(c.max_count, " "), c.stride > 1 ? fmt::format(" (frame stride {})", c.stride) : "");
-    frames += s.nframes;
-    atoms_max = std::max(atoms_max, s.natoms);
-    sum += st.energy_mean * static_cast<double>(s.nframes);
-    emin = std::min(emin, st.energy_min);
-    emax = std::max(emax, st.energy_max);
-    fsum_sq += st.force_sum_sq;
-    fcomp += 3.0 * static_cast<double>(st.natoms * st.force_frames);
-    force_frames += st.force_frames;
-    fmax = std::max(fmax, st.force_max);
-    any_virial = any_virial || st.has_virial;
-    all_virial = all_virial && st.has_virial;
-    strided = strided || c.stride > 1;
-    sampled += c.frames_used;
-    for (std::size_t t = 0; t < total_count.size(); ++t)
-      total_count[t] = std::max(total_count[t], c.max_count[t]);
+    totals.add(s, st, c);
   }
-  // Total energy statistics over all frames: mean of E/atom, std about that mean.
-  const double mean = sum / static_cast<double>(std::max<std::int64_t>(frames, 1));
-  for (std::size_t i = 0; i < d.systems.size(); ++i)
-    for (double e : d.systems[i].energy) {
-      const double ea = e / static_cast<double>(d.systems[i].natoms);
-      sum_sq_dev_total += (ea - mean) * (ea - mean);
-    }
-  const double std_total =
-      std::sqrt(sum_sq_dev_total / static_cast<double>(std::max<std::int64_t>(frames, 1)));
-  const double frms = fcomp > 0.0 ? std::sqrt(fsum_sq / fcomp) : 0.0;
-  const std::string total_name = fmt::format("total ({} systems)", d.systems.size());
-  fmt::print(
-      "{:<{}}  {:>7} {:>6}  {:<{}}  {:>14.6f} {:>10.6f} {:>14.6f} {:>14.6f}  {:>9.4f} {:>9.4f}  {:>6}  {}\n",
-      total_name, wname, frames, fmt::format("<={}", atoms_max), "", wspec, mean, std_total, emin, emax, frms,
-      fmax,
-      all_virial   ? "yes"
-      : any_virial ? "some"
-                   : "no",
-      fmt::join(total_count, " "));
+  print_totals(d, totals, wname, wspec);
 
   fmt::print("\nforce rms over {} frames with non-zero forces; std is the population standard deviation.\n",
-             force_frames);
-  fmt::print("neighbour counts within {} A from {} of {} frames{}.\n", o.rcut, sampled, frames,
-             strided
+             totals.force_frames);
+  fmt::print("neighbour counts within {} A from {} of {} frames{}.\n", o.rcut, totals.sampled, totals.frames,
+             totals.strided
                  ? fmt::format(" (systems over {} frames sampled with a stride: use --max-frames to change)",
                                o.max_frames)
                  : " (all frames)");
-  fmt::print("auto sel ({}): {}\n", fmt::join(d.type_map, " "), fmt::join(auto_sel(total_count), " "));
+  fmt::print("auto sel ({}): {}\n", fmt::join(d.type_map, " "), fmt::join(auto_sel(totals.max_count), " "));
   for (const auto& w : d.warnings) fmt::print("warning: {}\n", w);
   // Last: every frame in the files was read (a plain count of the stored frames, independent of the readers).
   std::int64_t found = 0;
   for (const auto& p : o.paths) found += count_frames_found(p);
-  fmt::print("frames read: {} of {} found in the files{}\n", frames, found,
-             frames == found ? "" : fmt::format(" ({} not read)", found - frames));
+  fmt::print("frames read: {} of {} found in the files{}\n", totals.frames, found,
+             totals.frames == found ? "" : fmt::format(" ({} not read)", found - totals.frames));
 }
 
 }  // namespace

@@ -16,8 +16,8 @@
 #include "src/core/AtomicFile.hpp"
 #include "src/core/Error.hpp"
 #include "src/data/FrameInputs.hpp"
-#include "src/eval/EnsembleDeviation.hpp"
 #include "src/model/ModelFile.hpp"
+#include "src/uncertainty/EnsembleDeviation.hpp"
 
 namespace deepkf::cli {
 namespace {

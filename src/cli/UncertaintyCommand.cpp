@@ -21,11 +21,12 @@
 #include "src/core/Together.hpp"
 #include "src/data/Dataset.hpp"
 #include "src/data/FrameInputs.hpp"
-#include "src/eval/EnsembleDeviation.hpp"
-#include "src/eval/UncertaintyTable.hpp"
 #include "src/model/ModelFile.hpp"
-#include "src/train/KalmanUncertainty.hpp"
-#include "src/train/UncertaintyCalibration.hpp"
+#include "src/train/CheckpointCovariance.hpp"
+#include "src/uncertainty/EnsembleDeviation.hpp"
+#include "src/uncertainty/KalmanUncertainty.hpp"
+#include "src/uncertainty/UncertaintyCalibration.hpp"
+#include "src/uncertainty/UncertaintyTable.hpp"
 
 namespace deepkf::cli {
 namespace {
@@ -89,8 +90,7 @@ std::string calibration_report(const UncertaintyCalibration& c, const std::strin
          "factors on labelled frames\n";
 }
 
-void run_uncertainty(const UncertaintyArgs& args, const std::shared_ptr<Communicator>& comm) {
-  set_torch_threads(args.threads);
+void check_arguments(const UncertaintyArgs& args) {
   if (args.checkpoint.empty() && args.models.empty())
     throw ConfigError(
         "give a checkpoint (-c, for the Kalman uncertainty) and/or model files (-m, two or more, for "
@@ -99,6 +99,81 @@ void run_uncertainty(const UncertaintyArgs& args, const std::shared_ptr<Communic
     throw ConfigError("--calibrate-on calibrates the Kalman uncertainty of a checkpoint: give one with -c");
   if (args.models.size() == 1)
     throw ConfigError("one model file given with -m: an ensemble's deviation needs at least two");
+}
+
+// One row per frame of every set, in order, with where the frame comes from.
+std::vector<UncertaintyRow> frame_rows(const FrameInputs& frames) {
+  std::vector<UncertaintyRow> rows;
+  for (std::size_t s = 0; s < frames.sets.size(); ++s) {
+    for (std::size_t f = 0; f < frames.sets[s].frames.size(); ++f) {
+      UncertaintyRow r;
+      r.system = frames.sets[s].info().source;
+      r.frame = static_cast<std::int64_t>(f);
+      r.timestep = frames.timesteps[s].empty() ? -1 : frames.timesteps[s][f];
+      r.natoms = frames.sets[s].info().natoms;
+      rows.push_back(r);
+    }
+  }
+  return rows;
+}
+
+// The Kalman sigma of every row (and the errors of the checkpoint's model); returns the report's lines.
+// Sets `calibrated` when the force sigma is in eV/A. Collective.
+std::string kalman_columns(const UncertaintyArgs& args, const LoadedCheckpoint& ckpt, KalmanFilter& filter,
+                           const std::vector<std::string>& types, const UncertaintyOptions& options,
+                           const FrameInputs& frames, std::vector<UncertaintyRow>& rows, bool& calibrated,
+                           Communicator& comm) {
+  const auto [calibration, origin_line] = choose_calibration(args, ckpt, filter, types, options, comm);
+  const auto scored = score_frames(ckpt.model, filter, frames.sets, options, comm);
+  calibrated = calibration.has_force();
+  for (std::size_t k = 0; k < rows.size(); ++k) {
+    const FrameScore& score = scored.frames[k];
+    const FrameSigma sigma = frame_sigma(score, calibration);
+    rows[k].sigma_e = sigma.sigma_e;
+    rows[k].sigma_f_max = sigma.sigma_f_max;
+    rows[k].sigma_f_mean = sigma.sigma_f_mean;
+    rows[k].sigma_f_rms = sigma.sigma_f_rms;
+    rows[k].err_e = score.err_e;
+    rows[k].err_f_rmse = score.err_f_rmse;
+    rows[k].err_f_max = score.err_f_max;
+  }
+  std::string report = calibration_report(calibration, origin_line);
+  const auto [r_e, r_f] = error_to_sigma_ratio(scored.frames, calibration);
+  if (std::isfinite(r_e) || std::isfinite(r_f))
+    report += fmt::format(
+        "rms error / rms sigma on these frames (1: sigma has the errors' level): energy {:.3g}, "
+        "scored force components {:.3g}\n",
+        r_e, r_f);
+  const auto& c = scored.cost;
+  report += fmt::format(
+      "cost on rank 0: {} frames, {} backward passes ({:.1f} ms each), {} passes over P ({:.2f} s); {:.3f} s "
+      "per frame\n",
+      c.frames, c.backward_passes, 1e3 * c.gradient_seconds / std::max<double>(1.0, c.backward_passes),
+      c.covariance_passes, c.covariance_seconds,
+      (c.gradient_seconds + c.covariance_seconds) / std::max<double>(1.0, c.frames));
+  return report;
+}
+
+// The ensemble's deviation of every row (and, without a checkpoint, the first model's errors); returns the
+// report's line.
+std::string ensemble_columns(const std::vector<LoadedModel>& models, const FrameInputs& frames,
+                             double relative, bool kalman, std::vector<UncertaintyRow>& rows) {
+  const auto start = std::chrono::steady_clock::now();
+  const auto ensemble = ensemble_deviation(models, frames.sets, DeviationOptions{relative});
+  for (std::size_t k = 0; k < rows.size(); ++k) {
+    rows[k].deviation = ensemble[k].deviation;
+    if (kalman) continue;  // the errors are those of the checkpoint's model
+    rows[k].err_e = ensemble[k].errors.energy;
+    rows[k].err_f_rmse = ensemble[k].errors.force_rmse;
+    rows[k].err_f_max = ensemble[k].errors.force_max;
+  }
+  return fmt::format("ensemble of {} models: {:.2f} s\n", models.size(),
+                     std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+}
+
+void run_uncertainty(const UncertaintyArgs& args, const std::shared_ptr<Communicator>& comm) {
+  set_torch_threads(args.threads);
+  check_arguments(args);
   UncertaintyOptions options;
   options.force_atoms = parse_force_atoms(args.force_atoms);
   options.seed = args.seed;
@@ -120,64 +195,16 @@ void run_uncertainty(const UncertaintyArgs& args, const std::shared_ptr<Communic
   together(*comm, [&] { frames = open_frames(args.systems, args.type_map, types, origin); });
 
   std::string report;
-  std::vector<UncertaintyRow> rows;
-  for (std::size_t s = 0; s < frames.sets.size(); ++s) {
-    for (std::size_t f = 0; f < frames.sets[s].frames.size(); ++f) {
-      UncertaintyRow r;
-      r.system = frames.sets[s].info().source;
-      r.frame = static_cast<std::int64_t>(f);
-      r.timestep = frames.timesteps[s].empty() ? -1 : frames.timesteps[s][f];
-      r.natoms = frames.sets[s].info().natoms;
-      rows.push_back(r);
-    }
-  }
+  std::vector<UncertaintyRow> rows = frame_rows(frames);
   UncertaintyColumns columns;
   bool calibrated = false;  // the force sigma is in eV/A
   if (kalman) {
-    const auto [calibration, origin_line] = choose_calibration(args, ckpt, *filter, types, options, *comm);
-    const auto scored = score_frames(ckpt.model, *filter, frames.sets, options, *comm);
+    report += kalman_columns(args, ckpt, *filter, types, options, frames, rows, calibrated, *comm);
     columns.kalman = true;
-    calibrated = calibration.has_force();
-    for (std::size_t k = 0; k < rows.size(); ++k) {
-      const FrameScore& score = scored.frames[k];
-      const FrameSigma sigma = frame_sigma(score, calibration);
-      rows[k].sigma_e = sigma.sigma_e;
-      rows[k].sigma_f_max = sigma.sigma_f_max;
-      rows[k].sigma_f_mean = sigma.sigma_f_mean;
-      rows[k].sigma_f_rms = sigma.sigma_f_rms;
-      rows[k].err_e = score.err_e;
-      rows[k].err_f_rmse = score.err_f_rmse;
-      rows[k].err_f_max = score.err_f_max;
-    }
-    report += calibration_report(calibration, origin_line);
-    const auto [r_e, r_f] = error_to_sigma_ratio(scored.frames, calibration);
-    if (std::isfinite(r_e) || std::isfinite(r_f))
-      report += fmt::format(
-          "rms error / rms sigma on these frames (1: sigma has the errors' level): energy {:.3g}, "
-          "scored force components {:.3g}\n",
-          r_e, r_f);
-    const auto& c = scored.cost;
-    report += fmt::format(
-        "cost on rank 0: {} frames, {} backward passes ({:.1f} ms each), {} passes over P ({:.2f} s); {:.3f} "
-        "s "
-        "per frame\n",
-        c.frames, c.backward_passes, 1e3 * c.gradient_seconds / std::max<double>(1.0, c.backward_passes),
-        c.covariance_passes, c.covariance_seconds,
-        (c.gradient_seconds + c.covariance_seconds) / std::max<double>(1.0, c.frames));
   }
   if (!models.empty() && root) {
-    const auto start = std::chrono::steady_clock::now();
-    const auto ensemble = ensemble_deviation(models, frames.sets, DeviationOptions{args.relative});
+    report += ensemble_columns(models, frames, args.relative, kalman, rows);
     columns.ensemble = true;
-    for (std::size_t k = 0; k < rows.size(); ++k) {
-      rows[k].deviation = ensemble[k].deviation;
-      if (kalman) continue;  // the errors are those of the checkpoint's model
-      rows[k].err_e = ensemble[k].errors.energy;
-      rows[k].err_f_rmse = ensemble[k].errors.force_rmse;
-      rows[k].err_f_max = ensemble[k].errors.force_max;
-    }
-    report += fmt::format("ensemble of {} models: {:.2f} s\n", models.size(),
-                          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
   if (!root) return;
   for (const auto& r : rows)

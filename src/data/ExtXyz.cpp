@@ -106,19 +106,12 @@ struct Group {
   std::vector<Frame> frames;
 };
 
-Frame parse_frame(std::ifstream& in, const std::string& path, std::int64_t& lineno, std::int64_t natoms) {
-  Frame fr;
-  fr.line = lineno;
-  std::string comment;
-  if (!std::getline(in, comment))
-    throw DataError(fmt::format("{} line {}: file ends before the comment line of a {}-atom frame", path,
-                                lineno + 1, natoms));
-  ++lineno;
-  const std::string cwhere = fmt::format("{} line {}", path, lineno);
-  auto kv = parse_comment(comment, cwhere);
+// Where the columns of an atom line are, from the comment's Properties (name:type:ncols triples).
+struct Columns {
+  int count = 0, species = -1, pos = -1, force = -1;  // -1: absent
+};
 
-  // Properties: name:type:ncols triples.
-  const std::string props = kv.count("properties") ? kv["properties"] : "species:S:1:pos:R:3";
+Columns parse_properties(const std::string& props, const std::string& cwhere) {
   std::vector<std::string> parts;
   {
     std::string part;
@@ -127,7 +120,7 @@ Frame parse_frame(std::ifstream& in, const std::string& path, std::int64_t& line
   }
   if (parts.size() % 3 != 0)
     throw DataError(fmt::format("{}: Properties '{}' is not a list of name:type:ncols", cwhere, props));
-  int ncols = 0, col_species = -1, col_pos = -1, col_force = -1;
+  Columns c;
   std::size_t force_rank = std::size(kForceColumns);  // priority of the force column taken so far
   for (std::size_t p = 0; p < parts.size(); p += 3) {
     const std::string name = lower(parts[p]);
@@ -135,25 +128,24 @@ Frame parse_frame(std::ifstream& in, const std::string& path, std::int64_t& line
     if (width <= 0)
       throw DataError(
           fmt::format("{}: Properties entry '{}' has bad width '{}'", cwhere, parts[p], parts[p + 2]));
-    if (name == "species") col_species = ncols;
-    if (name == "pos" && width == 3) col_pos = ncols;
+    if (name == "species") c.species = c.count;
+    if (name == "pos" && width == 3) c.pos = c.count;
     const std::size_t rank = static_cast<std::size_t>(
         std::find(std::begin(kForceColumns), std::end(kForceColumns), name) - std::begin(kForceColumns));
     if (width == 3 && rank < force_rank) {
-      col_force = ncols;
+      c.force = c.count;
       force_rank = rank;
     }
-    ncols += width;
+    c.count += width;
   }
-  if (col_species < 0 || col_pos < 0)
+  if (c.species < 0 || c.pos < 0)
     throw DataError(fmt::format("{}: Properties '{}' lacks species:S:1 or pos:R:3", cwhere, props));
+  return c;
+}
 
-  const std::string energy_key = first_key(kv, kEnergyKeys);
-  if (energy_key.empty())
-    throw DataError(fmt::format("{}: frame has no energy= key (nor REF_energy= or DFT_energy=)", cwhere));
-  fr.energy = parse_number(kv[energy_key], cwhere, energy_key);
-
-  bool has_lattice = kv.count("lattice") > 0;
+// The frame's periodicity and Lattice, and its virial (given, or from a stress times the volume).
+void read_cell_and_virial(std::map<std::string, std::string>& kv, const std::string& cwhere, Frame& fr) {
+  const bool has_lattice = kv.count("lattice") > 0;
   std::vector<bool> pbc(3, has_lattice);
   if (kv.count("pbc")) {
     const auto w = split_words(kv["pbc"]);
@@ -188,10 +180,30 @@ Frame parse_frame(std::ifstream& in, const std::string& path, std::int64_t& line
     fr.virial.resize(9);
     for (int k = 0; k < 9; ++k) fr.virial[k] = -s[k] * volume;
   }
+}
+
+Frame parse_frame(std::ifstream& in, const std::string& path, std::int64_t& lineno, std::int64_t natoms) {
+  Frame fr;
+  fr.line = lineno;
+  std::string comment;
+  if (!std::getline(in, comment))
+    throw DataError(fmt::format("{} line {}: file ends before the comment line of a {}-atom frame", path,
+                                lineno + 1, natoms));
+  ++lineno;
+  const std::string cwhere = fmt::format("{} line {}", path, lineno);
+  auto kv = parse_comment(comment, cwhere);
+  const std::string props = kv.count("properties") ? kv["properties"] : "species:S:1:pos:R:3";
+  const Columns col = parse_properties(props, cwhere);
+
+  const std::string energy_key = first_key(kv, kEnergyKeys);
+  if (energy_key.empty())
+    throw DataError(fmt::format("{}: frame has no energy= key (nor REF_energy= or DFT_energy=)", cwhere));
+  fr.energy = parse_number(kv[energy_key], cwhere, energy_key);
+  read_cell_and_virial(kv, cwhere, fr);
 
   fr.species.reserve(static_cast<std::size_t>(natoms));
   fr.coord.reserve(static_cast<std::size_t>(3 * natoms));
-  if (col_force >= 0) fr.force.reserve(static_cast<std::size_t>(3 * natoms));
+  if (col.force >= 0) fr.force.reserve(static_cast<std::size_t>(3 * natoms));
   std::string line;
   for (std::int64_t a = 0; a < natoms; ++a) {
     if (!std::getline(in, line))
@@ -200,15 +212,15 @@ Frame parse_frame(std::ifstream& in, const std::string& path, std::int64_t& line
     ++lineno;
     const std::string where = fmt::format("{} line {}", path, lineno);
     const auto cols = split_words(line);
-    if (static_cast<int>(cols.size()) < ncols)
+    if (static_cast<int>(cols.size()) < col.count)
       throw DataError(fmt::format("{}: atom line has {} columns, Properties '{}' needs {}", where,
-                                  cols.size(), props, ncols));
-    fr.species.push_back(cols[static_cast<std::size_t>(col_species)]);
+                                  cols.size(), props, col.count));
+    fr.species.push_back(cols[static_cast<std::size_t>(col.species)]);
     for (int k = 0; k < 3; ++k)
-      fr.coord.push_back(parse_number(cols[static_cast<std::size_t>(col_pos + k)], where, "pos"));
-    if (col_force >= 0)
+      fr.coord.push_back(parse_number(cols[static_cast<std::size_t>(col.pos + k)], where, "pos"));
+    if (col.force >= 0)
       for (int k = 0; k < 3; ++k)
-        fr.force.push_back(parse_number(cols[static_cast<std::size_t>(col_force + k)], where, "force"));
+        fr.force.push_back(parse_number(cols[static_cast<std::size_t>(col.force + k)], where, "force"));
   }
   return fr;
 }

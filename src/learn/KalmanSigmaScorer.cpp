@@ -8,6 +8,7 @@
 #include "src/data/Dataset.hpp"
 #include "src/data/FrameSource.hpp"
 #include "src/geometry/NeighborList.hpp"
+#include "src/train/CheckpointCovariance.hpp"
 
 namespace deepkf {
 

@@ -13,7 +13,7 @@
 #include "optim/KalmanFilter.hpp"
 #include "src/learn/FrameScorer.hpp"
 #include "src/train/Checkpoint.hpp"
-#include "src/train/UncertaintyCalibration.hpp"
+#include "src/uncertainty/UncertaintyCalibration.hpp"
 
 namespace deepkf {
 

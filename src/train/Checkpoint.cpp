@@ -177,6 +177,101 @@ void CheckpointWriter::commit() {
   file_.commit();
 }
 
+namespace {
+
+// One covariance block's place in a streamed checkpoint: n (the block's size), its offset in the covariance
+// section and its checksum (empty before format 4).
+struct BlockEntry {
+  std::int64_t n, offset;
+  std::string crc;
+};
+
+// The header of a streamed checkpoint (formats 2 to 4), checked against the file's size.
+struct StreamHeader {
+  std::uint64_t length = 0;        // the header's bytes
+  std::uint64_t archive_size = 0;  // the LibTorch archive's bytes, after the header
+  std::string archive_crc;         // empty before format 4
+  torch::ScalarType dtype = torch::kFloat64;
+  bool packed = false;  // format 3 on: "packed_upper" triangles; format 2: dense blocks
+  std::vector<BlockEntry> blocks;
+
+  std::uint64_t base() const { return 16 + length + archive_size; }  // the covariance section
+  // Values of a block of size n in the file.
+  std::int64_t count(std::int64_t n) const { return packed ? n * (n + 1) / 2 : n * n; }
+};
+
+// Reads and checks the header that follows the magic; `f` is left at the archive.
+StreamHeader read_stream_header(const std::string& path, std::FILE* f, std::uint64_t file_size) {
+  StreamHeader h;
+  unsigned char length_bytes[8];
+  if (std::fread(length_bytes, 1, 8, f) != 8) corrupt(path, "no header length");
+  h.length = from_little_endian(length_bytes);
+  if (file_size < 16 || h.length > file_size - 16)
+    corrupt(path, "header length " + std::to_string(h.length) + " beyond the file's end");
+  std::string text(h.length, '\0');
+  if (std::fread(text.data(), 1, h.length, f) != h.length) corrupt(path, "short header");
+  std::string layout;
+  try {
+    const nlohmann::json header = nlohmann::json::parse(text);
+    h.archive_size = header.at("archive_bytes").get<std::uint64_t>();
+    h.dtype = header.at("covariance").at("dtype").get<std::string>() == "float32" ? torch::kFloat32
+                                                                                  : torch::kFloat64;
+    layout = header.at("covariance").value("layout", std::string("dense"));
+    h.archive_crc = header.value("archive_crc32", std::string());
+    for (const auto& b : header.at("covariance").at("blocks"))
+      h.blocks.push_back({b.at(0).get<std::int64_t>(), b.at(1).get<std::int64_t>(),
+                          b.size() > 2 ? b.at(2).get<std::string>() : std::string()});
+  } catch (const std::exception& e) {
+    corrupt(path, std::string("bad header: ") + e.what());
+  }
+  if (layout != "dense" && layout != "packed_upper")
+    corrupt(path, "unknown covariance layout '" + layout + "' in the header");
+  h.packed = layout == "packed_upper";
+  if (h.archive_size > file_size - 16 - h.length)
+    corrupt(path, "archive of " + std::to_string(h.archive_size) + " bytes beyond the file's end");
+  const auto elem = static_cast<std::uint64_t>(c10::elementSize(h.dtype));
+  std::uint64_t end = h.base();
+  for (const auto& [n, offset, crc] : h.blocks) {
+    if (n < 0 || offset < 0) corrupt(path, "negative block size or offset in the header");
+    // Compared in double first: a damaged n must not overflow the products below.
+    const double values = h.packed ? 0.5 * static_cast<double>(n) * static_cast<double>(n + 1)
+                                   : static_cast<double>(n) * static_cast<double>(n);
+    if (values * static_cast<double>(elem) + static_cast<double>(offset) > static_cast<double>(file_size))
+      corrupt(path, "covariance block of size " + std::to_string(n) + " at offset " + std::to_string(offset) +
+                        " beyond the file's end");
+    end = std::max(
+        end, h.base() + static_cast<std::uint64_t>(offset) + static_cast<std::uint64_t>(h.count(n)) * elem);
+  }
+  if (end > file_size)
+    corrupt(path, "the file has " + std::to_string(file_size) + " bytes, its header describes " +
+                      std::to_string(end));
+  return h;
+}
+
+// Reads block i from the file when asked (LoadedCheckpoint::covariance_block), checking its checksum.
+std::function<torch::Tensor(std::int64_t)> block_reader(const std::string& path, const StreamHeader& h) {
+  return [path, h](std::int64_t i) {
+    if (i < 0 || i >= static_cast<std::int64_t>(h.blocks.size()))
+      throw ModelError("checkpoint '" + path + "' has " + std::to_string(h.blocks.size()) +
+                       " covariance blocks, block " + std::to_string(i) + " was asked for");
+    const auto& [n, offset, crc] = h.blocks[static_cast<std::size_t>(i)];
+    const auto options = torch::TensorOptions().dtype(h.dtype);
+    auto block = h.packed ? torch::empty({h.count(n)}, options) : torch::empty({n, n}, options);
+    FilePtr in(std::fopen(path.c_str(), "rb"));
+    const auto nbytes = static_cast<std::size_t>(h.count(n)) * c10::elementSize(h.dtype);
+    if (!in ||
+        std::fseek(in.get(), static_cast<long>(h.base() + static_cast<std::uint64_t>(offset)), SEEK_SET) !=
+            0 ||
+        std::fread(block.data_ptr(), 1, nbytes, in.get()) != nbytes)
+      corrupt(path, "cannot read covariance block " + std::to_string(i));
+    if (!crc.empty() && crc32_hex(block.data_ptr(), nbytes) != crc)
+      corrupt(path, "covariance block " + std::to_string(i) + " does not match its checksum");
+    return block;
+  };
+}
+
+}  // namespace
+
 LoadedCheckpoint read_checkpoint(const std::string& path, torch::Device device) {
   if (!std::filesystem::is_regular_file(path)) throw ModelError("checkpoint '" + path + "' does not exist");
   LoadedCheckpoint out;
@@ -196,64 +291,11 @@ LoadedCheckpoint read_checkpoint(const std::string& path, torch::Device device) 
     read_archive(archive, path, device, out);
     return out;
   }
-  const auto file_size = static_cast<std::uint64_t>(std::filesystem::file_size(path));
-  unsigned char length_bytes[8];
-  if (std::fread(length_bytes, 1, 8, f.get()) != 8) corrupt(path, "no header length");
-  const std::uint64_t length = from_little_endian(length_bytes);
-  if (file_size < 16 || length > file_size - 16)
-    corrupt(path, "header length " + std::to_string(length) + " beyond the file's end");
-  std::string text(length, '\0');
-  if (std::fread(text.data(), 1, length, f.get()) != length) corrupt(path, "short header");
-  nlohmann::json header;
-  std::uint64_t archive_size = 0;
-  struct BlockEntry {
-    std::int64_t n, offset;
-    std::string crc;  // empty before format 4
-  };
-  std::vector<BlockEntry> blocks;
-  std::string archive_crc;  // empty before format 4
-  torch::ScalarType dtype = torch::kFloat64;
-  std::string layout;  // format 3: "packed_upper" triangles; format 2: dense blocks
-  try {
-    header = nlohmann::json::parse(text);
-    archive_size = header.at("archive_bytes").get<std::uint64_t>();
-    dtype = header.at("covariance").at("dtype").get<std::string>() == "float32" ? torch::kFloat32
-                                                                                : torch::kFloat64;
-    layout = header.at("covariance").value("layout", std::string("dense"));
-    archive_crc = header.value("archive_crc32", std::string());
-    for (const auto& b : header.at("covariance").at("blocks"))
-      blocks.push_back({b.at(0).get<std::int64_t>(), b.at(1).get<std::int64_t>(),
-                        b.size() > 2 ? b.at(2).get<std::string>() : std::string()});
-  } catch (const std::exception& e) {
-    corrupt(path, std::string("bad header: ") + e.what());
-  }
-  if (layout != "dense" && layout != "packed_upper")
-    corrupt(path, "unknown covariance layout '" + layout + "' in the header");
-  const bool packed = layout == "packed_upper";
-  if (archive_size > file_size - 16 - length)
-    corrupt(path, "archive of " + std::to_string(archive_size) + " bytes beyond the file's end");
-  const auto elem = static_cast<std::uint64_t>(c10::elementSize(dtype));
-  const std::uint64_t base = 16 + length + archive_size;  // the covariance section
-  std::uint64_t end = base;
-  // Values of block i in the file.
-  auto count = [packed](std::int64_t n) { return packed ? n * (n + 1) / 2 : n * n; };
-  for (const auto& [n, offset, crc] : blocks) {
-    if (n < 0 || offset < 0) corrupt(path, "negative block size or offset in the header");
-    // Compared in double first: a damaged n must not overflow the products below.
-    const double values = packed ? 0.5 * static_cast<double>(n) * static_cast<double>(n + 1)
-                                 : static_cast<double>(n) * static_cast<double>(n);
-    if (values * static_cast<double>(elem) + static_cast<double>(offset) > static_cast<double>(file_size))
-      corrupt(path, "covariance block of size " + std::to_string(n) + " at offset " + std::to_string(offset) +
-                        " beyond the file's end");
-    end = std::max(end,
-                   base + static_cast<std::uint64_t>(offset) + static_cast<std::uint64_t>(count(n)) * elem);
-  }
-  if (end > file_size)
-    corrupt(path, "the file has " + std::to_string(file_size) + " bytes, its header describes " +
-                      std::to_string(end));
-  std::string bytes(archive_size, '\0');
-  if (std::fread(bytes.data(), 1, archive_size, f.get()) != archive_size) corrupt(path, "short archive");
-  if (!archive_crc.empty() && crc32_hex(bytes) != archive_crc)
+  const StreamHeader h =
+      read_stream_header(path, f.get(), static_cast<std::uint64_t>(std::filesystem::file_size(path)));
+  std::string bytes(h.archive_size, '\0');
+  if (std::fread(bytes.data(), 1, h.archive_size, f.get()) != h.archive_size) corrupt(path, "short archive");
+  if (!h.archive_crc.empty() && crc32_hex(bytes) != h.archive_crc)
     corrupt(path, "the model, optimizer state and run record do not match their checksum");
   try {
     archive.load_from(bytes.data(), bytes.size(), device);
@@ -261,26 +303,8 @@ LoadedCheckpoint read_checkpoint(const std::string& path, torch::Device device) 
     corrupt(path, first_line(e.what()));
   }
   read_archive(archive, path, device, out);
-  out.covariance_blocks = static_cast<std::int64_t>(blocks.size());
-  if (!blocks.empty()) {
-    out.covariance_block = [path, blocks, dtype, elem, base, packed, count](std::int64_t i) {
-      if (i < 0 || i >= static_cast<std::int64_t>(blocks.size()))
-        throw ModelError("checkpoint '" + path + "' has " + std::to_string(blocks.size()) +
-                         " covariance blocks, block " + std::to_string(i) + " was asked for");
-      const auto& [n, offset, crc] = blocks[static_cast<std::size_t>(i)];
-      auto block = packed ? torch::empty({count(n)}, torch::TensorOptions().dtype(dtype))
-                          : torch::empty({n, n}, torch::TensorOptions().dtype(dtype));
-      FilePtr in(std::fopen(path.c_str(), "rb"));
-      const auto nbytes = static_cast<std::size_t>(count(n)) * elem;
-      if (!in ||
-          std::fseek(in.get(), static_cast<long>(base + static_cast<std::uint64_t>(offset)), SEEK_SET) != 0 ||
-          std::fread(block.data_ptr(), 1, nbytes, in.get()) != nbytes)
-        corrupt(path, "cannot read covariance block " + std::to_string(i));
-      if (!crc.empty() && crc32_hex(block.data_ptr(), nbytes) != crc)
-        corrupt(path, "covariance block " + std::to_string(i) + " does not match its checksum");
-      return block;
-    };
-  }
+  out.covariance_blocks = static_cast<std::int64_t>(h.blocks.size());
+  if (!h.blocks.empty()) out.covariance_block = block_reader(path, h);
   return out;
 }
 

@@ -24,15 +24,42 @@ nlohmann::json noise_json(double rho) {
 // A share as the input writes it: "none" (0) or the value.
 nlohmann::json share_json(double s) { return s > 0.0 ? nlohmann::json(s) : nlohmann::json("none"); }
 
-}  // namespace
-
-const std::vector<OptionKey>& RlekfSettings::keys() {
-  static const std::vector<OptionKey> all = keys_read_by(&RlekfSettings::read);
-  return all;
+// A noise: a positive number, "auto" (0: chosen from the first batches) or "none" (1).
+double read_noise(const OptimizerInput& in, const std::string& key) {
+  const auto v = in.get<nlohmann::json>(
+      filter_key(key), nlohmann::json("none"),
+      [](const nlohmann::json& x) {
+        return x == "auto" || x == "none" ||
+               (x.is_number() && x.get<double>() > 0.0 && std::isfinite(x.get<double>()));
+      },
+      "must be a positive number, \"auto\" or \"none\"");
+  return v == "auto" ? 0.0 : v == "none" ? 1.0 : v.get<double>();
 }
 
-RlekfSettings RlekfSettings::read(const OptimizerInput& in) {
-  RlekfSettings s;
+// A share of an error an update removes: a number in (0, 1), or "none" (0).
+double read_share(const OptimizerInput& in, const std::string& key) {
+  const auto v = in.get<nlohmann::json>(
+      filter_key(key), nlohmann::json("none"),
+      [](const nlohmann::json& x) {
+        return x == "none" || (x.is_number() && x.get<double>() > 0.0 && x.get<double>() < 1.0);
+      },
+      "must be a number in (0, 1) or \"none\"");
+  return v == "none" ? 0.0 : v.get<double>();
+}
+
+// A positive finite number, or "none" (0).
+double positive_or_none(const OptimizerInput& in, const std::string& key, const std::string& what) {
+  const auto v = in.get<nlohmann::json>(
+      filter_key(key), nlohmann::json("none"),
+      [](const nlohmann::json& x) {
+        return x == "none" || (x.is_number() && x.get<double>() > 0.0 && std::isfinite(x.get<double>()));
+      },
+      "must be a positive number" + what + " or \"none\"");
+  return v == "none" ? 0.0 : v.get<double>();
+}
+
+// The covariance: its blocks, forgetting, initial value, bound and precision.
+void read_covariance(const OptimizerInput& in, RlekfSettings& s) {
   const auto unit_interval = [](const double& v) { return v > 0.0 && v <= 1.0; };
   // kf_blocksize: a positive integer or "auto"
   const auto blocksize = in.get<nlohmann::json>(
@@ -58,6 +85,10 @@ RlekfSettings RlekfSettings::read(const OptimizerInput& in) {
       [](const nlohmann::json& v) { return v == "none" || (v.is_number() && v.get<double>() >= 1.0); },
       "must be a number of at least 1 or \"none\"");
   s.p_cap = p_cap.is_string() ? 0.0 : p_cap.get<double>();
+}
+
+// The measurements of a step: force groups, the energy's repeats and replays, joint or sequential.
+void read_measurements(const OptimizerInput& in, RlekfSettings& s) {
   s.nselect = in.get<int>(
       filter_key("nselect"), s.nselect, [](const int& v) { return v >= 1; }, "must be at least 1");
   const int nselect = s.nselect;
@@ -82,41 +113,16 @@ RlekfSettings RlekfSettings::read(const OptimizerInput& in) {
       filter_key("kf_update"), s.update,
       [](const std::string& v) { return v == "joint" || v == "sequential"; },
       "must be \"joint\" or \"sequential\"");
-  const auto noise = [&](const std::string& key) {
-    const auto v = in.get<nlohmann::json>(
-        filter_key(key), nlohmann::json("none"),
-        [](const nlohmann::json& x) {
-          return x == "auto" || x == "none" ||
-                 (x.is_number() && x.get<double>() > 0.0 && std::isfinite(x.get<double>()));
-        },
-        "must be a positive number, \"auto\" or \"none\"");
-    return v == "auto" ? 0.0 : v == "none" ? 1.0 : v.get<double>();
-  };
-  s.force_noise = noise("force_noise");
-  s.virial_noise = noise("virial_noise");
-  const auto share = [&](const std::string& key) {
-    const auto v = in.get<nlohmann::json>(
-        filter_key(key), nlohmann::json("none"),
-        [](const nlohmann::json& x) {
-          return x == "none" || (x.is_number() && x.get<double>() > 0.0 && x.get<double>() < 1.0);
-        },
-        "must be a number in (0, 1) or \"none\"");
-    return v == "none" ? 0.0 : v.get<double>();
-  };
-  s.energy_share = share("energy_share");
-  s.force_share = share("force_share");
-  s.virial_share = share("virial_share");
-  // A positive finite number, or "none" (0).
-  const auto positive_or_none = [&](const std::string& key, const std::string& what) {
-    const auto v = in.get<nlohmann::json>(
-        filter_key(key), nlohmann::json("none"),
-        [](const nlohmann::json& x) {
-          return x == "none" || (x.is_number() && x.get<double>() > 0.0 && std::isfinite(x.get<double>()));
-        },
-        "must be a positive number" + what + " or \"none\"");
-    return v == "none" ? 0.0 : v.get<double>();
-  };
-  s.share_decay = positive_or_none("share_decay", " of steps");
+}
+
+// The measurements' noise, shares and the trust radius (docs/rlekf.md).
+void read_noise_and_shares(const OptimizerInput& in, RlekfSettings& s) {
+  s.force_noise = read_noise(in, "force_noise");
+  s.virial_noise = read_noise(in, "virial_noise");
+  s.energy_share = read_share(in, "energy_share");
+  s.force_share = read_share(in, "force_share");
+  s.virial_share = read_share(in, "virial_share");
+  s.share_decay = positive_or_none(in, "share_decay", " of steps");
   s.share_rule = in.get<std::string>(
       filter_key("share_rule"), s.share_rule, [](const std::string& v) { return v == "exact" || v == "cap"; },
       "must be \"exact\" or \"cap\"");
@@ -130,7 +136,21 @@ RlekfSettings RlekfSettings::read(const OptimizerInput& in) {
       cap ? "must be a positive number of steps or \"none\""
           : "needs \"share_rule\": \"cap\" (a growing exact share would pass 1), or \"none\"");
   s.share_growth = growth == "none" ? 0.0 : growth.get<double>();
-  s.trust_radius = positive_or_none("trust_radius", " (the largest weight change |dw| of an update)");
+  s.trust_radius = positive_or_none(in, "trust_radius", " (the largest weight change |dw| of an update)");
+}
+
+}  // namespace
+
+const std::vector<OptionKey>& RlekfSettings::keys() {
+  static const std::vector<OptionKey> all = keys_read_by(&RlekfSettings::read);
+  return all;
+}
+
+RlekfSettings RlekfSettings::read(const OptimizerInput& in) {
+  RlekfSettings s;
+  read_covariance(in, s);
+  read_measurements(in, s);
+  read_noise_and_shares(in, s);
   // kalman_lambda not given: forget slowly where the force noise lets forces learn from the first step,
   // as DeePMD-kit does without it (RlekfSettings.hpp).
   if (s.lambda0 == 0.0) s.lambda0 = s.force_noise == 1.0 ? kLambdaWithoutNoise : kLambdaWithNoise;

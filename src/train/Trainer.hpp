@@ -68,6 +68,7 @@ class Trainer {
 
  private:
   struct Impl;
+  struct Run;  // one call of run() (Trainer.cpp)
   std::unique_ptr<Impl> impl_;
 };
 

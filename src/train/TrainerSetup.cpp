@@ -30,7 +30,7 @@
 #include "src/train/TrainerImpl.hpp"
 #include "src/train/TrainingDevice.hpp"
 #include "src/train/TrainingLog.hpp"
-#include "src/train/UncertaintyCalibration.hpp"
+#include "src/uncertainty/UncertaintyCalibration.hpp"
 
 namespace deepkf {
 namespace fs = std::filesystem;

@@ -92,7 +92,7 @@ class TrainingStep {
   // Bytes of the RLEKF covariance held by this rank; 0 for optimizers without one.
   virtual std::int64_t covariance_bytes() const { return 0; }
   // The Kalman filter whose covariance of the weights gives the predicted uncertainty
-  // (src/train/KalmanUncertainty.hpp); null for optimizers without one.
+  // (src/uncertainty/KalmanUncertainty.hpp); null for optimizers without one.
   virtual KalmanFilter* kalman_filter() { return nullptr; }
 
   // Checkpoints: the small state goes into `archive`; the blocks of block_sizes() (values of block_dtype())

@@ -1,7 +1,7 @@
 // Dumps written by the real LAMMPS read back by deepkf's reader (src/data/LammpsDump.hpp) against the frame
 // that started the run, and the ensemble deviation deepkf computes for the frames of a dump
-// (src/eval/EnsembleDeviation.hpp) against the model_devi.out that pair_style deepkf wrote for the same
-// steps, on 1 and 2 ranks.
+// (src/uncertainty/EnsembleDeviation.hpp) against the model_devi.out that pair_style deepkf wrote for the
+// same steps, on 1 and 2 ranks.
 #include <torch/torch.h>  // before Catch2: glog's CHECK must not replace Catch2's
 
 #include <algorithm>
@@ -12,9 +12,9 @@
 
 #include "src/data/FrameSource.hpp"
 #include "src/data/LammpsDump.hpp"
-#include "src/eval/EnsembleDeviation.hpp"
 #include "src/geometry/Cell.hpp"
 #include "src/model/ModelFile.hpp"
+#include "src/uncertainty/EnsembleDeviation.hpp"
 #include "tests/lammps_plugin/LammpsRunner.hpp"
 #include "tests/support/Catch.hpp"
 #include "tests/support/TestData.hpp"

@@ -1,6 +1,6 @@
 #pragma once
 // One factor per quantity that turns the filter's predicted variances h^T P h
-// (src/train/KalmanUncertainty.hpp) into standard deviations in eV/atom and eV/A (docs/uncertainty.md,
+// (src/uncertainty/KalmanUncertainty.hpp) into standard deviations in eV/atom and eV/A (docs/uncertainty.md,
 // "Calibration"):
 //   sigma_e = s_e sqrt(h_e^T P h_e),   sigma_c = s_f sqrt(h_c^T P h_c)   (c a force component)
 // The factors are fitted on labelled frames so that the mean predicted variance equals the mean squared
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "src/train/KalmanUncertainty.hpp"
+#include "src/uncertainty/KalmanUncertainty.hpp"
 
 namespace deepkf {
 

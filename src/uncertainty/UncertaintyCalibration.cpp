@@ -1,4 +1,4 @@
-#include "src/train/UncertaintyCalibration.hpp"
+#include "src/uncertainty/UncertaintyCalibration.hpp"
 
 #include <cmath>
 

@@ -1,4 +1,4 @@
-#include "src/eval/EnsembleDeviation.hpp"
+#include "src/uncertainty/EnsembleDeviation.hpp"
 
 #include <fmt/format.h>
 #include <torch/torch.h>

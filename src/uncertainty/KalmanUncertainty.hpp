@@ -4,7 +4,7 @@
 // weights gives the variance of y to first order,
 //   Var(y) = h^T P h = sum_i h_i^T P_i h_i   (one term per covariance block),
 // in units set by p0, lambda and the measurement normalisation; a calibration factor per quantity
-// (src/train/UncertaintyCalibration.hpp) turns it into eV/atom and eV/A. The quantities of a frame are its
+// (UncertaintyCalibration.hpp) turns it into eV/atom and eV/A. The quantities of a frame are its
 // energy per atom E/N and the three force components F_ia of each scored atom i: one backward pass each
 // (the forces' through the force graph), their gradients collected as rows of H and applied to P many at a
 // time (KalmanFilter::quadratic_forms reads P once per batch of rows).
@@ -18,7 +18,6 @@
 #include "src/core/Communicator.hpp"
 #include "src/data/FrameSource.hpp"
 #include "src/model/DeepPot.hpp"
-#include "src/train/Checkpoint.hpp"
 
 namespace deepkf {
 
@@ -60,13 +59,6 @@ struct ScoringResult {
   std::vector<FrameScore> frames;  // every frame of every set, in order, on every rank
   ScoringCost cost;                // this rank's
 };
-
-// The covariance of an RLEKF checkpoint's weights: a filter over the parameters of ckpt.model with the block
-// layout the checkpoint was written with, each rank reading its own blocks from the file (`path`, for
-// messages). Throws ConfigError naming the file for a checkpoint of another optimizer or without
-// covariance blocks. Collective.
-std::unique_ptr<KalmanFilter> checkpoint_covariance(LoadedCheckpoint& ckpt, const std::string& path,
-                                                    std::shared_ptr<Communicator> comm);
 
 // Which atoms of a frame are scored: min(count, natoms) distinct atoms in increasing order, drawn by a
 // generator seeded from (seed, key) (every atom when count is 0), so that they do not depend on the rank.

@@ -16,9 +16,10 @@
 #include "src/model/Batch.hpp"
 #include "src/model/ModelFile.hpp"
 #include "src/train/Checkpoint.hpp"
-#include "src/train/KalmanUncertainty.hpp"
+#include "src/train/CheckpointCovariance.hpp"
 #include "src/train/Trainer.hpp"
-#include "src/train/UncertaintyCalibration.hpp"
+#include "src/uncertainty/KalmanUncertainty.hpp"
+#include "src/uncertainty/UncertaintyCalibration.hpp"
 #include "tests/support/Catch.hpp"
 #include "tests/support/SmallModel.hpp"
 #include "tests/support/TestData.hpp"
@@ -63,7 +64,7 @@ json silicon_input(std::int64_t steps, const std::string& optimizer = "RLEKF") {
 }  // namespace
 
 TEST_CASE("h^T P h of energies and force components equals a dense P and finite differences of the model",
-          "[train][uncertainty]") {
+          "[uncertainty]") {
   DeepPot model(test::small_silicon_config(40));
   auto params = model->parameters();
   for (const auto p_dtype : {torch::kFloat64, torch::kFloat32}) {
@@ -140,7 +141,7 @@ TEST_CASE("h^T P h of energies and force components equals a dense P and finite 
   }
 }
 
-TEST_CASE("scored atoms: distinct, increasing, reproducible, every atom for 0", "[train][uncertainty]") {
+TEST_CASE("scored atoms: distinct, increasing, reproducible, every atom for 0", "[uncertainty]") {
   const auto a = scored_atoms(50, 8, 7, 3);
   REQUIRE(a.size() == 8);
   for (std::size_t i = 1; i < a.size(); ++i) CHECK(a[i - 1] < a[i]);
@@ -151,8 +152,7 @@ TEST_CASE("scored atoms: distinct, increasing, reproducible, every atom for 0", 
   CHECK(scored_atoms(5, 9, 7, 3).size() == 5);
 }
 
-TEST_CASE("calibration: s^2 = sum err^2 / sum h^T P h, sigma per atom and per frame",
-          "[train][uncertainty]") {
+TEST_CASE("calibration: s^2 = sum err^2 / sum h^T P h, sigma per atom and per frame", "[uncertainty]") {
   // Frame 0: var_e 1, err 3; frame 1: var_e 4, err 1 -> s_e^2 = 10 / 5. Forces of atom 0: var (1, 1, 2),
   // errors (1, 2, 3); frame 1 has no force labels.
   FrameScore a;
@@ -189,7 +189,7 @@ TEST_CASE("calibration: s^2 = sum err^2 / sum h^T P h, sigma per atom and per fr
   CHECK(frame_sigma(b, UncertaintyCalibration{}).sigma_e == Approx(2.0));
 }
 
-TEST_CASE("frames spread evenly over several sets", "[train][uncertainty]") {
+TEST_CASE("frames spread evenly over several sets", "[uncertainty]") {
   const auto sets = silicon_frames();
   std::int64_t total = 0;
   for (const auto& s : sets) total += s.nframes();
@@ -204,7 +204,7 @@ TEST_CASE("frames spread evenly over several sets", "[train][uncertainty]") {
 TEST_CASE(
     "a trained run stores its calibration in the checkpoint and the model file, and the checkpoint's "
     "covariance reproduces it",
-    "[train][uncertainty]") {
+    "[uncertainty]") {
   const auto dir = test::make_temp_dir("uncertainty-train");
   TrainerOptions options;
   options.output_dir = dir;

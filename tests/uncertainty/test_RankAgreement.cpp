@@ -3,19 +3,19 @@
 #include <cmath>
 #include <vector>
 
-#include "src/eval/RankAgreement.hpp"
+#include "src/uncertainty/RankAgreement.hpp"
 #include "tests/support/Catch.hpp"
 
 using deepkf::ranks;
 using deepkf::spearman;
 using deepkf::top_fraction_caught;
 
-TEST_CASE("ranks share the mean rank of ties", "[eval][rank]") {
+TEST_CASE("ranks share the mean rank of ties", "[uncertainty][rank]") {
   CHECK(ranks({3.0, 1.0, 2.0}) == std::vector<double>{3, 1, 2});
   CHECK(ranks({5.0, 1.0, 5.0, 0.0}) == std::vector<double>{3.5, 2, 3.5, 1});
 }
 
-TEST_CASE("spearman rho", "[eval][rank]") {
+TEST_CASE("spearman rho", "[uncertainty][rank]") {
   // Without ties rho = 1 - 6 sum d^2 / (n (n^2 - 1)): ranks x 1..6, y ranks 2 1 4 3 6 5, d^2 = 6.
   const std::vector<double> x = {0.1, 0.2, 0.3, 0.4, 0.5, 0.6};
   const std::vector<double> y = {20, 10, 40, 30, 60, 50};
@@ -36,7 +36,7 @@ TEST_CASE("spearman rho", "[eval][rank]") {
   CHECK(std::isnan(spearman({1}, {2})));
 }
 
-TEST_CASE("the worst frames caught by the highest predictions", "[eval][rank]") {
+TEST_CASE("the worst frames caught by the highest predictions", "[uncertainty][rank]") {
   // 20 frames: the actual worst 10% are frames 19 and 18; the prediction ranks 19 first and 3 second.
   std::vector<double> actual, predicted;
   for (int i = 0; i < 20; ++i) {

@@ -15,7 +15,7 @@ struct UncertaintyRow {
   std::int64_t frame = 0;
   std::int64_t timestep = -1;  // the LAMMPS step of a dump's frame; -1 otherwise
   std::int64_t natoms = 0;
-  // The Kalman covariance's predicted standard deviations (src/train/UncertaintyCalibration.hpp).
+  // The Kalman covariance's predicted standard deviations (src/uncertainty/UncertaintyCalibration.hpp).
   double sigma_e = 0.0, sigma_f_max = 0.0, sigma_f_mean = 0.0, sigma_f_rms = 0.0;
   ModelDeviationRow deviation;                            // the ensemble's, as model_devi.out has it
   double err_e = 0.0, err_f_rmse = 0.0, err_f_max = 0.0;  // actual errors (eV/atom, eV/A)

@@ -1,4 +1,4 @@
-#include "src/eval/UncertaintyTable.hpp"
+#include "src/uncertainty/UncertaintyTable.hpp"
 
 #include <fmt/format.h>
 
@@ -6,8 +6,8 @@
 #include <functional>
 #include <utility>
 
-#include "src/eval/RankAgreement.hpp"
 #include "src/eval/SvgPlot.hpp"
+#include "src/uncertainty/RankAgreement.hpp"
 
 namespace deepkf {
 

@@ -1,4 +1,4 @@
-#include "src/eval/RankAgreement.hpp"
+#include "src/uncertainty/RankAgreement.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -11,9 +11,10 @@
 #include "src/core/MpiCommunicator.hpp"
 #include "src/data/Dataset.hpp"
 #include "src/train/Checkpoint.hpp"
-#include "src/train/KalmanUncertainty.hpp"
+#include "src/train/CheckpointCovariance.hpp"
 #include "src/train/Trainer.hpp"
-#include "src/train/UncertaintyCalibration.hpp"
+#include "src/uncertainty/KalmanUncertainty.hpp"
+#include "src/uncertainty/UncertaintyCalibration.hpp"
 #include "tests/support/Catch.hpp"
 #include "tests/support/TestData.hpp"
 
