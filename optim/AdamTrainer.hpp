@@ -2,13 +2,15 @@
 // The Adam baseline: torch::optim::Adam with DeePMD-kit's exponentially decaying learning rate
 //   lr(t) = lr_0 * r^floor(t / s),  r = (lr_stop / lr_0)^(s / T)
 // (s = decay_steps, T = total_steps) and the "ener" loss's prefactor schedule (EnerLoss.hpp).
+#include <torch/serialize/archive.h>
+#include <torch/types.h>
+
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "optim/EnerLoss.hpp"
-#include "optim/Optimizer.hpp"
 
 namespace torch::optim {
 class Adam;
@@ -34,11 +36,11 @@ struct LossPrefactors {
   double virial = 0.0;
 };
 
-class AdamTrainer final : public Optimizer {
+class AdamTrainer {
  public:
   // ConfigError for non-positive learning rates, decay_steps or total_steps.
   AdamTrainer(std::vector<torch::Tensor> params, const AdamOptions& options);
-  ~AdamTrainer() override;
+  ~AdamTrainer();
 
   // lr(t) = lr_0 * r^floor(t / s)
   double learning_rate(std::int64_t step) const;
@@ -50,13 +52,13 @@ class AdamTrainer final : public Optimizer {
   void step(std::int64_t step);
   const AdamOptions& options() const { return options_; }
 
-  std::string name() const override { return "Adam"; }
+  std::string name() const { return "Adam"; }
   // "lr <lr(t)>" at the last step taken.
-  std::string status() const override;
-  std::int64_t state_bytes() const override;
+  std::string status() const;
+  std::int64_t state_bytes() const;
   // torch::optim::Adam's state under "adam", with the last step.
-  void save(torch::serialize::OutputArchive& archive) override;
-  void load(torch::serialize::InputArchive& archive) override;
+  void save(torch::serialize::OutputArchive& archive);
+  void load(torch::serialize::InputArchive& archive);
 
  private:
   std::vector<torch::Tensor> params_;

@@ -18,6 +18,9 @@
 // value per block, summed in block order, so a, and hence the weights, do not depend on the rank count);
 // each rank updates its own w_i and P_i; an allgatherv of the owned weight ranges rebuilds w everywhere.
 // The gradient allreduce is the caller's job: update() expects the global h on every rank.
+#include <torch/serialize/archive.h>
+#include <torch/types.h>
+
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -25,7 +28,6 @@
 #include <vector>
 
 #include "optim/BlockLayout.hpp"
-#include "optim/Optimizer.hpp"
 #include "optim/PackedCovariance.hpp"
 #include "src/core/Communicator.hpp"
 
@@ -63,7 +65,7 @@ struct KalmanDiagnostics {
   double rms_free_step = 0.0;
 };
 
-class KalmanFilter final : public Optimizer {
+class KalmanFilter {
  public:
   // `params`: the trainable parameters in registration order, all of one floating dtype on one device
   // (P lives on that device). They are updated in place. Throws OptimError for bad options or parameters.
@@ -103,7 +105,7 @@ class KalmanFilter final : public Optimizer {
 
   double lambda() const { return lambda_; }
   // Sets P = p0 I before the first step (an automatic p0 is chosen from the first measurements' gradients,
-  // src/train/AutoP0.hpp). OptimError after a step, or for p0 not positive and finite.
+  // optim/AutoP0.hpp). OptimError after a step, or for p0 not positive and finite.
   void set_p0(double p0);
   // Sets P = p0 diag(d) before the first step (docs/rlekf.md, "Shape of the initial covariance"). d: [N]
   // positive and finite, in the flat order of layout(), identical on every rank; each rank takes its own
@@ -133,14 +135,14 @@ class KalmanFilter final : public Optimizer {
   // does it; results do not depend on when it happens).
   void flush() { cov_.flush(); }
 
-  std::string name() const override { return "RLEKF"; }
-  std::string status() const override;
-  std::int64_t state_bytes() const override { return covariance_bytes(); }
+  std::string name() const { return "RLEKF"; }
+  std::string status() const;
+  std::int64_t state_bytes() const { return covariance_bytes(); }
   // Collective: every block is sent to rank 0, whose archive holds P_i's packed upper triangle under "P_<i>"
   // for every global block i, with lambda, the step count and the block sizes; other ranks' archives get
   // the scalars only. Rank 0 holds a copy of every block until the archive is written (see
   // stream_covariance for large P).
-  void save(torch::serialize::OutputArchive& archive) override;
+  void save(torch::serialize::OutputArchive& archive);
   // The scalars and block sizes of save(), without the blocks. Not collective.
   void save_state(torch::serialize::OutputArchive& archive) const;
   // Collective: sends the blocks, in block order, to rank 0 (point to point from each owner; device blocks
@@ -151,7 +153,7 @@ class KalmanFilter final : public Optimizer {
   // Each rank reads its own blocks by global index, so a state saved with any rank count restores under
   // any other. Reads the packed blocks of format 2 and the dense [n_i, n_i] blocks of format 1. Throws
   // OptimError when the archive's block layout differs from this one.
-  void load(torch::serialize::InputArchive& archive) override;
+  void load(torch::serialize::InputArchive& archive);
   // The same for a state written by save_state: blocks missing from the archive come from read_block(i)
   // (a CPU or device tensor, packed [n_i (n_i + 1) / 2] or dense [n_i, n_i]).
   void load(torch::serialize::InputArchive& archive,
@@ -163,6 +165,17 @@ class KalmanFilter final : public Optimizer {
   void allgather_weights(torch::Tensor& flat);
   // Position of an owned block among this rank's blocks; OptimError naming the owner otherwise.
   std::int64_t local(std::int64_t block) const;
+  // update_joint's parts (KalmanFilterJoint.cpp). A = sum_i (lambda I + H_i^T Y_i) from the blocks' grams
+  // (one reduction over ranks), with the noise by `shares` (empty: none) and raised for the trust radius;
+  // each measurement's share recorded for the diagnostics. Collective.
+  std::vector<double> joint_innovation(const std::vector<double>& e, const torch::Tensor& Yt,
+                                       const torch::Tensor& gram, const std::vector<double>& shares,
+                                       bool share_cap);
+  // own_w += Y A^-1 e (this rank's weights); lambda advanced once per measurement; P_i <- (P_i - U_i U_i^T)
+  // / lambda_eff left pending for the next sweep; the diagonal cap. OptimError when A is not positive
+  // definite.
+  void apply_joint(const std::vector<double>& A, const std::vector<double>& e, const torch::Tensor& Yt,
+                   torch::Tensor own_w);
 
   std::vector<torch::Tensor> params_;
   KalmanOptions options_;

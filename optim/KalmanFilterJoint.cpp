@@ -58,6 +58,22 @@ void KalmanFilter::update_joint(const std::vector<double>& e,
   // Y_i = P_i H_i in one sweep that applies the previous step's pending update; gram_i = H_i^T Y_i.
   torch::Tensor gram;
   const auto Yt = cov_.sweep_joint(own_H, gram);  // [m, own_count]
+  const std::vector<double> A =
+      joint_innovation(e, Yt, gram, by_share ? shares : std::vector<double>{}, share_cap);
+  auto w = torch::empty({N}, torch::TensorOptions().dtype(param_dtype_).device(device_));
+  layout_.gather_into(params_, w);
+  apply_joint(A, e, Yt, w.narrow(0, own_begin, own_count));
+  allgather_weights(w);
+  layout_.scatter(w, params_);
+  ++steps_;
+}
+
+std::vector<double> KalmanFilter::joint_innovation(const std::vector<double>& e, const torch::Tensor& Yt,
+                                                   const torch::Tensor& gram,
+                                                   const std::vector<double>& shares, bool share_cap) {
+  const auto m = static_cast<std::int64_t>(e.size());
+  const auto& blocks = layout_.blocks();
+  const bool bounded = options_.trust_radius > 0.0;
   // terms: every block's H_i^T Y_i, then (with a trust radius) every block's Y_i^T Y_i; one reduction.
   const auto per_kind = static_cast<std::size_t>(layout_.num_blocks() * m * m);
   std::vector<double> terms(bounded ? 2 * per_kind : per_kind, 0.0);
@@ -70,8 +86,7 @@ void KalmanFilter::update_joint(const std::vector<double>& e,
   }
   comm_->allreduce_sum(terms.data(), terms.size());
   // A = sum_i (lambda I + H_i^T Y_i) in block order, symmetrised, with the noise by share.
-  auto [A, q] = innovation_matrix(terms, blocks.size(), m, lambda_, by_share ? shares : std::vector<double>{},
-                                  share_cap);
+  auto [A, q] = innovation_matrix(terms, blocks.size(), m, lambda_, shares, share_cap);
   if (bounded) {
     // G = sum_i Y_i^T Y_i in block order; A raised until |dw| <= r.
     std::vector<double> G(static_cast<std::size_t>(m * m), 0.0);
@@ -95,6 +110,12 @@ void KalmanFilter::update_joint(const std::vector<double>& e,
     interval_share_[static_cast<std::size_t>(k)] += q[static_cast<std::size_t>(k)] / a_kk;
     ++interval_share_count_[static_cast<std::size_t>(k)];
   }
+  return A;
+}
+
+void KalmanFilter::apply_joint(const std::vector<double>& A, const std::vector<double>& e,
+                               const torch::Tensor& Yt, torch::Tensor own_w) {
+  const auto m = static_cast<std::int64_t>(e.size());
   const SmallCholesky chol(A, m);
   if (!chol.ok()) {
     std::string diag;
@@ -112,9 +133,7 @@ void KalmanFilter::update_joint(const std::vector<double>& e,
   const auto Cinv_t = torch::from_blob(const_cast<double*>(Cinv.data()), {m, m}, options64).to(device_);
   // dw_i = Y_i A^-1 e = sum_k c_k Y_ik
   const auto dw = c_t.unsqueeze(0).mm(Yt).squeeze(0);
-  auto w = torch::empty({N}, torch::TensorOptions().dtype(param_dtype_).device(device_));
-  layout_.gather_into(params_, w);
-  w.narrow(0, own_begin, own_count).add_(dw.to(param_dtype_));
+  own_w.add_(dw.to(param_dtype_));
   ++interval_updates_;
   double nis = 0.0;  // e^T A^-1 e
   for (std::int64_t k = 0; k < m; ++k) nis += e[static_cast<std::size_t>(k)] * c[static_cast<std::size_t>(k)];
@@ -131,10 +150,6 @@ void KalmanFilter::update_joint(const std::vector<double>& e,
   // P_i <- (P_i - U_i U_i^T) / lambda_eff, applied by the next sweep.
   cov_.defer_joint_update(Cinv_t.mm(Yt).contiguous(), lambda_eff);
   if (options_.p_cap > 0.0) interval_capped_ += cov_.cap_diagonal(options_.p_cap * p0_, 0.5);
-
-  allgather_weights(w);
-  layout_.scatter(w, params_);
-  ++steps_;
 }
 
 }  // namespace deepkf

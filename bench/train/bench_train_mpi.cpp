@@ -39,9 +39,9 @@
 #include <vector>
 
 #include "optim/KalmanFilter.hpp"
+#include "optim/Optimizers.hpp"
 #include "src/core/MpiCommunicator.hpp"
 #include "src/model/DeepPot.hpp"
-#include "src/train/Optimizers.hpp"
 #include "src/train/Trainer.hpp"
 
 namespace {
@@ -241,7 +241,7 @@ int main(int argc, char** argv) {
     // Kalman steps per training step from the resolved settings (sys_Si64 has forces; the input sets no
     // virial prefactor, so no virial step).
     const deepkf::TrainConfig config0 = deepkf::TrainConfig::from_json(doc0, "bench-input.json", "/");
-    const double kalman_per_step = deepkf::kalman_updates_per_step(config0, false);
+    const double kalman_per_step = deepkf::kalman_updates_per_step(config0.step(), false);
     const json& kalman = config0.optimizer_settings;
     std::int64_t p_total = b.p_bytes;
     mpi->allreduce_sum(&p_total, 1);

@@ -19,11 +19,12 @@
 #include <string>
 #include <vector>
 
+#include "optim/Optimizers.hpp"
 #include "src/data/Dataset.hpp"
 #include "src/model/Batch.hpp"
 #include "src/train/Checkpoint.hpp"
 #include "src/train/CheckpointCovariance.hpp"
-#include "src/train/Optimizers.hpp"
+#include "src/train/TrainConfig.hpp"
 #include "src/uncertainty/KalmanUncertainty.hpp"
 
 namespace {
@@ -71,7 +72,7 @@ int main(int argc, char** argv) {
     auto to = trained->parameters();
     for (std::size_t i = 0; i < to.size(); ++i) to[i].copy_(from[i]);
   }
-  auto step = make_training_step(cfg, trained, comm);
+  auto step = make_training_step(cfg.step(), trained, comm);
 
   std::vector<double> train_s;
   std::vector<std::vector<double>> score_s(force_atoms.size());

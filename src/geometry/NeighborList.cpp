@@ -8,13 +8,10 @@
 
 #include "src/core/Error.hpp"
 #include "src/geometry/Cell.hpp"
+#include "src/geometry/NeighborBins.hpp"
 
 namespace deepkf {
 namespace {
-
-// Relative safety margin on rcut when sizing bins and image ranges, so that rounding in fractional
-// coordinates (about 1e-16 of their magnitude) can never hide a neighbour just inside rcut.
-constexpr double kMargin = 1e-9;
 
 std::string num(double v) {
   std::ostringstream os;
@@ -23,12 +20,7 @@ std::string num(double v) {
   return os.str();
 }
 
-// One neighbour of one centre before it is placed in a slot.
-struct Candidate {
-  double r2;       // |r_ij|^2 (A^2)
-  std::int64_t j;  // owner atom
-  double s[3];     // Cartesian image shift (A)
-};
+using geometry::Candidate;
 
 inline bool nearer(const Candidate& p, const Candidate& q) {
   if (p.r2 != q.r2) return p.r2 < q.r2;
@@ -113,46 +105,6 @@ void fill_centre(const std::vector<Candidate>& cands, const int* types, const st
   }
 }
 
-std::int64_t floor_div(std::int64_t a, std::int64_t b) {
-  const std::int64_t q = a / b;
-  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
-}
-
-// The bin grid: along each direction d, nb[d] bins of thickness >= rcut (perpendicular to the other two
-// directions), and k[d] = how many bins either side of a centre's bin can hold neighbours.
-struct Grid {
-  std::array<std::int64_t, 3> nb{1, 1, 1};
-  std::array<std::int64_t, 3> k{1, 1, 1};
-};
-
-// widths: perpendicular extent of the binned region along each direction (A).
-Grid make_grid(const std::array<double, 3>& widths, double rcut, std::int64_t natoms, bool periodic) {
-  Grid g;
-  const double rc = rcut * (1.0 + kMargin);
-  for (int d = 0; d < 3; ++d) {
-    // nb = floor(w / rc): bins no thinner than rcut
-    const double n = std::floor(widths[d] / rc);
-    g.nb[d] = !(n >= 1.0) ? 1 : (n > 1e6 ? 1000000 : static_cast<std::int64_t>(n));  // NaN: 1
-  }
-  // Sparse systems in huge boxes: at most ~4 bins per atom; thicker bins stay correct, just slower.
-  const double cap = std::max(64.0, 4.0 * static_cast<double>(natoms));
-  while (static_cast<double>(g.nb[0]) * static_cast<double>(g.nb[1]) * static_cast<double>(g.nb[2]) > cap) {
-    const int d = static_cast<int>(std::max_element(g.nb.begin(), g.nb.end()) - g.nb.begin());
-    g.nb[d] = (g.nb[d] + 1) / 2;
-  }
-  for (int d = 0; d < 3; ++d) {
-    if (!periodic) {
-      g.k[d] = 1;  // bins are at least rcut thick and there are no images
-      continue;
-    }
-    // A neighbour's fractional coordinate differs by at most rcut / w, i.e. rcut nb / w bins:
-    // k = ceil(rcut nb / w) (> 1 only when the cell is thinner than rcut along d)
-    g.k[d] = static_cast<std::int64_t>(std::ceil(rc * static_cast<double>(g.nb[d]) / widths[d]));
-    g.k[d] = std::max<std::int64_t>(g.k[d], 1);
-  }
-  return g;
-}
-
 }  // namespace
 
 NeighborList build_neighbor_list(const double* coord, std::int64_t natoms, const int* types,
@@ -169,154 +121,12 @@ NeighborList build_neighbor_list(const double* coord, std::int64_t natoms, const
   NeighborList nl = make_empty(natoms, sel);
   if (natoms == 0) return nl;
 
-  const bool periodic = box != nullptr;
-  // u: per-atom coordinates in [0, 1) used for binning; img: per-atom integer lattice offset with
-  // u = f - img (periodic; f = fractional coordinates of the given position), zero otherwise.
-  std::vector<double> u(static_cast<std::size_t>(3 * natoms));
-  std::vector<std::int64_t> img(static_cast<std::size_t>(3 * natoms), 0);
-  std::array<double, 3> widths{};
-  std::array<double, 9> h{};
-  if (periodic) {
-    const Cell cell(box);
-    h = cell.matrix();
-    widths = cell.perpendicular_widths();
-    for (std::int64_t a = 0; a < natoms; ++a) {
-      double f[3];
-      cell.to_fractional(coord + 3 * a, f);
-      for (int d = 0; d < 3; ++d) {
-        // f = (f - floor f) + floor f, the wrapped part in [0, 1) up to rounding
-        const double n = std::floor(f[d]);
-        // Wrapping loses about |n| ulps of the position; beyond 1e5 cells that nears the rcut margin.
-        if (std::abs(n) > 1e5) {
-          throw DataError("neighbour list: atom " + std::to_string(a) + " lies " + num(n) +
-                          " cell lengths outside the cell (fractional coordinate " + num(f[d]) + ")");
-        }
-        u[3 * a + d] = f[d] - n;
-        img[3 * a + d] = static_cast<std::int64_t>(n);
-      }
-    }
-  } else {
-    // A bounding box stands in for the cell: u = (x - lo) / (hi - lo).
-    std::array<double, 3> lo{}, hi{};
-    for (int d = 0; d < 3; ++d) lo[d] = hi[d] = coord[d];
-    for (std::int64_t a = 0; a < natoms; ++a) {
-      for (int d = 0; d < 3; ++d) {
-        lo[d] = std::min(lo[d], coord[3 * a + d]);
-        hi[d] = std::max(hi[d], coord[3 * a + d]);
-      }
-    }
-    for (int d = 0; d < 3; ++d) {
-      widths[d] = hi[d] - lo[d];
-      for (std::int64_t a = 0; a < natoms; ++a) {
-        u[3 * a + d] = widths[d] > 0.0 ? (coord[3 * a + d] - lo[d]) / widths[d] : 0.0;
-      }
-    }
-  }
-  const Grid g = make_grid(widths, rcut, natoms, periodic);
-
-  // Counting sort of the atoms into bins (bin = (b0 nb1 + b1) nb2 + b2).
-  const std::int64_t nbins = g.nb[0] * g.nb[1] * g.nb[2];
-  std::vector<std::int64_t> bin_of(static_cast<std::size_t>(natoms));
-  std::vector<std::int64_t> bin_start(static_cast<std::size_t>(nbins + 1), 0);
-  for (std::int64_t a = 0; a < natoms; ++a) {
-    std::int64_t b[3];
-    for (int d = 0; d < 3; ++d) {
-      const double v = std::floor(u[3 * a + d] * static_cast<double>(g.nb[d]));
-      b[d] = std::min<std::int64_t>(g.nb[d] - 1, std::max<std::int64_t>(0, static_cast<std::int64_t>(v)));
-    }
-    bin_of[a] = (b[0] * g.nb[1] + b[1]) * g.nb[2] + b[2];
-    ++bin_start[bin_of[a] + 1];
-  }
-  for (std::int64_t b = 0; b < nbins; ++b) bin_start[b + 1] += bin_start[b];
-  std::vector<std::int64_t> bin_atoms(static_cast<std::size_t>(natoms));
-  {
-    std::vector<std::int64_t> fill(bin_start.begin(), bin_start.end() - 1);
-    for (std::int64_t a = 0; a < natoms; ++a) bin_atoms[fill[bin_of[a]]++] = a;
-  }
-  // Wrapped positions in bin order, x_j - img_j H, for a contiguous screening loop.
-  std::vector<double> xb(static_cast<std::size_t>(3 * natoms));
-  for (std::int64_t p = 0; p < natoms; ++p) {
-    const std::int64_t a = bin_atoms[p];
-    for (int d = 0; d < 3; ++d) {
-      xb[3 * p + d] = coord[3 * a + d];
-      if (periodic) {
-        xb[3 * p + d] -= static_cast<double>(img[3 * a]) * h[d] +
-                         static_cast<double>(img[3 * a + 1]) * h[3 + d] +
-                         static_cast<double>(img[3 * a + 2]) * h[6 + d];
-      }
-    }
-  }
-
-  const double rc2 = rcut * rcut;
-  // Screening works on wrapped positions, whose rounding differs from the final r_ij by ~1e-15 A: it
-  // keeps a slightly larger sphere, and the exact test r < rcut is made on (x_j + shift) - x_i.
-  const double screen2 = rc2 * (1.0 + 1e-9) + 1e-18;
+  const geometry::NeighborBins bins(coord, natoms, box, rcut);
   std::vector<Candidate> cands, by_type;
   std::vector<std::int64_t> count(sel.size(), 0);
   for (std::int64_t i = 0; i < natoms; ++i) {
     cands.clear();
-    const double* xi = coord + 3 * i;
-    double xwi[3] = {xi[0], xi[1], xi[2]};
-    if (periodic) {
-      for (int d = 0; d < 3; ++d) {
-        xwi[d] -= static_cast<double>(img[3 * i]) * h[d] + static_cast<double>(img[3 * i + 1]) * h[3 + d] +
-                  static_cast<double>(img[3 * i + 2]) * h[6 + d];
-      }
-    }
-    const std::int64_t bi = bin_of[i];
-    const std::int64_t b0 = bi / (g.nb[1] * g.nb[2]), b1 = (bi / g.nb[2]) % g.nb[1], b2 = bi % g.nb[2];
-    for (std::int64_t d0 = -g.k[0]; d0 <= g.k[0]; ++d0) {
-      // Extended bin B = b + d lies in image S = floor(B / nb) of the wrapped bin B - S nb.
-      const std::int64_t B0 = b0 + d0;
-      if (!periodic && (B0 < 0 || B0 >= g.nb[0])) continue;
-      const std::int64_t S0 = periodic ? floor_div(B0, g.nb[0]) : 0, w0 = B0 - S0 * g.nb[0];
-      for (std::int64_t d1 = -g.k[1]; d1 <= g.k[1]; ++d1) {
-        const std::int64_t B1 = b1 + d1;
-        if (!periodic && (B1 < 0 || B1 >= g.nb[1])) continue;
-        const std::int64_t S1 = periodic ? floor_div(B1, g.nb[1]) : 0, w1 = B1 - S1 * g.nb[1];
-        for (std::int64_t d2 = -g.k[2]; d2 <= g.k[2]; ++d2) {
-          const std::int64_t B2 = b2 + d2;
-          if (!periodic && (B2 < 0 || B2 >= g.nb[2])) continue;
-          const std::int64_t S2 = periodic ? floor_div(B2, g.nb[2]) : 0, w2 = B2 - S2 * g.nb[2];
-          const std::int64_t wb = (w0 * g.nb[1] + w1) * g.nb[2] + w2;
-          // t = S H - wrapped(x_i): the screened vector is wrapped(x_j) + t
-          double t[3];
-          for (int d = 0; d < 3; ++d) {
-            t[d] = (periodic ? static_cast<double>(S0) * h[d] + static_cast<double>(S1) * h[3 + d] +
-                                   static_cast<double>(S2) * h[6 + d]
-                             : 0.0) -
-                   xwi[d];
-          }
-          for (std::int64_t p = bin_start[wb]; p < bin_start[wb + 1]; ++p) {
-            const double r0 = xb[3 * p] + t[0], r1 = xb[3 * p + 1] + t[1], r2s = xb[3 * p + 2] + t[2];
-            if (r0 * r0 + r1 * r1 + r2s * r2s >= screen2) continue;
-            const std::int64_t j = bin_atoms[p];
-            Candidate c{0.0, j, {0.0, 0.0, 0.0}};
-            if (periodic) {
-              // Bins are searched around the wrapped centre x_i - img_i H; the image found there sits at
-              // wrapped(x_j) + S H, i.e. near x_i at x_j + (S + img_i - img_j) H: shift = m H
-              const double m0 = static_cast<double>(S0 + img[3 * i] - img[3 * j]);
-              const double m1 = static_cast<double>(S1 + img[3 * i + 1] - img[3 * j + 1]);
-              const double m2 = static_cast<double>(S2 + img[3 * i + 2] - img[3 * j + 2]);
-              if (j == i && m0 == 0.0 && m1 == 0.0 && m2 == 0.0) continue;
-              for (int d = 0; d < 3; ++d) c.s[d] = m0 * h[d] + m1 * h[3 + d] + m2 * h[6 + d];
-            } else if (j == i) {
-              continue;
-            }
-            // r_ij = (x_j + shift) - x_i
-            double r2 = 0.0;
-            for (int d = 0; d < 3; ++d) {
-              const double r = (coord[3 * j + d] + c.s[d]) - xi[d];
-              r2 += r * r;
-            }
-            if (r2 < rc2) {
-              c.r2 = r2;
-              cands.push_back(c);
-            }
-          }
-        }
-      }
-    }
+    bins.candidates(i, cands);
     fill_centre(cands, types, sel, i, count, by_type, nl);
   }
   return nl;

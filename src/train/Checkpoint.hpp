@@ -29,10 +29,10 @@
 #include <string>
 #include <vector>
 
+#include "optim/TrainingStep.hpp"
 #include "src/core/AtomicFile.hpp"
 #include "src/core/Communicator.hpp"
 #include "src/model/DeepPot.hpp"
-#include "src/train/TrainingStep.hpp"
 #include "src/train/WeightAverage.hpp"
 
 namespace deepkf {

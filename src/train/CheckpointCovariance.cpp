@@ -2,8 +2,8 @@
 
 #include <torch/torch.h>
 
+#include "optim/Optimizers.hpp"
 #include "src/core/Error.hpp"
-#include "src/train/Optimizers.hpp"
 
 namespace deepkf {
 

@@ -13,9 +13,9 @@
 #include <string>
 #include <thread>
 
+#include "optim/TrainingStep.hpp"
 #include "src/core/Communicator.hpp"
 #include "src/model/DeepPot.hpp"
-#include "src/train/TrainingStep.hpp"
 #include "src/train/WeightAverage.hpp"
 
 namespace deepkf {

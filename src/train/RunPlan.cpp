@@ -3,10 +3,10 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "optim/Optimizers.hpp"
 #include "src/core/Communicator.hpp"
 #include "src/model/DeepPot.hpp"
 #include "src/train/DataSetup.hpp"
-#include "src/train/Optimizers.hpp"
 #include "src/train/TrainingDevice.hpp"
 
 namespace deepkf {
@@ -26,7 +26,7 @@ std::string plan_training_run(const std::string& input_path, int nranks, int ran
   const StepResources res = step_resources(device, available_memory(device, per_node), nranks, data, mcfg);
   return fmt::format("{}: {}, {} on {} rank{} ({} per node)\n{}", input_path, model->trained_text(),
                      cfg.optimizer, nranks, nranks > 1 ? "s" : "", per_node,
-                     plan_training_step(cfg, model, nranks, res));
+                     plan_training_step(cfg.step(), model, nranks, res));
 }
 
 }  // namespace deepkf

@@ -8,12 +8,12 @@
 #include <fstream>
 #include <sstream>
 
+#include "optim/Optimizers.hpp"
 #include "src/core/Error.hpp"
 #include "src/core/JsonFile.hpp"
 #include "src/core/JsonKeys.hpp"
 #include "src/model/ModelConfig.hpp"
 #include "src/train/DataSectionRead.hpp"
-#include "src/train/Optimizers.hpp"
 #include "src/train/SystemProbabilities.hpp"
 
 namespace deepkf {
@@ -35,7 +35,7 @@ const std::vector<std::string> kIgnoredLoss = {"start_pref_ae", "limit_pref_ae",
                                                "limit_pref_pf", "relative_f",    "enable_atom_ener_coeff"};
 
 // The optimizer: named by the "optimizer" section or by DeePMD-kit's training.opt_type; its settings are
-// read by its own parser (src/train/Optimizers.hpp), from whichever sections it allows.
+// read by its own parser (optim/Optimizers.hpp), from whichever sections it allows.
 void read_optimizer(const json& doc, const json& t, TrainConfig& c) {
   const std::string& file = c.file;
   if (doc.contains("loss")) {

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "optim/TrainingStep.hpp"
+
 namespace deepkf {
 
 struct DataSection {
@@ -42,7 +44,7 @@ struct TrainConfig {
   std::string file;                   // the input file, for messages
   std::string base_dir;               // relative system paths are resolved against this
   nlohmann::json model;               // the "model" section, parsed by ModelConfig::from_json
-  std::string optimizer = "RLEKF";    // "RLEKF" or "Adam" (src/train/Optimizers.hpp)
+  std::string optimizer = "RLEKF";    // "RLEKF" or "Adam" (optim/Optimizers.hpp)
   nlohmann::json optimizer_settings;  // its settings, resolved: RlekfSettings or AdamSettings::to_json()
 
   DataSection training_data;
@@ -91,6 +93,8 @@ struct TrainConfig {
                                const std::string& base_dir);
   // The resolved configuration with every default filled in (written next to the outputs).
   nlohmann::json to_json() const;
+  // What the training step takes from the input (optim/TrainingStep.hpp).
+  StepConfig step() const { return {optimizer, optimizer_settings, file, numb_steps, seed}; }
   // With numb_epoch: numb_steps = ceil(numb_epoch * batches_per_epoch), and a line saying so; else "".
   std::string resolve_numb_steps(std::int64_t batches_per_epoch);
 };

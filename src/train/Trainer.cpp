@@ -13,6 +13,7 @@
 #include <fstream>
 #include <numeric>
 
+#include "optim/Optimizers.hpp"
 #include "src/core/AtomicFile.hpp"
 #include "src/core/Error.hpp"
 #include "src/core/Together.hpp"
@@ -24,7 +25,6 @@
 #include "src/train/CheckpointSpace.hpp"
 #include "src/train/DataSetup.hpp"
 #include "src/train/LearningCurve.hpp"
-#include "src/train/Optimizers.hpp"
 #include "src/train/ProgressBar.hpp"
 #include "src/train/StopSignal.hpp"
 #include "src/train/TrainerImpl.hpp"

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "optim/Optimizers.hpp"
 #include "src/core/FolderLock.hpp"
 #include "src/core/Together.hpp"
 #include "src/eval/ErrorMetrics.hpp"
@@ -19,7 +20,6 @@
 #include "src/train/BatchSampler.hpp"
 #include "src/train/CheckpointSaver.hpp"
 #include "src/train/DataSetup.hpp"
-#include "src/train/Optimizers.hpp"
 #include "src/train/Trainer.hpp"
 #include "src/train/WeightAverage.hpp"
 

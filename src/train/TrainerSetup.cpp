@@ -11,6 +11,7 @@
 #include <fstream>
 #include <numeric>
 
+#include "optim/Optimizers.hpp"
 #include "src/core/AtomicFile.hpp"
 #include "src/core/Error.hpp"
 #include "src/core/OpenMpWait.hpp"
@@ -23,7 +24,6 @@
 #include "src/train/DataSetup.hpp"
 #include "src/train/EnergyBiasRefit.hpp"
 #include "src/train/LearningCurve.hpp"
-#include "src/train/Optimizers.hpp"
 #include "src/train/ProgressBar.hpp"
 #include "src/train/StopSignal.hpp"
 #include "src/train/SystemProbabilities.hpp"
@@ -71,7 +71,7 @@ void Trainer::Impl::setup_threads_and_device() {
 void Trainer::Impl::build_optimizer(const json& restored) {
   StepResources res = step_resources(device, *comm, data, mcfg);
   res.restored = restored;
-  optimizer = make_training_step(cfg, model, comm, res);
+  optimizer = make_training_step(cfg.step(), model, comm, res);
   log->info("{}", optimizer->describe());
 }
 

@@ -12,6 +12,7 @@
 #include <numeric>
 #include <random>
 
+#include "optim/Optimizers.hpp"
 #include "src/core/AtomicFile.hpp"
 #include "src/core/Error.hpp"
 #include "src/core/HostMemory.hpp"
@@ -24,7 +25,6 @@
 #include "src/train/DataSetup.hpp"
 #include "src/train/EnergyBiasRefit.hpp"
 #include "src/train/LearningCurve.hpp"
-#include "src/train/Optimizers.hpp"
 #include "src/train/ProgressBar.hpp"
 #include "src/train/StopSignal.hpp"
 #include "src/train/TrainerImpl.hpp"
@@ -210,7 +210,7 @@ void Trainer::Impl::change_energy_bias() {
 
 void Trainer::Impl::calibrate_uncertainty() {
   calibration = json();  // a calibration restored with the checkpoint belongs to earlier weights
-  KalmanFilter* filter = optimizer->kalman_filter();
+  KalmanFilter* filter = optimizer->weight_covariance();
   const std::int64_t frames = cfg.calibration_frames_for(step);
   if (filter == nullptr || data.valid.empty()) return;
   if (frames == 0) {

@@ -5,10 +5,10 @@
 #include <algorithm>
 
 #include "optim/DeviceMemory.hpp"
+#include "optim/MemoryPlan.hpp"
 #include "src/core/Cores.hpp"
 #include "src/core/Error.hpp"
 #include "src/core/HostMemory.hpp"
-#include "src/train/MemoryPlan.hpp"
 
 namespace deepkf {
 

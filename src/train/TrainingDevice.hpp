@@ -2,11 +2,11 @@
 // Where a rank trains: its LibTorch threads, its device, and the memory it may use there.
 #include <torch/types.h>
 
+#include "optim/TrainingStep.hpp"
 #include "src/core/Communicator.hpp"
 #include "src/model/ModelConfig.hpp"
 #include "src/train/DataSetup.hpp"
 #include "src/train/TrainConfig.hpp"
-#include "src/train/TrainingStep.hpp"
 
 namespace deepkf {
 

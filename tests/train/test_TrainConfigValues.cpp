@@ -4,9 +4,9 @@
 #include <tuple>
 #include <vector>
 
+#include "optim/RlekfSettings.hpp"
 #include "src/core/Error.hpp"
 #include "src/model/ModelConfig.hpp"
-#include "src/train/RlekfSettings.hpp"
 #include "src/train/TrainConfig.hpp"
 #include "tests/support/Catch.hpp"
 #include "tests/train/TrainerTestSupport.hpp"

@@ -3,16 +3,16 @@
 // rate and prefactor schedules (optim/AdamTrainer.hpp, optim/EnerLoss.hpp).
 #include <memory>
 
+#include "optim/AdamSettings.hpp"
 #include "optim/AdamTrainer.hpp"
-#include "src/train/AdamSettings.hpp"
-#include "src/train/TrainingStep.hpp"
+#include "optim/TrainingStep.hpp"
 
 namespace deepkf {
 
 class AdamStep final : public TrainingStep {
  public:
   // `cfg` gives the run's length (the schedules).
-  AdamStep(const AdamSettings& settings, const TrainConfig& cfg, DeepPot model,
+  AdamStep(const AdamSettings& settings, const StepConfig& cfg, DeepPot model,
            std::shared_ptr<Communicator> comm, const StepResources& resources);
 
   std::string name() const override { return "Adam"; }

@@ -1,13 +1,13 @@
-#include "src/train/AdamStep.hpp"
+#include "optim/AdamStep.hpp"
 
 #include <fmt/format.h>
 #include <torch/torch.h>
 
 #include "optim/EnerLoss.hpp"
+#include "optim/MemoryPlan.hpp"
+#include "optim/RankSums.hpp"
 #include "src/core/Error.hpp"
 #include "src/core/HostMemory.hpp"
-#include "src/train/GradientSum.hpp"
-#include "src/train/MemoryPlan.hpp"
 
 namespace deepkf {
 
@@ -27,7 +27,7 @@ AdamOptions adam_options(const AdamSettings& s, std::int64_t numb_steps) {
 
 }  // namespace
 
-AdamStep::AdamStep(const AdamSettings& settings, const TrainConfig& cfg, DeepPot model,
+AdamStep::AdamStep(const AdamSettings& settings, const StepConfig& cfg, DeepPot model,
                    std::shared_ptr<Communicator> comm, const StepResources& resources)
     : options_(settings),
       model_(std::move(model)),

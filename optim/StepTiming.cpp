@@ -1,4 +1,4 @@
-#include "src/train/StepTiming.hpp"
+#include "optim/StepTiming.hpp"
 
 #include <fmt/format.h>
 #include <torch/cuda.h>

@@ -2,11 +2,9 @@
 // and one sweep of the covariance (docs/rlekf.md, "Joint measurement update").
 #include <torch/torch.h>
 
-#include <cmath>
-
 #include "optim/KalmanMeasurement.hpp"
-#include "src/train/GradientSum.hpp"
-#include "src/train/RlekfStep.hpp"
+#include "optim/RankSums.hpp"
+#include "optim/RlekfStep.hpp"
 
 namespace deepkf {
 
@@ -48,37 +46,12 @@ ErrorMetrics RlekfStep::take_joint(const StepInput& in) {
     frames.push_back(in.global_frames);
     shares.push_back(options_.virial_share);
   }
-  // The m gradients from the one graph (it is kept until the last), summed over ranks in one reduction; the
-  // innovations' pieces in another.
-  const auto m = ms.size();
-  std::vector<torch::Tensor> all;
-  for (std::size_t k = 0; k < m; ++k) {
-    std::vector<torch::Tensor> g(params_.size());
-    if (ms[k].y.defined()) {
-      g = torch::autograd::grad({ms[k].y}, params_, {}, /*retain_graph=*/k + 1 < m, /*create_graph=*/false,
-                                /*allow_unused=*/true);
-    }
-    all.insert(all.end(), g.begin(), g.end());
-  }
-  std::vector<torch::Tensor> shapes;
-  for (std::size_t k = 0; k < m; ++k) shapes.insert(shapes.end(), params_.begin(), params_.end());
-  all = sum_gradients(std::move(all), shapes, *comm_);
-  std::vector<double> sums;
-  for (const auto& x : ms) {
-    sums.push_back(x.abs_sum);
-    sums.push_back(static_cast<double>(x.count));
-  }
-  if (comm_->size() > 1) comm_->allreduce_sum(sums.data(), sums.size());
-  std::vector<double> e(m);
-  std::vector<std::vector<torch::Tensor>> grads(m);
-  for (std::size_t k = 0; k < m; ++k) {
-    e[k] = kalman_error(sums[2 * k], static_cast<std::int64_t>(std::llround(sums[2 * k + 1])), frames[k]);
-    const auto first = all.begin() + static_cast<std::ptrdiff_t>(k * params_.size());
-    grads[k].assign(first, first + static_cast<std::ptrdiff_t>(params_.size()));
-  }
+  // The m gradients from the one graph, summed over ranks in one reduction; the innovations' pieces in
+  // another.
+  const SummedMeasurements sum = sum_measurements(ms, frames, params_, *comm_);
   for (double& s : shares) s = options_.share_at(s, in.step);
   timing_.begin_filter();
-  filter_.update_joint(e, grads, shares, options_.share_cap());
+  filter_.update_joint(sum.e, sum.grads, shares, options_.share_cap());
   timing_.end_filter();
   timing_.end_step();
   return {};

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "src/train/OptimizerInput.hpp"
+#include "optim/OptimizerInput.hpp"
 
 namespace deepkf {
 

@@ -6,10 +6,11 @@
 #include <string>
 #include <tuple>
 
+#include "optim/Optimizers.hpp"
 #include "src/core/Error.hpp"
 #include "src/data/Dataset.hpp"
 #include "src/model/Batch.hpp"
-#include "src/train/Optimizers.hpp"
+#include "src/train/TrainConfig.hpp"
 #include "tests/support/Catch.hpp"
 
 using Catch::Matchers::Contains;
@@ -38,7 +39,7 @@ TEST_CASE("the training step is chosen by the input's optimizer name", "[train][
   for (const std::string name : {"LKF", "RLEKF", "lkf"}) {
     INFO(name);
     const auto cfg = config_with({{"type", name}, {"kf_blocksize", 64}});
-    auto step = deepkf::make_training_step(cfg, model_of(cfg), deepkf::make_serial_communicator());
+    auto step = deepkf::make_training_step(cfg.step(), model_of(cfg), deepkf::make_serial_communicator());
     CHECK(step->name() == "RLEKF");
     CHECK(step->status_name() == "lambda");
     CHECK(step->status_value(0) == 0.98);
@@ -50,14 +51,14 @@ TEST_CASE("the training step is chosen by the input's optimizer name", "[train][
   // log_filter adds the filter's diagnostics to the display line.
   {
     const auto cfg = config_with({{"type", "RLEKF"}, {"kf_blocksize", 64}, {"log_filter", true}});
-    auto step = deepkf::make_training_step(cfg, model_of(cfg), deepkf::make_serial_communicator());
+    auto step = deepkf::make_training_step(cfg.step(), model_of(cfg), deepkf::make_serial_communicator());
     CHECK_THAT(step->status_line(0), Contains("lambda 0.98  filter: 0 updates") && Contains("tr(P)/N 1"));
     const auto plain = config_with({{"type", "RLEKF"}, {"kf_blocksize", 64}});
-    CHECK(deepkf::make_training_step(plain, model_of(plain), deepkf::make_serial_communicator())
+    CHECK(deepkf::make_training_step(plain.step(), model_of(plain), deepkf::make_serial_communicator())
               ->status_line(0) == "lambda 0.98");
   }
   const auto cfg = config_with({{"type", "Adam"}, {"learning_rate", {{"start_lr", 2e-3}}}});
-  auto adam = deepkf::make_training_step(cfg, model_of(cfg), deepkf::make_serial_communicator());
+  auto adam = deepkf::make_training_step(cfg.step(), model_of(cfg), deepkf::make_serial_communicator());
   CHECK(adam->name() == "Adam");
   CHECK(adam->status_name() == "lr");
   CHECK(adam->status_value(0) == 2e-3);
@@ -104,7 +105,7 @@ TEST_CASE("replayed frames join the energy measurement as the batch's own frames
       for (std::size_t i = 0; i < model->parameters().size(); ++i)
         model->parameters()[i].copy_(start->parameters()[i]);
     }
-    auto step = deepkf::make_training_step(cfg, model, deepkf::make_serial_communicator());
+    auto step = deepkf::make_training_step(cfg.step(), model, deepkf::make_serial_communicator());
     REQUIRE(step->replay_frames() == 2);
     deepkf::SystemInfo info;
     static_cast<deepkf::SystemAtoms&>(info) = systems[system];
@@ -148,12 +149,12 @@ TEST_CASE("RLEKF tells where a step's time went: the filter's updates and the re
                                   {"kf_update", update},
                                   {"energy_last", energy_last}});
     // What the settings say a step makes (the MPI benchmark's count) is what the step makes.
-    CHECK(deepkf::kalman_updates_per_step(cfg, false) == per_step);
+    CHECK(deepkf::kalman_updates_per_step(cfg.step(), false) == per_step);
     const auto systems = deepkf::read_systems(std::string(DEEPKF_SOURCE_DIR) + "/data/si_cp2k.h5");
     REQUIRE_FALSE(systems.empty());
     const auto mc = deepkf::ModelConfig::from_json(cfg.model);
     const auto local = deepkf::make_batch(systems.front(), {0}, mc, torch::kCPU, mc.precision);
-    auto step = deepkf::make_training_step(cfg, model_of(cfg), deepkf::make_serial_communicator());
+    auto step = deepkf::make_training_step(cfg.step(), model_of(cfg), deepkf::make_serial_communicator());
     CHECK(step->time_summary().empty());
     deepkf::SystemInfo info;
     static_cast<deepkf::SystemAtoms&>(info) = systems.front();
@@ -173,9 +174,9 @@ TEST_CASE("RLEKF tells where a step's time went: the filter's updates and the re
   }
   // A virial update when a virial prefactor is set and the batch has virials; none for Adam.
   const auto virial = config_with({{"type", "RLEKF"}, {"kf_start_pref_v", 1.0}});
-  CHECK(deepkf::kalman_updates_per_step(virial, true) == 7);
-  CHECK(deepkf::kalman_updates_per_step(virial, false) == 6);
-  CHECK(deepkf::kalman_updates_per_step(config_with({{"type", "Adam"}}), true) == 0);
+  CHECK(deepkf::kalman_updates_per_step(virial.step(), true) == 7);
+  CHECK(deepkf::kalman_updates_per_step(virial.step(), false) == 6);
+  CHECK(deepkf::kalman_updates_per_step(config_with({{"type", "Adam"}}).step(), true) == 0);
 }
 
 namespace {
@@ -189,7 +190,7 @@ std::string line_after_one_step(const deepkf::TrainConfig& cfg, int step) {
   info.has_force = true;
   const auto mc = deepkf::ModelConfig::from_json(cfg.model);
   const auto local = deepkf::make_batch(systems.front(), {0}, mc, torch::kCPU, mc.precision);
-  auto step_ = deepkf::make_training_step(cfg, model_of(cfg), deepkf::make_serial_communicator());
+  auto step_ = deepkf::make_training_step(cfg.step(), model_of(cfg), deepkf::make_serial_communicator());
   step_->take(deepkf::StepInput{local, info, 1, 0, step});
   return step_->status_line(step + 1);
 }

@@ -1,4 +1,4 @@
-#include "src/train/AutoP0.hpp"
+#include "optim/AutoP0.hpp"
 
 #include <fmt/format.h>
 

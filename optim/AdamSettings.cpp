@@ -1,4 +1,4 @@
-#include "src/train/AdamSettings.hpp"
+#include "optim/AdamSettings.hpp"
 
 #include "src/core/Error.hpp"
 

@@ -1,4 +1,4 @@
-#include "src/train/RlekfStep.hpp"
+#include "optim/RlekfStep.hpp"
 
 #include <fmt/format.h>
 #include <torch/torch.h>
@@ -6,11 +6,11 @@
 #include <algorithm>
 #include <cmath>
 
+#include "optim/CovarianceShape.hpp"
 #include "optim/KalmanMeasurement.hpp"
 #include "optim/PackedJointSweep.hpp"
+#include "optim/RankSums.hpp"
 #include "src/core/Error.hpp"
-#include "src/train/CovarianceShape.hpp"
-#include "src/train/GradientSum.hpp"
 
 namespace deepkf {
 
@@ -84,7 +84,7 @@ MemoryPlan RlekfStep::plan(const RlekfSettings& settings, const DeepPot& model, 
   return plan_memory(need, blocksize, precision);
 }
 
-RlekfStep::RlekfStep(const RlekfSettings& settings, const TrainConfig& cfg, DeepPot model,
+RlekfStep::RlekfStep(const RlekfSettings& settings, const StepConfig& cfg, DeepPot model,
                      std::shared_ptr<Communicator> comm, const StepResources& resources)
     : plan_(plan(settings, model, comm->size(), resources)),
       options_(resolved(settings, plan_, resources)),
@@ -175,16 +175,7 @@ Measurement RlekfStep::with_noise(Measurement m, double rho) {
 }
 
 std::vector<torch::Tensor> RlekfStep::gradients(const Measurement& m) const {
-  std::vector<torch::Tensor> grads(params_.size());
-  if (m.y.defined()) grads = torch::autograd::grad({m.y}, params_, {}, false, false, /*allow_unused=*/true);
-  return sum_gradients(std::move(grads), params_, *comm_);
-}
-
-double RlekfStep::innovation(const Measurement& m, std::int64_t frames) const {
-  std::vector<double> sums = {m.abs_sum, static_cast<double>(m.count)};
-  if (comm_->size() > 1) comm_->allreduce_sum(sums.data(), sums.size());
-  // e = sqrt(B) * mean |d| over the global batch
-  return kalman_error(sums[0], static_cast<std::int64_t>(std::llround(sums[1])), frames);
+  return measurement_gradients({m}, params_, *comm_).front();
 }
 
 ErrorMetrics RlekfStep::take(const StepInput& in) {
@@ -196,13 +187,12 @@ ErrorMetrics RlekfStep::take(const StepInput& in) {
 
   auto update = [&](const Measurement& m, std::int64_t frames, double share) {
     share = options_.share_at(share, in.step);
-    const auto grads = gradients(m);
-    const double e = innovation(m, frames);
+    const SummedMeasurements s = sum_measurements({m}, {frames}, params_, *comm_);
     timing_.begin_filter();
     if (share > 0.0)
-      filter_.update_joint({e}, {grads}, {share}, options_.share_cap());
+      filter_.update_joint(s.e, s.grads, {share}, options_.share_cap());
     else
-      filter_.update(e, grads);
+      filter_.update(s.e.front(), s.grads.front());
     timing_.end_filter();
   };
   const std::int64_t energy_frames = in.global_frames + in.replay_frames;

@@ -1,4 +1,4 @@
-// The shape of the initial covariance (src/train/CovarianceShape.hpp) against its definition on hand-made
+// The shape of the initial covariance (optim/CovarianceShape.hpp) against its definition on hand-made
 // gradients, and KalmanFilter::set_p0(p0, d) against P = p0 diag(d) block by block; with it, the first
 // update of a linear measurement removes p0 h^T D h / (L lambda + p0 h^T D h) of its error, the form the
 // automatic p0 uses for a shaped P.
@@ -8,10 +8,10 @@
 #include <cmath>
 #include <vector>
 
+#include "optim/AutoP0.hpp"
+#include "optim/CovarianceShape.hpp"
 #include "optim/KalmanFilter.hpp"
 #include "src/core/Error.hpp"
-#include "src/train/AutoP0.hpp"
-#include "src/train/CovarianceShape.hpp"
 #include "tests/support/Catch.hpp"
 
 using deepkf::BlockLayout;

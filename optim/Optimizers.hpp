@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "src/train/OptimizerInput.hpp"
-#include "src/train/TrainingStep.hpp"
+#include "optim/OptimizerInput.hpp"
+#include "optim/TrainingStep.hpp"
 
 namespace deepkf {
 
@@ -25,18 +25,18 @@ nlohmann::json resolve_optimizer_settings(const std::string& name, const Optimiz
 
 // The memory plan of the step cfg.optimizer names, as one line, without allocating it; ResourceError when
 // it does not fit (`deepkf plan`).
-std::string plan_training_step(const TrainConfig& cfg, const DeepPot& model, int nranks,
+std::string plan_training_step(const StepConfig& cfg, const DeepPot& model, int nranks,
                                const StepResources& resources);
 
 // The Kalman filter updates one RLEKF training step makes on a batch with forces (and virials, when
-// `virials`), from cfg.optimizer_settings: with kf_update "sequential", the energy, one per force group
+// `virials`), from cfg.settings: with kf_update "sequential", the energy, one per force group
 // (ceil(nselect / groupsize)), the virial when a virial prefactor is not 0, and the energy again with
 // energy_last (6 at the defaults); with "joint", 1. 0 for Adam.
-int kalman_updates_per_step(const TrainConfig& cfg, bool virials);
+int kalman_updates_per_step(const StepConfig& cfg, bool virials);
 
-// The step cfg.optimizer names, with cfg.optimizer_settings, over `model`'s parameters. ResourceError when
+// The step cfg.optimizer names, with cfg.settings, over `model`'s parameters. ResourceError when
 // what it needs does not fit in `resources`.
-std::unique_ptr<TrainingStep> make_training_step(const TrainConfig& cfg, DeepPot model,
+std::unique_ptr<TrainingStep> make_training_step(const StepConfig& cfg, DeepPot model,
                                                  std::shared_ptr<Communicator> comm,
                                                  const StepResources& resources = {});
 

@@ -7,13 +7,13 @@
 #include <memory>
 
 #include "optim/AtomSelector.hpp"
+#include "optim/AutoP0.hpp"
 #include "optim/KalmanFilter.hpp"
 #include "optim/KalmanMeasurement.hpp"
-#include "src/train/AutoP0.hpp"
-#include "src/train/MemoryPlan.hpp"
-#include "src/train/RlekfSettings.hpp"
-#include "src/train/StepTiming.hpp"
-#include "src/train/TrainingStep.hpp"
+#include "optim/MemoryPlan.hpp"
+#include "optim/RlekfSettings.hpp"
+#include "optim/StepTiming.hpp"
+#include "optim/TrainingStep.hpp"
 
 namespace deepkf {
 
@@ -22,7 +22,7 @@ class RlekfStep final : public TrainingStep {
   // `cfg` gives the run's length (the prefactor schedules) and seed (the atom selection).
   // The covariance's kf_blocksize and precision, where "auto", come from the memory plan (MemoryPlan.hpp)
   // or, when restoring, from the checkpoint; ResourceError when they do not fit.
-  RlekfStep(const RlekfSettings& settings, const TrainConfig& cfg, DeepPot model,
+  RlekfStep(const RlekfSettings& settings, const StepConfig& cfg, DeepPot model,
             std::shared_ptr<Communicator> comm, const StepResources& resources);
 
   std::string name() const override { return "RLEKF"; }
@@ -43,7 +43,7 @@ class RlekfStep final : public TrainingStep {
   std::string status_line(std::int64_t step) override;
   std::string time_summary() const override { return describe_step_time(timing_.total()); }
   std::int64_t covariance_bytes() const override { return filter_.covariance_bytes(); }
-  KalmanFilter* kalman_filter() override { return &filter_; }
+  KalmanFilter* weight_covariance() override { return &filter_; }
 
   void save(torch::serialize::OutputArchive& archive) override;
   std::vector<std::int64_t> block_sizes() const override;
@@ -69,11 +69,9 @@ class RlekfStep final : public TrainingStep {
   Measurement virial_of(const StepInput& in, double pv);
   // The measurement with relative noise rho (RlekfSettings::force_noise): y and its error pieces / sqrt(rho).
   static Measurement with_noise(Measurement m, double rho);
-  // e of a measurement over the global batch of `frames` frames. Collective.
-  double innovation(const Measurement& m, std::int64_t frames) const;
   // kf_update "joint": every measurement of the step in one Kalman update (KalmanFilter::update_joint).
   ErrorMetrics take_joint(const StepInput& in);
-  // dy/dw summed over ranks. Collective.
+  // dy/dw summed over ranks (RankSums.hpp). Collective.
   std::vector<torch::Tensor> gradients(const Measurement& m) const;
 
   MemoryPlan plan_;

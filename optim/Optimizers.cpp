@@ -1,12 +1,12 @@
-#include "src/train/Optimizers.hpp"
+#include "optim/Optimizers.hpp"
 
 #include <algorithm>
 
+#include "optim/AdamSettings.hpp"
+#include "optim/AdamStep.hpp"
+#include "optim/RlekfSettings.hpp"
+#include "optim/RlekfStep.hpp"
 #include "src/core/Error.hpp"
-#include "src/train/AdamSettings.hpp"
-#include "src/train/AdamStep.hpp"
-#include "src/train/RlekfSettings.hpp"
-#include "src/train/RlekfStep.hpp"
 
 namespace deepkf {
 
@@ -14,8 +14,8 @@ namespace {
 
 // The resolved settings (an "optimizer" section), read back through the optimizer's own reader.
 template <typename Settings>
-Settings settings_of(const TrainConfig& cfg) {
-  const nlohmann::json doc = {{"optimizer", cfg.optimizer_settings}};
+Settings settings_of(const StepConfig& cfg) {
+  const nlohmann::json doc = {{"optimizer", cfg.settings}};
   return Settings::read(OptimizerInput(doc, cfg.file));
 }
 
@@ -23,8 +23,8 @@ struct Entry {
   std::string name;
   const std::vector<OptionKey>& (*keys)();
   nlohmann::json (*resolve)(const OptimizerInput&);
-  std::string (*plan)(const TrainConfig&, const DeepPot&, int, const StepResources&);
-  std::unique_ptr<TrainingStep> (*make)(const TrainConfig&, DeepPot, std::shared_ptr<Communicator>,
+  std::string (*plan)(const StepConfig&, const DeepPot&, int, const StepResources&);
+  std::unique_ptr<TrainingStep> (*make)(const StepConfig&, DeepPot, std::shared_ptr<Communicator>,
                                         const StepResources&);
 };
 
@@ -32,19 +32,19 @@ const std::vector<Entry>& registry() {
   static const std::vector<Entry> all = {
       {"RLEKF", &RlekfSettings::keys,
        [](const OptimizerInput& in) { return RlekfSettings::read(in).to_json(); },
-       [](const TrainConfig& cfg, const DeepPot& model, int nranks, const StepResources& res) {
+       [](const StepConfig& cfg, const DeepPot& model, int nranks, const StepResources& res) {
          return RlekfStep::plan(settings_of<RlekfSettings>(cfg), model, nranks, res).describe();
        },
-       [](const TrainConfig& cfg, DeepPot model, std::shared_ptr<Communicator> comm,
+       [](const StepConfig& cfg, DeepPot model, std::shared_ptr<Communicator> comm,
           const StepResources& res) -> std::unique_ptr<TrainingStep> {
          return std::make_unique<RlekfStep>(settings_of<RlekfSettings>(cfg), cfg, std::move(model),
                                             std::move(comm), res);
        }},
       {"Adam", &AdamSettings::keys, [](const OptimizerInput& in) { return AdamSettings::read(in).to_json(); },
-       [](const TrainConfig&, const DeepPot& model, int, const StepResources& res) {
+       [](const StepConfig&, const DeepPot& model, int, const StepResources& res) {
          return AdamStep::plan(model, res);
        },
-       [](const TrainConfig& cfg, DeepPot model, std::shared_ptr<Communicator> comm,
+       [](const StepConfig& cfg, DeepPot model, std::shared_ptr<Communicator> comm,
           const StepResources& res) -> std::unique_ptr<TrainingStep> {
          return std::make_unique<AdamStep>(settings_of<AdamSettings>(cfg), cfg, std::move(model),
                                            std::move(comm), res);
@@ -101,12 +101,12 @@ nlohmann::json resolve_optimizer_settings(const std::string& name, const Optimiz
   return chosen.resolve(in);
 }
 
-std::string plan_training_step(const TrainConfig& cfg, const DeepPot& model, int nranks,
+std::string plan_training_step(const StepConfig& cfg, const DeepPot& model, int nranks,
                                const StepResources& resources) {
   return entry(cfg.optimizer).plan(cfg, model, nranks, resources);
 }
 
-int kalman_updates_per_step(const TrainConfig& cfg, bool virials) {
+int kalman_updates_per_step(const StepConfig& cfg, bool virials) {
   if (cfg.optimizer != "RLEKF") return 0;
   const RlekfSettings s = settings_of<RlekfSettings>(cfg);
   if (s.update == "joint") return 1;
@@ -115,7 +115,7 @@ int kalman_updates_per_step(const TrainConfig& cfg, bool virials) {
   return 1 + force_groups + (virial ? 1 : 0) + (s.energy_last ? 1 : 0);
 }
 
-std::unique_ptr<TrainingStep> make_training_step(const TrainConfig& cfg, DeepPot model,
+std::unique_ptr<TrainingStep> make_training_step(const StepConfig& cfg, DeepPot model,
                                                  std::shared_ptr<Communicator> comm,
                                                  const StepResources& resources) {
   return entry(cfg.optimizer).make(cfg, std::move(model), std::move(comm), resources);

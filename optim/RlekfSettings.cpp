@@ -1,4 +1,4 @@
-#include "src/train/RlekfSettings.hpp"
+#include "optim/RlekfSettings.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-// The automatic p0 (src/train/AutoP0.hpp) against the filter itself: for a linear measurement y = h^T w the
+// The automatic p0 (optim/AutoP0.hpp) against the filter itself: for a linear measurement y = h^T w the
 // innovation after one Kalman update is exactly (1 - f) e, so the fraction the rule promises is checked on
 // a real KalmanFilter with several blocks; and the choice's invariances (scale of h, number of blocks).
 #include <torch/torch.h>
@@ -6,9 +6,9 @@
 #include <cmath>
 #include <vector>
 
+#include "optim/AutoP0.hpp"
 #include "optim/KalmanFilter.hpp"
 #include "src/core/Error.hpp"
-#include "src/train/AutoP0.hpp"
 #include "tests/support/Catch.hpp"
 
 using deepkf::choose_p0;

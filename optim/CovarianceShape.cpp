@@ -1,4 +1,4 @@
-#include "src/train/CovarianceShape.hpp"
+#include "optim/CovarianceShape.hpp"
 
 #include "src/core/Error.hpp"
 

@@ -1,8 +1,8 @@
 // The memory plan: covariance bytes per rank against the packed-triangle count written out, the choice of
 // kf_blocksize and precision for "auto", explicit choices kept, and the message when nothing asked for fits.
+#include "optim/MemoryPlan.hpp"
 #include "src/core/Error.hpp"
 #include "src/core/HostMemory.hpp"
-#include "src/train/MemoryPlan.hpp"
 #include "tests/support/Catch.hpp"
 
 using Catch::Matchers::Contains;

@@ -1,4 +1,4 @@
-#include "src/train/OptimizerInput.hpp"
+#include "optim/OptimizerInput.hpp"
 
 #include <algorithm>
 

@@ -1,9 +1,11 @@
 #pragma once
-// One optimizer step on one global batch, as the training loop sees it: the loop hands each step its rank's
-// share of the batch and asks for a status value to log; checkpoints save and stream the step's state. Two
-// implementations: RlekfStep (a Kalman update per measurement: energy, force groups, virial) and AdamStep
-// (one gradient step on DeePMD-kit's ener loss), chosen by make_training_step (Optimizers.hpp) from the
-// input's optimizer.
+// One optimizer step on one global batch, as the training loop (src/train/Trainer.hpp) sees it: the loop
+// hands each step its rank's share of the batch and asks for a status value to log; checkpoints save and
+// stream the step's state. A step owns what happens in between: measure (or take the loss) on the model,
+// sum over ranks (RankSums.hpp, the step's only collectives besides the filter's own), form the innovations
+// and update. Two implementations: RlekfStep (the energy, force groups and virial as Kalman measurements,
+// joint or one after another) and AdamStep (one gradient step on DeePMD-kit's ener loss), chosen by
+// make_training_step (Optimizers.hpp) from the input's optimizer.
 #include <fmt/format.h>
 #include <torch/serialize/input-archive.h>
 #include <torch/serialize/output-archive.h>
@@ -21,9 +23,19 @@
 #include "src/eval/ErrorMetrics.hpp"
 #include "src/model/Batch.hpp"
 #include "src/model/DeepPot.hpp"
-#include "src/train/TrainConfig.hpp"
 
 namespace deepkf {
+
+// What a training step knows of the run: the optimizer's name and settings as a resolved input's
+// "optimizer" section holds them, the input file (for messages), the run's length (the schedules) and
+// seed (RLEKF's atom draws). TrainConfig::step() makes it from an input file.
+struct StepConfig {
+  std::string optimizer = "RLEKF";  // "RLEKF" or "Adam"
+  nlohmann::json settings;          // RlekfSettings or AdamSettings::to_json()
+  std::string file;
+  std::int64_t numb_steps = 1;
+  std::uint64_t seed = 1;
+};
 
 struct StepInput {
   const Batch& local;          // this rank's frames of the batch (possibly none)
@@ -38,7 +50,7 @@ struct StepInput {
 };
 
 // What a step may use, given to the factory: the memory one rank can use and one batch's estimated
-// activations (src/train/MemoryPlan.hpp), and when restoring, the settings the checkpoint was written with.
+// activations (optim/MemoryPlan.hpp), and when restoring, the settings the checkpoint was written with.
 struct StepResources {
   std::int64_t available = -1;   // bytes one rank can use; -1: unknown
   std::string where = "host";    // "host" or the device, for messages
@@ -91,9 +103,9 @@ class TrainingStep {
   virtual std::string time_summary() const { return {}; }
   // Bytes of the RLEKF covariance held by this rank; 0 for optimizers without one.
   virtual std::int64_t covariance_bytes() const { return 0; }
-  // The Kalman filter whose covariance of the weights gives the predicted uncertainty
-  // (src/uncertainty/KalmanUncertainty.hpp); null for optimizers without one.
-  virtual KalmanFilter* kalman_filter() { return nullptr; }
+  // The covariance of the weights this optimizer tracks, which gives the predicted uncertainty
+  // (src/uncertainty/KalmanUncertainty.hpp): RLEKF's Kalman filter; null for one that tracks none (Adam).
+  virtual KalmanFilter* weight_covariance() { return nullptr; }
 
   // Checkpoints: the small state goes into `archive`; the blocks of block_sizes() (values of block_dtype())
   // are streamed to rank 0 by stream_blocks, collectively, sink called on rank 0 only.

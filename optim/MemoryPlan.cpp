@@ -1,4 +1,4 @@
-#include "src/train/MemoryPlan.hpp"
+#include "optim/MemoryPlan.hpp"
 
 #include <fmt/format.h>
 
