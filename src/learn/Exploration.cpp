@@ -86,36 +86,114 @@ std::string find_lammps_plugin(const LearnConfig& cfg) {
                   cfg.file, guess.lexically_normal().string()));
 }
 
+namespace {
+
+// One exploration run: a start structure at a temperature (and pressure).
+struct Job {
+  std::size_t start;
+  double temperature, pressure;
+};
+
+// What the runs of an iteration share: the programs, the model's elements and their masses, the start
+// structures, the jobs (every start at every temperature and pressure), the steps, the runs at once and
+// the threads of each.
+struct ExplorationPlan {
+  std::string lmp, mpirun, plugin;
+  std::vector<std::string> type_map;
+  std::vector<double> masses;
+  std::vector<Start> starts;
+  std::vector<Job> jobs;
+  std::int64_t steps = 0;
+  int at_once = 1, threads = 1;
+};
+
+ExplorationPlan plan_exploration(const LearnConfig& cfg, int iteration,
+                                 const std::vector<std::string>& models) {
+  const ExploreConfig& ec = cfg.explore;
+  ExplorationPlan p;
+  p.lmp = find_program(ec.lmp, cfg.base_dir, "explore.lmp", cfg.file);
+  p.mpirun = ec.ranks > 1 ? find_program(ec.mpirun, cfg.base_dir, "explore.mpirun", cfg.file) : "";
+  p.plugin = find_lammps_plugin(cfg);
+  p.type_map = read_model_metadata(models.front()).at("type_map").get<std::vector<std::string>>();
+  for (const auto& e : p.type_map) p.masses.push_back(atomic_mass(e, ec.masses));
+  p.starts = read_starts(cfg, p.type_map);
+  const std::vector<double> pressures = ec.ensemble == "npt" ? ec.pressures : std::vector<double>{0.0};
+  for (std::size_t s = 0; s < p.starts.size(); ++s)
+    for (double t : ec.temperatures)
+      for (double pressure : pressures) p.jobs.push_back({s, t, pressure});
+  p.steps = ec.steps[std::min(static_cast<std::size_t>(iteration), ec.steps.size() - 1)];
+  p.at_once = std::min<int>(ec.jobs, static_cast<int>(p.jobs.size()));
+  p.threads = std::max(1, usable_cores() / (p.at_once * ec.ranks));
+  return p;
+}
+
+// Writes run j's LAMMPS data file and input (in.lammps) into run_dir.
+void write_run_inputs(const LearnConfig& cfg, int iteration, const ExplorationPlan& plan, std::size_t j,
+                      const std::vector<std::string>& models, const fs::path& run_dir) {
+  const ExploreConfig& ec = cfg.explore;
+  const Job& job = plan.jobs[j];
+  const Start& start = plan.starts[job.start];
+  MdRun md;
+  md.plugin = plan.plugin;
+  md.models = models;
+  md.elements = plan.type_map;
+  md.replicate = start.replicate;
+  md.ensemble = ec.ensemble;
+  md.temperature = job.temperature;
+  md.pressure = job.pressure;
+  md.barostat = ec.barostat;
+  md.thermostat_damping = ec.thermostat_damping;
+  md.barostat_damping = ec.barostat_damping;
+  md.timestep = ec.timestep;
+  md.steps = plan.steps;
+  md.dump_freq = ec.dump_freq;
+  // LAMMPS wants a seed in [1, 2^31 - 1); each run of each iteration its own.
+  std::mt19937_64 rng =
+      make_stream(cfg.seed, kVelocityStream, static_cast<std::uint64_t>(iteration) * 100000 + j);
+  md.velocity_seed = static_cast<std::int64_t>(uniform_below(rng, 2147483646)) + 1;
+  write_text_atomically((run_dir / md.data_file).string(), lammps_data_text(start.frame, 0, plan.masses));
+  write_text_atomically((run_dir / "in.lammps").string(), lammps_input_text(md));
+}
+
+// Runs LAMMPS on run j's inputs and records how it ended (run.json, written atomically).
+ExplorationRun launch_run(const LearnConfig& cfg, const ExplorationPlan& plan, std::size_t j,
+                          const fs::path& run_dir, spdlog::logger& log) {
+  const ExploreConfig& ec = cfg.explore;
+  const Job& job = plan.jobs[j];
+  const Start& start = plan.starts[job.start];
+  ProgramRun run;
+  if (ec.ranks > 1) run.argv = {plan.mpirun, "-np", std::to_string(ec.ranks)};
+  run.argv.insert(run.argv.end(), {plan.lmp, "-in", "in.lammps", "-log", "log.lammps"});
+  run.cwd = run_dir.string();
+  run.output = "lmp.out";
+  run.env = {{"OMP_NUM_THREADS", std::to_string(plan.threads)}};
+  log.info("explore: run {} ({}, {:g} K{}): {} (in {})", j, start.name, job.temperature,
+           ec.ensemble == "npt" ? fmt::format(", {:g} bar", job.pressure) : "", command_line(run.argv),
+           run.cwd);
+  const ProgramResult r = run_program(run);
+  ExplorationRun out;
+  out.dir = run_dir.string();
+  out.start = start.name;
+  out.elements = plan.type_map;
+  out.temperature = job.temperature;
+  out.pressure = job.pressure;
+  out.ok = r.ok();
+  out.wall_s = r.wall_s;
+  if (!out.ok) {
+    out.failure = failure_text(run, r);
+    log.warn("explore: run {} failed; its frames up to the failure are kept: {}", j, out.failure);
+  }
+  write_text_atomically((run_dir / "run.json").string(), out.to_json().dump(2) + "\n");
+  return out;
+}
+
+}  // namespace
+
 std::vector<ExplorationRun> explore(const LearnConfig& cfg, int iteration, const std::string& dir,
                                     const std::vector<std::string>& models, spdlog::logger& log) {
-  const ExploreConfig& ec = cfg.explore;
-  const std::string lmp = find_program(ec.lmp, cfg.base_dir, "explore.lmp", cfg.file);
-  const std::string mpirun =
-      ec.ranks > 1 ? find_program(ec.mpirun, cfg.base_dir, "explore.mpirun", cfg.file) : "";
-  const std::string plugin = find_lammps_plugin(cfg);
-  const auto type_map = read_model_metadata(models.front()).at("type_map").get<std::vector<std::string>>();
-  std::vector<double> masses;
-  for (const auto& e : type_map) masses.push_back(atomic_mass(e, ec.masses));
-  const std::vector<Start> starts = read_starts(cfg, type_map);
-
-  // Jobs: every start structure at every temperature (and pressure).
-  struct Job {
-    std::size_t start;
-    double temperature, pressure;
-  };
-  std::vector<Job> jobs;
-  const std::vector<double> pressures = ec.ensemble == "npt" ? ec.pressures : std::vector<double>{0.0};
-  for (std::size_t s = 0; s < starts.size(); ++s)
-    for (double t : ec.temperatures)
-      for (double p : pressures) jobs.push_back({s, t, p});
-  const std::int64_t steps = ec.steps[std::min(static_cast<std::size_t>(iteration), ec.steps.size() - 1)];
-  const int at_once = std::min<int>(ec.jobs, static_cast<int>(jobs.size()));
-  const int cores = usable_cores();
-  const int threads = std::max(1, cores / (at_once * ec.ranks));
-
-  std::vector<ExplorationRun> runs(jobs.size());
-  run_parallel(jobs.size(), at_once, [&](std::size_t j) {
-    const Job& job = jobs[j];
+  const ExplorationPlan plan = plan_exploration(cfg, iteration, models);
+  std::vector<ExplorationRun> runs(plan.jobs.size());
+  run_parallel(plan.jobs.size(), plan.at_once, [&](std::size_t j) {
     const fs::path run_dir = fs::path(dir) / fmt::format("run_{:03d}", j);
     const fs::path record = run_dir / "run.json";
     std::error_code err;
@@ -126,51 +204,8 @@ std::vector<ExplorationRun> explore(const LearnConfig& cfg, int iteration, const
     }
     fs::create_directories(run_dir);
     for (const char* stale : {kTrajectoryFile, kDeviationFile}) fs::remove(run_dir / stale, err);
-    const Start& start = starts[job.start];
-    MdRun md;
-    md.plugin = plugin;
-    md.models = models;
-    md.elements = type_map;
-    md.replicate = start.replicate;
-    md.ensemble = ec.ensemble;
-    md.temperature = job.temperature;
-    md.pressure = job.pressure;
-    md.barostat = ec.barostat;
-    md.thermostat_damping = ec.thermostat_damping;
-    md.barostat_damping = ec.barostat_damping;
-    md.timestep = ec.timestep;
-    md.steps = steps;
-    md.dump_freq = ec.dump_freq;
-    // LAMMPS wants a seed in [1, 2^31 - 1); each run of each iteration its own.
-    std::mt19937_64 rng =
-        make_stream(cfg.seed, kVelocityStream, static_cast<std::uint64_t>(iteration) * 100000 + j);
-    md.velocity_seed = static_cast<std::int64_t>(uniform_below(rng, 2147483646)) + 1;
-    write_text_atomically((run_dir / md.data_file).string(), lammps_data_text(start.frame, 0, masses));
-    write_text_atomically((run_dir / "in.lammps").string(), lammps_input_text(md));
-
-    ProgramRun run;
-    if (ec.ranks > 1) run.argv = {mpirun, "-np", std::to_string(ec.ranks)};
-    run.argv.insert(run.argv.end(), {lmp, "-in", "in.lammps", "-log", "log.lammps"});
-    run.cwd = run_dir.string();
-    run.output = "lmp.out";
-    run.env = {{"OMP_NUM_THREADS", std::to_string(threads)}};
-    log.info("explore: run {} ({}, {:g} K{}): {} (in {})", j, start.name, job.temperature,
-             ec.ensemble == "npt" ? fmt::format(", {:g} bar", job.pressure) : "", command_line(run.argv),
-             run.cwd);
-    const ProgramResult r = run_program(run);
-    ExplorationRun& out = runs[j];
-    out.dir = run_dir.string();
-    out.start = start.name;
-    out.elements = type_map;
-    out.temperature = job.temperature;
-    out.pressure = job.pressure;
-    out.ok = r.ok();
-    out.wall_s = r.wall_s;
-    if (!out.ok) {
-      out.failure = failure_text(run, r);
-      log.warn("explore: run {} failed; its frames up to the failure are kept: {}", j, out.failure);
-    }
-    write_text_atomically(record.string(), out.to_json().dump(2) + "\n");
+    write_run_inputs(cfg, iteration, plan, j, models, run_dir);
+    runs[j] = launch_run(cfg, plan, j, run_dir, log);
   });
   return runs;
 }

@@ -47,13 +47,14 @@ System frame_from_json(const json& j, const std::string& source) {
   return s;
 }
 
-SelectRecord select_stage(const LearnConfig& cfg, int iteration, const std::vector<ExplorationRun>& runs,
-                          const FrameScorer& scorer, double& reference_level, const std::string& dir,
-                          spdlog::logger& log) {
-  fs::create_directories(dir);
-  std::vector<ExploredFrames> trajectories(runs.size());
-  std::vector<std::vector<double>> scores(runs.size());
-  SelectRecord summary;
+namespace {
+
+// Reads and scores every run's dumped frames into trajectories[r] and scores[r], with a note per run (a run
+// that failed keeps what it dumped; one that finished but cannot be read is an error).
+std::vector<RunNote> score_runs(const std::vector<ExplorationRun>& runs, const FrameScorer& scorer,
+                                std::vector<ExploredFrames>& trajectories,
+                                std::vector<std::vector<double>>& scores, spdlog::logger& log) {
+  std::vector<RunNote> notes;
   for (std::size_t r = 0; r < runs.size(); ++r) {
     const ExplorationRun& run = runs[r];
     const std::string dump = (fs::path(run.dir) / kTrajectoryFile).string();
@@ -75,8 +76,37 @@ SelectRecord select_stage(const LearnConfig& cfg, int iteration, const std::vect
       note = std::string("its frames could not be read: ") + e.what();
     }
     if (!note.empty()) log.warn("select: run {} ({}): {}", r, run.dir, note);
-    summary.runs.push_back({run.dir, static_cast<std::int64_t>(scores[r].size()), note});
+    notes.push_back({run.dir, static_cast<std::int64_t>(scores[r].size()), note});
   }
+  return notes;
+}
+
+// scores.tsv: every frame's score and class, for plots and for choosing a window.
+std::string scores_table(const std::vector<ExploredFrames>& trajectories,
+                         const std::vector<std::vector<double>>& scores, const std::string& score_name,
+                         double lo, double hi) {
+  std::string table =
+      "# run\tstep\tscore\tclass (" + score_name + fmt::format(", window [{:g}, {:g}))\n", lo, hi);
+  for (std::size_t r = 0; r < scores.size(); ++r) {
+    for (std::size_t f = 0; f < scores[r].size(); ++f) {
+      const double s = scores[r][f];
+      const char* kind = !(s < hi) ? "failed" : (s < lo ? "accurate" : "candidate");
+      table += fmt::format("{}\t{}\t{:.6g}\t{}\n", r, trajectories[r].steps[f], s, kind);
+    }
+  }
+  return table;
+}
+
+}  // namespace
+
+SelectRecord select_stage(const LearnConfig& cfg, int iteration, const std::vector<ExplorationRun>& runs,
+                          const FrameScorer& scorer, double& reference_level, const std::string& dir,
+                          spdlog::logger& log) {
+  fs::create_directories(dir);
+  std::vector<ExploredFrames> trajectories(runs.size());
+  std::vector<std::vector<double>> scores(runs.size());
+  SelectRecord summary;
+  summary.runs = score_runs(runs, scorer, trajectories, scores, log);
 
   double lo = cfg.select.trust_lo, hi = cfg.select.trust_hi;
   if (cfg.select.relative) {
@@ -115,16 +145,7 @@ SelectRecord select_stage(const LearnConfig& cfg, int iteration, const std::vect
                               runs[p.run].start, trajectories[p.run].steps[static_cast<std::size_t>(p.frame)],
                               p.score});
   }
-  // Every frame's score, for plots and for choosing a window.
-  std::string table =
-      "# run\tstep\tscore\tclass (" + scorer.describe() + fmt::format(", window [{:g}, {:g}))\n", lo, hi);
-  for (std::size_t r = 0; r < runs.size(); ++r) {
-    for (std::size_t f = 0; f < scores[r].size(); ++f) {
-      const double s = scores[r][f];
-      const char* kind = !(s < hi) ? "failed" : (s < lo ? "accurate" : "candidate");
-      table += fmt::format("{}\t{}\t{:.6g}\t{}\n", r, trajectories[r].steps[f], s, kind);
-    }
-  }
+  const std::string table = scores_table(trajectories, scores, scorer.describe(), lo, hi);
   write_text_atomically((fs::path(dir) / "scores.tsv").string(), table);
   log.info(
       "select: {} frames explored: {} accurate, {} candidates ({:.1f} %), {} failed; {} chosen for labelling",
