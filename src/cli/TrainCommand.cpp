@@ -46,6 +46,57 @@ bool is_dp_parameter_file(const std::string& output) {
          !fs::is_directory(output);
 }
 
+// The trainer's options from the command line; rank 0 prints a note for dp options that change nothing.
+TrainerOptions trainer_options(const TrainArgs& args, bool root) {
+  TrainerOptions options;
+  options.output_dir = args.output_dir;
+  options.restart = args.restart;
+  options.continue_from = args.continue_from;
+  options.init_model = !args.init_model.empty()    ? args.init_model
+                       : !args.init_frozen.empty() ? args.init_frozen
+                                                   : args.finetune;
+  options.finetune = !args.finetune.empty();
+  if (args.use_pretrain_script && root) {
+    std::printf(
+        "note: --use-pretrain-script changes nothing: a run that starts from a model keeps that model's "
+        "architecture (the input's model section chooses only which weights to train)\n");
+  }
+  if (args.skip_neighbor_stat && root) {
+    std::printf(
+        "note: --skip-neighbor-stat changes nothing: deepkf always gathers the neighbour statistics "
+        "(automatic sel, the training range that compression uses)\n");
+  }
+  options.progress = args.no_progress ? 0 : -1;
+  return options;
+}
+
+// The lines after a run: how it ended, the validation errors, and where its files are.
+void print_outcome(const TrainResult& r, const TrainConfig& config, const std::string& output_dir) {
+  namespace fs = std::filesystem;
+  const auto shown = [](const fs::path& p) { return fs::absolute(p).lexically_normal().string(); };
+  const fs::path dir = output_dir;
+  std::printf("\n%s after %lld steps in %.1f s\n", r.interrupted ? "stopped" : "finished",
+              static_cast<long long>(r.steps), r.wall_seconds);
+  if (r.validation.e_count > 0) {
+    std::printf("validation RMSE (%lld frames): energy %.3e eV/atom, force %.3e eV/A",
+                static_cast<long long>(r.validation.e_count), r.validation.rmse_e(), r.validation.rmse_f());
+    if (r.validation.has_virial()) std::printf(", virial %.3e eV/atom", r.validation.rmse_v());
+    std::printf("\n");
+  }
+  std::printf("learning curve  %s\n", shown(dir / config.disp_file).c_str());
+  std::printf("checkpoint      %s\n", shown(r.checkpoint).c_str());
+  if (!r.model.empty()) std::printf("model           %s\n", shown(r.model).c_str());
+  if (!r.model_average.empty()) {
+    std::printf("model (EMA)     %s", shown(r.model_average).c_str());
+    if (r.validation_average.e_count > 0) {
+      std::printf("  validation RMSE: energy %.3e eV/atom, force %.3e eV/A", r.validation_average.rmse_e(),
+                  r.validation_average.rmse_f());
+    }
+    std::printf("\n");
+  }
+  std::printf("log             %s\n", shown(dir / "train.log").c_str());
+}
+
 void run_train(TrainArgs args) {
   std::string parameter_file;
   const bool dp_output = is_dp_parameter_file(args.output_dir);
@@ -62,65 +113,22 @@ void run_train(TrainArgs args) {
   }
   const int status = run_with_mpi([&](std::shared_ptr<Communicator> comm) {
     const TrainConfig config = TrainConfig::from_file(args.input);
-    TrainerOptions options;
-    options.output_dir = args.output_dir;
-    if (!parameter_file.empty() && comm->rank() == 0) {
+    const bool root = comm->rank() == 0;
+    if (!parameter_file.empty() && root) {
       std::printf(
           "note: -o %s is read as dp train's: the resolved parameters go to %s (as input.resolved.json), "
           "the outputs to the current folder\n",
           parameter_file.c_str(), parameter_file.c_str());
     }
-    options.restart = args.restart;
-    options.continue_from = args.continue_from;
-    options.init_model = !args.init_model.empty()    ? args.init_model
-                         : !args.init_frozen.empty() ? args.init_frozen
-                                                     : args.finetune;
-    options.finetune = !args.finetune.empty();
-    if (args.use_pretrain_script && comm->rank() == 0) {
-      std::printf(
-          "note: --use-pretrain-script changes nothing: a run that starts from a model keeps that model's "
-          "architecture (the input's model section chooses only which weights to train)\n");
-    }
-    if (args.skip_neighbor_stat && comm->rank() == 0) {
-      std::printf(
-          "note: --skip-neighbor-stat changes nothing: deepkf always gathers the neighbour statistics "
-          "(automatic sel, the training range that compression uses)\n");
-    }
-    options.progress = args.no_progress ? 0 : -1;
-    Trainer trainer(config, options, comm);
+    Trainer trainer(config, trainer_options(args, root), comm);
     const TrainResult r = trainer.run();
-    if (!parameter_file.empty() && comm->rank() == 0) {
+    if (!parameter_file.empty() && root) {
       std::ifstream resolved(std::filesystem::path(args.output_dir) / "input.resolved.json");
       std::stringstream text;
       text << resolved.rdbuf();
       write_text_atomically(parameter_file, text.str());
     }
-    if (comm->rank() == 0) {
-      namespace fs = std::filesystem;
-      const auto shown = [](const fs::path& p) { return fs::absolute(p).lexically_normal().string(); };
-      const fs::path dir = args.output_dir;
-      std::printf("\n%s after %lld steps in %.1f s\n", r.interrupted ? "stopped" : "finished",
-                  static_cast<long long>(r.steps), r.wall_seconds);
-      if (r.validation.e_count > 0) {
-        std::printf("validation RMSE (%lld frames): energy %.3e eV/atom, force %.3e eV/A",
-                    static_cast<long long>(r.validation.e_count), r.validation.rmse_e(),
-                    r.validation.rmse_f());
-        if (r.validation.has_virial()) std::printf(", virial %.3e eV/atom", r.validation.rmse_v());
-        std::printf("\n");
-      }
-      std::printf("learning curve  %s\n", shown(dir / config.disp_file).c_str());
-      std::printf("checkpoint      %s\n", shown(r.checkpoint).c_str());
-      if (!r.model.empty()) std::printf("model           %s\n", shown(r.model).c_str());
-      if (!r.model_average.empty()) {
-        std::printf("model (EMA)     %s", shown(r.model_average).c_str());
-        if (r.validation_average.e_count > 0) {
-          std::printf("  validation RMSE: energy %.3e eV/atom, force %.3e eV/A",
-                      r.validation_average.rmse_e(), r.validation_average.rmse_f());
-        }
-        std::printf("\n");
-      }
-      std::printf("log             %s\n", shown(dir / "train.log").c_str());
-    }
+    if (root) print_outcome(r, config, args.output_dir);
     // A run stopped by SIGTERM/SIGINT is not finished: exit as the signal would (128 + its number), so that
     // a batch scheduler sees the preemption; the checkpoint is written.
     return r.interrupted ? 128 + StopSignal::signal_number() : 0;
