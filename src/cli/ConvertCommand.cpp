@@ -40,9 +40,9 @@ std::string base_name(const std::string& path) {
 }
 
 // The group name of a system read from `input`: the folder name (plus the path below a folder of
-// systems), the group path inside an HDF5 file, or FILE_STEM/FORMULA for extended XYZ.
-std::string group_name(const std::string& input, const System& s) {
-  const DataFormat format = data_format(input);
+// systems), the group path inside an HDF5 file, or FILE_STEM/FORMULA for extended XYZ. `format`:
+// data_format(input).
+std::string group_name(const std::string& input, DataFormat format, const System& s) {
   if (format == DataFormat::kHdf5) {
     std::string g = s.source.substr(s.source.find('#') + 1);
     while (!g.empty() && g.front() == '/') g.erase(g.begin());
@@ -63,9 +63,11 @@ void convert(const ConvertOptions& o) {
   std::vector<std::string> names;
   std::set<std::string> used;
   for (const auto& input : o.inputs) {
+    const DataFormat format = data_format(input);
     for (System& s : read_systems(input)) {
-      std::string name = group_name(input, s);
-      for (int k = 2; used.count(name); ++k) name = group_name(input, s) + "_" + std::to_string(k);
+      const std::string base = group_name(input, format, s);
+      std::string name = base;
+      for (int k = 2; used.count(name); ++k) name = base + "_" + std::to_string(k);
       used.insert(name);
       names.push_back(name);
       systems.push_back(std::move(s));

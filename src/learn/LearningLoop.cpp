@@ -142,10 +142,16 @@ SelectRecord LearningLoop::selected(int i) const {
   return select_record(required_summary(i, Stage::kSelect), summary_file(i, Stage::kSelect));
 }
 
-std::optional<LabelRecord> LearningLoop::labelled(int i) const {
-  const auto j = summary(i, Stage::kLabel);
+template <class Record>
+std::optional<Record> LearningLoop::record_of(int iteration, Stage stage,
+                                              Record (*read)(const json&, const std::string&)) const {
+  const auto j = summary(iteration, stage);
   if (!j) return std::nullopt;
-  return label_record(*j, summary_file(i, Stage::kLabel));
+  return read(*j, summary_file(iteration, stage));
+}
+
+std::optional<LabelRecord> LearningLoop::labelled(int i) const {
+  return record_of(i, Stage::kLabel, label_record);
 }
 
 void LearningLoop::finish(int iteration, Stage stage, const json& s) {
@@ -367,13 +373,9 @@ void LearningLoop::record(int i) {
   std::string lines;
   std::vector<json> records;
   for (int j = 0; j <= i; ++j) {
-    const auto read = [&](Stage stage, auto parse) {
-      const auto j_stage = summary(j, stage);
-      return j_stage ? std::optional(parse(*j_stage, summary_file(j, stage))) : std::nullopt;
-    };
-    records.push_back(iteration_record(j, read(Stage::kTrain, train_record),
-                                       read(Stage::kExplore, explore_record),
-                                       read(Stage::kSelect, select_record), labelled(j)));
+    records.push_back(iteration_record(j, record_of(j, Stage::kTrain, train_record),
+                                       record_of(j, Stage::kExplore, explore_record),
+                                       record_of(j, Stage::kSelect, select_record), labelled(j)));
     lines += records.back().dump() + "\n";
   }
   write_text_atomically(path("iterations.jsonl"), lines);

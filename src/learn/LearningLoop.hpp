@@ -52,6 +52,10 @@ class LearningLoop {
   std::optional<nlohmann::json> summary(int iteration, Stage stage) const;
   // The same where the stage must have run: DataError naming the file when it is missing.
   nlohmann::json required_summary(int iteration, Stage stage) const;
+  // The stage's record as `read` (StageRecords.hpp) makes it; nothing when the stage did not run.
+  template <class Record>
+  std::optional<Record> record_of(int iteration, Stage stage,
+                                  Record (*read)(const nlohmann::json&, const std::string&)) const;
   TrainRecord trained(int iteration) const;
   ExploreRecord explored(int iteration) const;
   SelectRecord selected(int iteration) const;
