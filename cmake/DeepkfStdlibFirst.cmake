@@ -10,6 +10,7 @@
 # library of its own that exports a wrong std::filesystem::file_size.
 function(deepkf_stdlib_first)
   if(CMAKE_SYSTEM_NAME STREQUAL "Linux" AND CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
-    add_link_options("$<$<LINK_LANGUAGE:CXX>:SHELL:-Wl,--push-state,--no-as-needed -lstdc++ -Wl,--pop-state>")
+    # CUDA too: a target CMake links as CUDA is linked by the host C++ compiler, which takes these flags.
+    add_link_options("$<$<LINK_LANGUAGE:CXX,CUDA>:SHELL:-Wl,--push-state,--no-as-needed -lstdc++ -Wl,--pop-state>")
   endif()
 endfunction()

@@ -42,7 +42,6 @@ void KalmanFilter::update_joint(const std::vector<double>& e,
                        std::to_string(k) + " is " + exact_number(e[static_cast<std::size_t>(k)]));
   }
   torch::NoGradGuard no_grad;
-  const auto& blocks = layout_.blocks();
   const auto N = layout_.num_parameters();
   const auto own_begin = rank_begin_[static_cast<std::size_t>(comm_->rank())];
   const auto own_count = rank_begin_[static_cast<std::size_t>(comm_->rank()) + 1] - own_begin;

@@ -142,7 +142,7 @@ torch::Tensor PackedCovariance::quadratic_forms(const torch::Tensor& H) {
 void PackedCovariance::sweep_cpu(const torch::Tensor& h, torch::Tensor& K) {
   const double* hp = h.data_ptr<double>();
   double* ws = workspace_.data_ptr<double>();
-  const double* pending = has_pending() ? pending_K_.data_ptr<double>() : nullptr;
+  const double* pending = pending_K_.defined() ? pending_K_.data_ptr<double>() : nullptr;
   for_each_chunk([&](auto* P, const Task& task, std::int64_t) {
     const auto j = static_cast<std::size_t>(task.block);
     const auto n = sizes_[j];

@@ -32,7 +32,8 @@ std::int64_t PackedCovariance::plan_device_tiles() {
 }
 
 packed::RankOneUpdate PackedCovariance::pending_update() const {
-  if (!has_pending()) return {};
+  // Only a scalar update: with a joint one pending, K is undefined (pending_joint() describes that one).
+  if (!pending_K_.defined()) return {};
   return {pending_K_.data_ptr<double>(), pending_inv_a_, pending_inv_lambda_};
 }
 

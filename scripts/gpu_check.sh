@@ -130,6 +130,14 @@ run() {
     nvidia-smi
   fi
   nvcc --version 2>/dev/null | tail -2 || echo "no nvcc on PATH"
+  # The C++ compiler's own libstdc++ (shared, static, or both): decides how std::filesystem calls bind.
+  local cxx
+  cxx="$(command -v "${CXX:-g++}" || true)"
+  if [ -n "$cxx" ]; then
+    echo "$cxx: $("$cxx" --version | head -1); libstdc++.so $("$cxx" -print-file-name=libstdc++.so)," \
+      "libstdc++.a $("$cxx" -print-file-name=libstdc++.a)"
+    "$cxx" -dumpspecs | grep -n -E "static-libstdc|lstdc" | head -3 || true
+  fi
   grep -m1 "model name" /proc/cpuinfo || true
   echo "$(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB"
 
@@ -232,6 +240,15 @@ run() {
     grep -q '^DEEPKF_PYTHON_PATH' "$build/CMakeCache.txt" && targets+=(deepkf_python)  # pybind11 found
     timeout "$(left)" cmake --build "$build" -j "$jobs" --target "${targets[@]}" -- "${keep_going[@]}" 2>&1 |
       tee "$out/build.log" | grep -E "error|warning|FAILED|Linking" | head -60 || true
+    # Where libstdc++ stands among each program's needed libraries (first, or PyTorch's exported copies of
+    # its functions are the ones called: cmake/DeepkfStdlibFirst.cmake), and the link command of one.
+    for p in src/cli/deepkf tests/model/test_model; do
+      [ -f "$build/$p" ] || continue
+      echo "$p: needed libraries $(readelf -d "$build/$p" | grep NEEDED | sed -E 's/.*\[(.*)\]/\1/' | head -6 | tr '\n' ' ')"
+    done
+    if [ -f "$build/build.ninja" ]; then
+      echo "link command of tests/model/test_model: $(ninja -C "$build" -t commands tests/model/test_model | tail -1 | cut -c1-600)"
+    fi
   fi
 
   local device=cuda
@@ -258,7 +275,7 @@ run() {
   if [[ "$phases" == *" cuda "* ]] && [ "$dry" != 1 ] && [ -d "$build/python/deepkf" ]; then
     say "the Python module on the GPU against the CPU (tests/python, CudaTest)"
     (cd "$root/tests/python" && PYTHONPATH="$build/python" DEEPKF_BIN="$build/src/cli/deepkf" DEEPKF_SOURCE="$root" \
-      timeout "$(left 90)" python3 -m unittest -v test_deepkf.CudaTest 2>&1 | tee -a "$out/tests.txt" | tail -8) || true
+      timeout "$(left 90)" python3 -X faulthandler -m unittest -v test_deepkf.CudaTest 2>&1 | tee -a "$out/tests.txt" | tail -8) || true
   fi
 
   if [[ "$phases" == *" bench "* ]]; then

@@ -12,9 +12,12 @@ program="${2:?usage: gpu_link_report.sh BUILD_DIR PROGRAM [TEST_SPEC]}"
 spec="${3:-}"
 echo "-- $program: the first needed libraries, in the order the dynamic linker searches them"
 readelf -d "$build/$program" | grep NEEDED | head -8
+echo "-- $program: the position of libstdc++ among its needed libraries"
+readelf -d "$build/$program" | grep NEEDED | grep -n "libstdc++" || echo "libstdc++ is not a needed library"
 echo "-- $program: its link command"
 if [ -f "$build/build.ninja" ]; then
-  grep -A4 "^build $program:" "$build/build.ninja" | grep -E "LINK_FLAGS|LINK_LIBRARIES|FLAGS =" | cut -c1-700
+  # Ninja's own account of the command (the build.ninja line names the output with implicit outputs beside).
+  ninja -C "$build" -t commands "$program" | tail -1 | cut -c1-900
 else
   cut -c1-700 "$build/$(dirname "$program")/CMakeFiles/$(basename "$program").dir/link.txt" 2>/dev/null
 fi
