@@ -180,24 +180,21 @@ void PairDeepkf::load_models() {
   impl_->models.clear();
   cutoff_ = 0.0;
   for (const auto& path : model_paths_) {
-    Impl::Model m;
-    m.path = path;
-    const auto message = guarded([&] { m.loaded = deepkf::load_model(path, impl_->device); });
+    const auto message = guarded([&] {
+      impl_->models.push_back({deepkf::Potential(path, impl_->device.str()), {}});
+    });
     if (!message.empty()) error->all(FLERR, ps() + " cannot load model file " + path + ": " + message);
-    m.loaded.model->eval();
-    m.device = impl_->device;
-    cutoff_ = std::max(cutoff_, m.loaded.config.rcut);
-    impl_->models.push_back(std::move(m));
+    cutoff_ = std::max(cutoff_, impl_->models.back().config().rcut);
   }
   comm_reverse = 3 * static_cast<int>(impl_->models.size());
 
   if (comm->me == 0) {
     for (const auto& m : impl_->models) {
-      const auto& c = m.loaded.config;
-      utils::logmesg(lmp, ps() + ": " + m.path + ": types " + join(c.type_map) + ", rcut " +
+      const auto& c = m.config();
+      utils::logmesg(lmp, ps() + ": " + m.path() + ": types " + join(c.type_map) + ", rcut " +
                               std::to_string(c.rcut) + " A, " + c.precision_name() + ", " +
-                              (m.loaded.model->compressed() ? "compressed, " : "") +
-                              (m.device.is_cuda() ? "cuda" : "cpu") + "\n");
+                              (m.potential.loaded().model->compressed() ? "compressed, " : "") +
+                              (m.potential.device().is_cuda() ? "cuda" : "cpu") + "\n");
     }
   }
 }
@@ -225,13 +222,13 @@ void PairDeepkf::coeff(int narg, char** arg) {
     error->all(FLERR, pc() + " must be pair_coeff * * followed by element names");
   elements_.assign(static_cast<std::size_t>(ntypes) + 1, "NULL");
   if (narg == 2) {
-    const auto& names = impl_->models.front().loaded.config.type_map;
+    const auto& names = impl_->models.front().config().type_map;
     if (ntypes > static_cast<int>(names.size()))
       error->all(FLERR, pc() +
                             ": pair_coeff * * without element names maps atom type t to the model's type "
                             "t - 1, but the input has " +
                             std::to_string(ntypes) + " atom types and model file " +
-                            impl_->models.front().path + " " + std::to_string(names.size()) + " (" +
+                            impl_->models.front().path() + " " + std::to_string(names.size()) + " (" +
                             join(names) + "): name the element of each atom type");
     for (int t = 1; t <= ntypes; ++t) elements_[t] = names[static_cast<std::size_t>(t - 1)];
   } else if (narg == 2 + ntypes) {
@@ -241,14 +238,14 @@ void PairDeepkf::coeff(int narg, char** arg) {
                           " types), got " + std::to_string(narg) + " arguments");
   }
   for (auto& m : impl_->models) {
-    const auto& names = m.loaded.config.type_map;
+    const auto& names = m.config().type_map;
     m.type_of.assign(static_cast<std::size_t>(ntypes) + 1, -1);
     for (int t = 1; t <= ntypes; ++t) {
       if (elements_[t] == "NULL") continue;
       const auto it = std::find(names.begin(), names.end(), elements_[t]);
       if (it == names.end())
         error->all(FLERR, pc() + ": element " + elements_[t] + " of atom type " + std::to_string(t) +
-                              " is not in model file " + m.path + " (its types: " + join(names) + ")");
+                              " is not in model file " + m.path() + " (its types: " + join(names) + ")");
       m.type_of[t] = static_cast<int>(it - names.begin());
     }
   }

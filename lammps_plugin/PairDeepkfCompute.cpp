@@ -33,7 +33,7 @@ void PairDeepkf::compute(int eflag, int vflag) {
     PackedOutput out;
     const auto message = guarded([&] { out = im.evaluate(m, atom->type, m == 0 && need_atom_virial); });
     if (!message.empty())
-      fail_on_this_rank(ps() + ": evaluating model " + im.models[m].path + " failed: " + message);
+      fail_on_this_rank(ps() + ": evaluating model " + im.models[m].path() + " failed: " + message);
     check_prediction(out, m);
     std::copy(out.virial.begin(), out.virial.end(), model_virials.begin() + 9 * m);
     if (deviation) {
@@ -48,7 +48,7 @@ void PairDeepkf::compute(int eflag, int vflag) {
     tally(out, inum, ilist);  // the first model drives the dynamics
   }
 
-  if (im.models.front().loaded.model->compressed() && !im.warned_beyond_table)
+  if (im.models.front().potential.loaded().model->compressed() && !im.warned_beyond_table)
     warn_beyond_table(beyond_table);
   if (deviation) write_deviation(inum, ilist, model_virials);
 }
@@ -65,7 +65,7 @@ void PairDeepkf::check_prediction(const PackedOutput& out, std::size_t m) {
       bad = "force on atom ID " + std::to_string(atom->tag[lammps_of[k]]);
   }
   if (!bad.empty())
-    fail_on_this_rank(ps() + ": model " + impl_->models[m].path + " predicts a non-finite " + bad +
+    fail_on_this_rank(ps() + ": model " + impl_->models[m].path() + " predicts a non-finite " + bad +
                       " at timestep " + std::to_string(update->ntimestep) +
                       "; atoms may overlap or have left the range the model was trained on");
 }

@@ -12,7 +12,7 @@
 
 #include "lammps_plugin/PairDeepkf.hpp"
 #include "src/core/Error.hpp"
-#include "src/model/ModelFile.hpp"
+#include "src/eval/Potential.hpp"
 
 namespace LAMMPS_NS {
 
@@ -46,10 +46,10 @@ struct PackedOutput {
 // Models, device and per-step scratch: everything that needs LibTorch.
 struct PairDeepkf::Impl {
   struct Model {
-    deepkf::LoadedModel loaded;
-    std::string path;
+    deepkf::Potential potential;
     std::vector<int> type_of;  // LAMMPS type (1-based) -> model type index, -1 = NULL (other style)
-    torch::Device device{torch::kCPU};
+    const std::string& path() const { return potential.path(); }
+    const deepkf::ModelConfig& config() const { return potential.config(); }
   };
 
   using Output = PackedOutput;

@@ -9,6 +9,7 @@
 
 #include "src/core/Error.hpp"
 #include "src/eval/LabelledErrors.hpp"
+#include "src/geometry/NeighborList.hpp"
 #include "src/model/Batch.hpp"
 
 namespace deepkf {
@@ -86,21 +87,22 @@ void append(std::vector<double>& to, const torch::Tensor& t) {
 
 }  // namespace
 
-Potential::Potential(const std::string& path, const std::string& device) : path_(path), device_(device) {
-  model_ = load_model(path, parse_device(device));
+Potential::Potential(const std::string& path, const std::string& device)
+    : path_(path), device_(parse_device(device)) {
+  model_ = load_model(path, device_);
+  model_.model->eval();
 }
 
 PotentialResult Potential::evaluate(const PotentialFrames& frames, const PotentialOptions& options) const {
   const ModelConfig& config = model_.config;
   const System system = frames_as_system(frames, config);
   DeepPot model = model_.model;  // a handle: evaluation is not const
-  const torch::Device device(device_);
   const std::int64_t group = std::max<std::int64_t>(1, options.atoms_per_group / frames.natoms);
   PotentialResult r;
   for (std::int64_t begin = 0; begin < frames.nframes; begin += group) {
     std::vector<std::int64_t> ids;
     for (auto f = begin; f < std::min(frames.nframes, begin + group); ++f) ids.push_back(f);
-    const Batch b = make_batch(system, ids, config, device, config.precision);
+    const Batch b = make_batch(system, ids, config, device_, config.precision);
     const ModelOutput out =
         model->evaluate(b.coord, b.atype, b.nlist, b.shift, EvalOptions::with_atom_virial(options.atomic));
     check_finite_prediction(out, ids, "the frames given to " + path_);
@@ -112,6 +114,37 @@ PotentialResult Potential::evaluate(const PotentialFrames& frames, const Potenti
       append(r.atom_virial, out.atom_virial);
     }
   }
+  return r;
+}
+
+PotentialResult Potential::evaluate(const NeighbourAtoms& atoms, const PotentialOptions& options) const {
+  const ModelConfig& config = model_.config;
+  const std::vector<int> types(atoms.types, atoms.types + atoms.natoms);
+  const auto in_list = list_types(config, types);  // all 0 for a mixed-type descriptor
+  const auto nl = sort_neighbors(atoms.coord, in_list.data(), atoms.ncentre, atoms.offset, atoms.neigh,
+                                 config.rcut, config.sel);
+  const std::vector<std::int64_t> types64(types.begin(), types.end());
+  const auto on = torch::TensorOptions().dtype(config.precision).device(device_);
+  const auto cpu64 = torch::TensorOptions().dtype(torch::kFloat64);
+  const auto cpu_long = torch::TensorOptions().dtype(torch::kInt64);
+  // coord: 1 x natoms x 3 (A); atype: 1 x natoms; nlist: 1 x ncentre x nnei
+  const auto coord = torch::from_blob(const_cast<double*>(atoms.coord), {1, atoms.natoms, 3}, cpu64)
+                         .to(on, /*non_blocking=*/false, /*copy=*/true);
+  const auto atype = torch::from_blob(const_cast<std::int64_t*>(types64.data()), {1, atoms.natoms}, cpu_long)
+                         .to(device_, false, true);
+  const auto nlist =
+      torch::from_blob(const_cast<std::int64_t*>(nl.index.data()), {1, atoms.ncentre, nl.nnei}, cpu_long)
+          .to(device_, false, true);
+  DeepPot model = model_.model;  // a handle: evaluation is not const
+  const ModelOutput out =
+      model->evaluate(coord, atype, nlist, torch::Tensor(), EvalOptions::with_atom_virial(options.atomic));
+  PotentialResult r;
+  append(r.energy, out.energy);
+  append(r.atom_energy, out.atom_energy);
+  append(r.force, out.force);
+  append(r.virial, out.virial);
+  if (options.atomic) append(r.atom_virial, out.atom_virial);
+  r.beyond_table = out.beyond_table;
   return r;
 }
 

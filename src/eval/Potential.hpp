@@ -1,7 +1,9 @@
 #pragma once
 // A model file as a potential: frames held in memory in, energies, forces and virials (and per-atom values)
-// out, in float64 whatever the model's precision. The Python module's DeepPot is this class; it is the
-// inference entry point for callers that hold coordinates rather than data files.
+// out, in float64 whatever the model's precision. The inference entry point for callers that hold
+// coordinates rather than data files: the Python module's DeepPot (whole frames) and pair_style deepkf
+// (atoms with the neighbour candidates LAMMPS found). Evaluation of labelled data files goes through
+// make_batch and DeepPot::evaluate directly (src/eval/LabelledErrors.hpp), since it needs the labels beside.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -32,6 +34,20 @@ struct PotentialResult {
   std::vector<double> virial;       // nframes x 9 (eV), row-major
   std::vector<double> atom_energy;  // nframes x natoms (eV), with atomic
   std::vector<double> atom_virial;  // nframes x natoms x 9 (eV), with atomic; sums to the virial
+  std::int64_t beyond_table = 0;    // compressed models: neighbour slots beyond the tables' end
+};
+
+// Atoms whose neighbour candidates the caller found, as pair_style deepkf holds them: the centres first
+// (atoms 0 .. ncentre - 1), then every other atom a centre may see (LAMMPS's other local and ghost atoms).
+// The energy is the centres'; forces and per-atom virials act on every atom (natoms x 3, natoms x 9), the
+// per-atom energies on the centres (ncentre). One frame: energy and virial hold one frame's values.
+struct NeighbourAtoms {
+  std::int64_t natoms = 0;
+  std::int64_t ncentre = 0;
+  const double* coord = nullptr;         // natoms x 3 (A)
+  const int* types = nullptr;            // natoms: the model's type indices
+  const std::int64_t* offset = nullptr;  // ncentre + 1
+  const std::int64_t* neigh = nullptr;   // centre i's candidates: neigh[offset[i] .. offset[i + 1])
 };
 
 // The frames as a System of the model's types (source "frames given"); throws DataError for arrays of the
@@ -52,10 +68,16 @@ class Potential {
   // coordinate or a degenerate cell; ModelError for a non-finite prediction (naming the frame).
   PotentialResult evaluate(const PotentialFrames& frames, const PotentialOptions& options = {}) const;
 
+  // The candidates are sorted into the model's neighbour slots here (within rcut, by type and distance,
+  // sel per type). No check of the prediction: the caller names its atoms in its own message.
+  PotentialResult evaluate(const NeighbourAtoms& atoms, const PotentialOptions& options = {}) const;
+
+  const torch::Device& device() const { return device_; }
+
  private:
   std::string path_;
   LoadedModel model_;
-  std::string device_;
+  torch::Device device_{torch::kCPU};
 };
 
 }  // namespace deepkf
