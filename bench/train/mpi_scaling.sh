@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Strong scaling of data-parallel RLEKF training: bench_train_mpi at 1 rank and at each rank count given
 # (default 2), same global batch, the cores shared among the ranks (torch threads per rank = cores / R).
-# Prints each run's report and a table: time per training step and per Kalman step, speed-up, parallel
-# efficiency T1 / (R T_R), and bytes sent per training step against the model of docs/mpi.md.
+# Prints each run's report and a table: time per training step and per Kalman step, speed-up, per-rank
+# efficiency T1 / (R T_R), and bytes sent per training step against the model of docs/mpi.md. With the cores
+# shared (the default), one rank already uses every core by threads: the speed-up is then the gain of ranks
+# over threads on the same cores, and T1 / (R T_R) is not an efficiency per core.
 #
 # DEEPKF_BENCH_THREADS=t in the environment fixes t torch threads per rank instead.
 #
@@ -42,6 +44,9 @@ if [ -z "$t1" ]; then
   exit 1
 fi
 echo
+if [ -z "${DEEPKF_BENCH_THREADS:-}" ]; then
+  echo "(the cores shared among the ranks: speed-up = ranks against threads on the same cores)"
+fi
 echo "| ranks | training step ms | Kalman step ms | filter update ms | speed-up | parallel efficiency | bytes / training step (measured) | model | transfer ms / step | wait ms / step | collectives of a Kalman step alone, ms | CPU ms / step outside collectives, busiest rank |"
 echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 i=0
