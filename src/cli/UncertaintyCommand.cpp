@@ -117,15 +117,19 @@ std::vector<UncertaintyRow> frame_rows(const FrameInputs& frames) {
   return rows;
 }
 
-// The Kalman sigma of every row (and the errors of the checkpoint's model); returns the report's lines.
-// Sets `calibrated` when the force sigma is in eV/A. Collective.
-std::string kalman_columns(const UncertaintyArgs& args, const LoadedCheckpoint& ckpt, KalmanFilter& filter,
-                           const std::vector<std::string>& types, const UncertaintyOptions& options,
-                           const FrameInputs& frames, std::vector<UncertaintyRow>& rows, bool& calibrated,
-                           Communicator& comm) {
+// The report's lines on the Kalman sigma, and whether the force sigma is in eV/A (calibrated).
+struct KalmanReport {
+  std::string lines;
+  bool calibrated = false;
+};
+
+// The Kalman sigma of every row (and the errors of the checkpoint's model). Collective.
+KalmanReport kalman_columns(const UncertaintyArgs& args, const LoadedCheckpoint& ckpt, KalmanFilter& filter,
+                            const std::vector<std::string>& types, const UncertaintyOptions& options,
+                            const FrameInputs& frames, std::vector<UncertaintyRow>& rows,
+                            Communicator& comm) {
   const auto [calibration, origin_line] = choose_calibration(args, ckpt, filter, types, options, comm);
   const auto scored = score_frames(ckpt.model, filter, frames.sets, options, comm);
-  calibrated = calibration.has_force();
   for (std::size_t k = 0; k < rows.size(); ++k) {
     const FrameScore& score = scored.frames[k];
     const FrameSigma sigma = frame_sigma(score, calibration);
@@ -151,7 +155,7 @@ std::string kalman_columns(const UncertaintyArgs& args, const LoadedCheckpoint& 
       c.frames, c.backward_passes, 1e3 * c.gradient_seconds / std::max<double>(1.0, c.backward_passes),
       c.covariance_passes, c.covariance_seconds,
       (c.gradient_seconds + c.covariance_seconds) / std::max<double>(1.0, c.frames));
-  return report;
+  return {report, calibration.has_force()};
 }
 
 // The ensemble's deviation of every row (and, without a checkpoint, the first model's errors); returns the
@@ -199,7 +203,9 @@ void run_uncertainty(const UncertaintyArgs& args, const std::shared_ptr<Communic
   UncertaintyColumns columns;
   bool calibrated = false;  // the force sigma is in eV/A
   if (kalman) {
-    report += kalman_columns(args, ckpt, *filter, types, options, frames, rows, calibrated, *comm);
+    const auto k = kalman_columns(args, ckpt, *filter, types, options, frames, rows, *comm);
+    report += k.lines;
+    calibrated = k.calibrated;
     columns.kalman = true;
   }
   if (!models.empty() && root) {
