@@ -17,13 +17,13 @@
 # cuda (the tests tagged [cuda]: CUDA against CPU; then test_model whole, and after a crash where its
 # library calls bound; the Python module's DeepPot on the GPU against the CPU);
 # bench (bench_kalman, and its joint update of 5 measurements); train (the water reference model: RLEKF
-# joint with a trust radius (one force group in blocks of 1024), joint, and Adam, DEEPKF_GPU_TRAIN_SECONDS
-# (50) each); lammps (bench_lammps on the GPU); scaling (on the
+# joint with a trust radius in blocks of 1024, the forces of all 192 atoms in one measurement, then one
+# group of 24, and Adam, DEEPKF_GPU_TRAIN_SECONDS (50) each); lammps (bench_lammps on the GPU); scaling (on the
 # CPU cores, the GPU hidden: data-parallel training at 1 to 16 ranks, bench/train/mpi_scaling.sh, and
 # LAMMPS at 1 to 16 ranks); suite (everything else built, ctest for the time left).
 # DEEPKF_GPU_PHASES="bench train" runs only those (the build folder, /tmp/deepkf-gpu-build, is kept while
-# the machine is); DEEPKF_GPU_TRAIN_RUNS="rlekf adam" trains only those of trust1024, shares, shares1024,
-# rlekf, lkf and adam.
+# the machine is); DEEPKF_GPU_TRAIN_RUNS="rlekf adam" trains only those of trust1024, all192, groups4,
+# shares, shares1024, rlekf, lkf and adam.
 #
 # The GPU machine's own libraries are preferred; the unpacked .debs are found only where the machine has
 # none (they go to CMake's system prefix path, after the machine's own). With DEEPKF_GPU_DRY_RUN=1, `run`
@@ -288,7 +288,7 @@ run() {
   fi
 
   if [[ "$phases" == *" train "* ]]; then
-    say "training the water reference model (${DEEPKF_GPU_TRAIN_RUNS:-trust1024 rlekf adam}), ${DEEPKF_GPU_TRAIN_SECONDS:-50} s each"
+    say "training the water reference model (${DEEPKF_GPU_TRAIN_RUNS:-all192 trust1024 adam}), ${DEEPKF_GPU_TRAIN_SECONDS:-50} s each"
     train_water "$build/src/cli/deepkf" "$out" "$device" "$dry"
   fi
 
@@ -381,6 +381,14 @@ trust = json.loads(json.dumps(doc))
 trust["optimizer"].update({"kf_update": "joint", "force_noise": "auto", "groupsize": 24, "kf_blocksize": 1024,
                            "trust_radius": 0.3})
 json.dump(trust, open(f"{work}/trust1024.json", "w"), indent=1)
+# The same with the forces of all 192 atoms in one measurement and a radius of 0.5: the fewest steps to
+# 0.10 eV/A on the CPU (docs/benchmarks.md, "One force group of every atom"); and with four groups of 24.
+every = json.loads(json.dumps(trust))
+every["optimizer"].update({"nselect": 192, "groupsize": 192, "trust_radius": 0.5})
+json.dump(every, open(f"{work}/all192.json", "w"), indent=1)
+groups4 = json.loads(json.dumps(trust))
+groups4["optimizer"].update({"nselect": 96})
+json.dump(groups4, open(f"{work}/groups4.json", "w"), indent=1)
 json.dump(doc, open(f"{work}/lkf.json", "w"), indent=1)
 # DeePMD-kit's water example: Adam, its exponential learning rate and loss prefactors.
 ref = json.load(open(f"{water}/input_se_e2_a.reference.json"))
@@ -390,7 +398,7 @@ doc["loss"] = ref["loss"]
 t["disp_freq"] = 50
 json.dump(doc, open(f"{work}/adam.json", "w"), indent=1)
 PY
-  for opt in ${DEEPKF_GPU_TRAIN_RUNS:-trust1024 rlekf adam}; do
+  for opt in ${DEEPKF_GPU_TRAIN_RUNS:-all192 trust1024 adam}; do
     # Killed at the time limit: lcurve.out is written line by line, and no checkpoint is wanted.
     timeout -s KILL "$seconds" "$deepkf" train "$work/$opt.json" -o "$work/$opt" >"$work/$opt.stdout" 2>&1 || true
     echo "-- $opt: train.log"
