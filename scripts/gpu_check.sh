@@ -293,14 +293,15 @@ run() {
   fi
 
   if [[ "$phases" == *" lammps "* ]]; then
-    say "MD throughput of pair_style deepkf (bench_lammps: 192 and 12,288 water atoms, 1 and 2 ranks)"
+    say "MD throughput of pair_style deepkf (bench_lammps: 192 and 12,288 water atoms, ${DEEPKF_GPU_MD_RANKS:-1,2,4} ranks on the GPU)"
     if [ ${#lammps_args[@]} -eq 0 ]; then
       echo "no staged LAMMPS (.gpu/lammps): skipped"
     else
       timeout "$(left)" cmake --build "$build" -j "$jobs" --target deepkf_lammps bench_lammps -- "${keep_going[@]}" \
         2>&1 | tee -a "$out/build.log" | grep -E "error|FAILED" | head -20 || true
       echo "device: $device" >>"$out/bench_lammps.txt"
-      timeout "$(left 120)" "$build/bench/lammps_plugin/bench_lammps" "${DEEPKF_GPU_MD_STEPS:-50}" 5 2>&1 |
+      timeout "$(left 120)" "$build/bench/lammps_plugin/bench_lammps" "${DEEPKF_GPU_MD_STEPS:-50}" 5 small,large \
+        "${DEEPKF_GPU_MD_RANKS:-1,2,4}" 2>&1 |
         tee -a "$out/bench_lammps.txt" | tail -30 || true
     fi
   fi
