@@ -12,6 +12,23 @@ namespace {
 constexpr std::uint64_t kSelectionStream = 0x73656c65;  // "sele"
 }
 
+FrameClass frame_class(double score, double lo, double hi) {
+  if (!std::isfinite(score) || score >= hi) return FrameClass::kFailed;
+  return score < lo ? FrameClass::kAccurate : FrameClass::kCandidate;
+}
+
+const char* frame_class_name(FrameClass c) {
+  switch (c) {
+    case FrameClass::kAccurate:
+      return "accurate";
+    case FrameClass::kCandidate:
+      return "candidate";
+    case FrameClass::kFailed:
+      break;
+  }
+  return "failed";
+}
+
 SelectionCounts classify_frames(const std::vector<std::vector<double>>& scores, double lo, double hi,
                                 std::vector<FrameRef>& candidates) {
   SelectionCounts n;
@@ -19,13 +36,17 @@ SelectionCounts classify_frames(const std::vector<std::vector<double>>& scores, 
     for (std::size_t f = 0; f < scores[r].size(); ++f) {
       const double s = scores[r][f];
       ++n.explored;
-      if (!std::isfinite(s) || s >= hi) {
-        ++n.failed;
-      } else if (s < lo) {
-        ++n.accurate;
-      } else {
-        ++n.candidate;
-        candidates.push_back({r, static_cast<std::int64_t>(f), s});
+      switch (frame_class(s, lo, hi)) {
+        case FrameClass::kFailed:
+          ++n.failed;
+          break;
+        case FrameClass::kAccurate:
+          ++n.accurate;
+          break;
+        case FrameClass::kCandidate:
+          ++n.candidate;
+          candidates.push_back({r, static_cast<std::int64_t>(f), s});
+          break;
       }
     }
   }

@@ -24,8 +24,13 @@ struct SelectionCounts {
   }
 };
 
-// Sorts the frames of every run (scores[run][frame]) by the window [lo, hi); appends the candidates, in run
-// and frame order, to `candidates`. A non-finite score counts as failed.
+// Where one score falls in the window [lo, hi); a non-finite score is failed.
+enum class FrameClass { kAccurate, kCandidate, kFailed };
+FrameClass frame_class(double score, double lo, double hi);
+const char* frame_class_name(FrameClass c);  // "accurate", "candidate", "failed"
+
+// Sorts the frames of every run (scores[run][frame]) by the window [lo, hi) (frame_class); appends the
+// candidates, in run and frame order, to `candidates`.
 SelectionCounts classify_frames(const std::vector<std::vector<double>>& scores, double lo, double hi,
                                 std::vector<FrameRef>& candidates);
 

@@ -90,8 +90,8 @@ std::string scores_table(const std::vector<ExploredFrames>& trajectories,
   for (std::size_t r = 0; r < scores.size(); ++r) {
     for (std::size_t f = 0; f < scores[r].size(); ++f) {
       const double s = scores[r][f];
-      const char* kind = !(s < hi) ? "failed" : (s < lo ? "accurate" : "candidate");
-      table += fmt::format("{}\t{}\t{:.6g}\t{}\n", r, trajectories[r].steps[f], s, kind);
+      table += fmt::format("{}\t{}\t{:.6g}\t{}\n", r, trajectories[r].steps[f], s,
+                           frame_class_name(frame_class(s, lo, hi)));
     }
   }
   return table;
