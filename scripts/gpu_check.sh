@@ -16,10 +16,10 @@
 # the start: configure; build (the program, test_optim, test_model, the benchmarks, pair_style deepkf);
 # cuda (the tests tagged [cuda]: CUDA against CPU; then test_model whole, and after a crash where its
 # library calls bound; the Python module's DeepPot on the GPU against the CPU);
-# bench (bench_kalman, and its joint update of 5 measurements); train (the water reference model: RLEKF
-# joint with a trust radius in blocks of 1024, the forces of all 192 atoms in one measurement, then one
-# group of 24, and Adam, DEEPKF_GPU_TRAIN_SECONDS (50) each); lammps (bench_lammps on the GPU); scaling (on the
-# CPU cores, the GPU hidden: data-parallel training at 1 to 16 ranks, bench/train/mpi_scaling.sh, and
+# bench (bench_kalman, and its joint update of 5 measurements); train (scripts/gpu_train_water.sh: the
+# water reference model, RLEKF joint with a trust radius in blocks of 1024, the forces of all 192 atoms in
+# one measurement, then one group of 24, and Adam, DEEPKF_GPU_TRAIN_SECONDS (50) each); lammps
+# (bench_lammps on the GPU); scaling (on the CPU cores, the GPU hidden: data-parallel training at 1 to 16 ranks, bench/train/mpi_scaling.sh, and
 # LAMMPS at 1 to 16 ranks); suite (everything else built, ctest for the time left).
 # DEEPKF_GPU_PHASES="bench train" runs only those (the build folder, /tmp/deepkf-gpu-build, is kept while
 # the machine is); DEEPKF_GPU_TRAIN_RUNS="rlekf adam" trains only those of trust1024, all192, groups4,
@@ -289,7 +289,7 @@ run() {
 
   if [[ "$phases" == *" train "* ]]; then
     say "training the water reference model (${DEEPKF_GPU_TRAIN_RUNS:-all192 trust1024 adam}), ${DEEPKF_GPU_TRAIN_SECONDS:-50} s each"
-    train_water "$build/src/cli/deepkf" "$out" "$device" "$dry"
+    bash "$root/scripts/gpu_train_water.sh" "$build/src/cli/deepkf" "$out" "$device" "$dry"
   fi
 
   if [[ "$phases" == *" lammps "* ]]; then
@@ -331,86 +331,6 @@ run() {
       tee -a "$out/tests.txt" | grep -E "tests passed|Failed|\*\*\*|Timeout" | head -60) || true
   fi
   say "done at $(date -u +%FT%TZ); results in $out"
-}
-
-# train_water DEEPKF OUT DEVICE DRY: DeePMD-kit's water model (configs/water_se_e2_a.json: embedding
-# [25, 50, 100], fitting [240, 240, 240]) trained on the shared water data for a fixed wall time with RLEKF,
-# with a trust radius, with the joint update by share (energy 0.3, forces 0.1, p0_shape "gradient"), with the joint update and the
-# automatic force noise, then at the defaults (DeePMD-kit's LKF), then with Adam
-# (DeePMD-kit's own learning rate and loss from its example input); the learning curves
-# (lcurve.out: validation RMSE and wall time every few steps) and logs go to OUT.
-train_water() {
-  local deepkf="$1" out="$2" device="$3" dry="$4"
-  local water="${DEEPKF_SHARED_DATASETS:-}/water"
-  if [ ! -d "$water/data_0" ]; then
-    echo "no water data at $water: skipped"
-    return 0
-  fi
-  local seconds="${DEEPKF_GPU_TRAIN_SECONDS:-50}"
-  local work
-  work="$(mktemp -d)"
-  python3 - "$root/configs/water_se_e2_a.json" "$water" "$device" "$dry" "$work" <<'PY'
-import json, sys
-config, water, device, dry, work = sys.argv[1:]
-doc = json.load(open(config))
-t = doc["training"]
-t["training_data"]["systems"] = [f"{water}/data_{k}" for k in range(3)]
-t["validation_data"]["systems"] = [f"{water}/data_3"]
-t.update({"numb_steps": 1000000, "disp_freq": 10, "save_freq": 1000000000})
-doc["device"] = device
-if dry == "1":
-    doc["optimizer"]["kf_blocksize"] = 1024  # the reference blocksize's 19 GiB covariance fits no CPU here
-doc["optimizer"]["log_filter"] = True  # each display line: the filter's state and the step time split
-# The joint update with the automatic force noise (docs/rlekf.md), then the defaults (DeePMD-kit's LKF).
-joint = json.loads(json.dumps(doc))
-joint["optimizer"].update({"kf_update": "joint", "force_noise": "auto"})
-json.dump(joint, open(f"{work}/rlekf.json", "w"), indent=1)
-# The joint update with noise by share and the per-weight initial covariance (docs/rlekf.md): the variant
-# whose forces fell first on the CPU (docs/benchmarks.md, "Forces from the first step").
-shares = json.loads(json.dumps(doc))
-shares["optimizer"].update({"kf_update": "joint", "energy_share": 0.3, "force_share": 0.1, "p0_shape": "gradient"})
-json.dump(shares, open(f"{work}/shares.json", "w"), indent=1)
-# The same with one force group and blocks of 1024: the cheapest step per error on the CPU (docs/benchmarks.md,
-# "Smaller covariance blocks").
-small = json.loads(json.dumps(shares))
-small["optimizer"].update({"groupsize": 24, "kf_blocksize": 1024})
-json.dump(small, open(f"{work}/shares1024.json", "w"), indent=1)
-# The joint update with the automatic force noise and every step bounded to |dw| <= 0.3, one force group in
-# blocks of 1024: the variant whose forces fell first and lowest on the CPU (docs/benchmarks.md, "A trust
-# radius").
-trust = json.loads(json.dumps(doc))
-trust["optimizer"].update({"kf_update": "joint", "force_noise": "auto", "groupsize": 24, "kf_blocksize": 1024,
-                           "trust_radius": 0.3})
-json.dump(trust, open(f"{work}/trust1024.json", "w"), indent=1)
-# The same with the forces of all 192 atoms in one measurement and a radius of 0.5: the fewest steps to
-# 0.10 eV/A on the CPU (docs/benchmarks.md, "One force group of every atom"); and with four groups of 24.
-every = json.loads(json.dumps(trust))
-every["optimizer"].update({"nselect": 192, "groupsize": 192, "trust_radius": 0.5})
-json.dump(every, open(f"{work}/all192.json", "w"), indent=1)
-groups4 = json.loads(json.dumps(trust))
-groups4["optimizer"].update({"nselect": 96})
-json.dump(groups4, open(f"{work}/groups4.json", "w"), indent=1)
-json.dump(doc, open(f"{work}/lkf.json", "w"), indent=1)
-# DeePMD-kit's water example: Adam, its exponential learning rate and loss prefactors.
-ref = json.load(open(f"{water}/input_se_e2_a.reference.json"))
-doc["optimizer"] = {"type": "Adam"}
-doc["learning_rate"] = ref["learning_rate"]
-doc["loss"] = ref["loss"]
-t["disp_freq"] = 50
-json.dump(doc, open(f"{work}/adam.json", "w"), indent=1)
-PY
-  for opt in ${DEEPKF_GPU_TRAIN_RUNS:-all192 trust1024 adam}; do
-    # Killed at the time limit: lcurve.out is written line by line, and no checkpoint is wanted.
-    timeout -s KILL "$seconds" "$deepkf" train "$work/$opt.json" -o "$work/$opt" >"$work/$opt.stdout" 2>&1 || true
-    echo "-- $opt: train.log"
-    head -40 "$work/$opt/train.log" 2>/dev/null || tail -20 "$work/$opt.stdout"
-    echo "-- $opt: last lines of lcurve.out"
-    tail -4 "$work/$opt/lcurve.out" 2>/dev/null || echo "(none)"
-  done
-  # The learning curves, logs and inputs in one file (the GPU machine returns at most 8).
-  (cd "$work" && find . -maxdepth 2 \( -name '*.json' -o -name '*.stdout' -o -name lcurve.out -o -name train.log \) \
-    -print0 | tar -czf "$out/train.tar.gz" --null -T -) || true
-  rm -rf "$work"
 }
 
 case "${1:-}" in
