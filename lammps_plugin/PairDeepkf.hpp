@@ -18,9 +18,12 @@
 
 #include "pair.h"
 
-namespace LAMMPS_NS {
+namespace deepkf {
+struct PotentialResult;  // one model's energy, forces and virials for a step's packed atoms
+                         // (src/eval/Potential.hpp)
+}  // namespace deepkf
 
-struct PackedOutput;  // one model's energy, forces and virials for a step's packed atoms (PairDeepkfImpl.hpp)
+namespace LAMMPS_NS {
 
 class PairDeepkf : public Pair {
  public:
@@ -60,8 +63,8 @@ class PairDeepkf : public Pair {
   // compute() is pack -> evaluate -> check -> tally (PairDeepkfCompute.cpp). check_prediction stops the run
   // (on this rank) at a non-finite energy or force of model m; tally adds the driving model's forces,
   // energies and virials (global, per atom, centroid) to LAMMPS's arrays as the ev flags ask.
-  void check_prediction(const PackedOutput& out, std::size_t m);
-  void tally(const PackedOutput& out, int inum, const int* ilist);
+  void check_prediction(const deepkf::PotentialResult& out, std::size_t m);
+  void tally(const deepkf::PotentialResult& out, int inum, const int* ilist);
   // Collective: warns once when any rank saw `local` > 0 neighbour slots beyond a compressed model's tables.
   void warn_beyond_table(long long local);
   // Collective, on model-deviation steps: every model's ghost forces to their owners, the deviation of this

@@ -30,7 +30,7 @@ void PairDeepkf::compute(int eflag, int vflag) {
   long long beyond_table = 0;  // this rank's slots beyond the driving model's tables
   for (std::size_t m = 0; m < (deviation ? nmodels : 1); ++m) {
     if (inum == 0) continue;  // a rank without centres has no energy and exerts no force
-    PackedOutput out;
+    deepkf::PotentialResult out;
     const auto message = guarded([&] { out = im.evaluate(m, atom->type, m == 0 && need_atom_virial); });
     if (!message.empty())
       fail_on_this_rank(ps() + ": evaluating model " + im.models[m].path() + " failed: " + message);
@@ -54,10 +54,11 @@ void PairDeepkf::compute(int eflag, int vflag) {
 }
 
 // A non-finite energy or force would run on as nan coordinates: stop at the step that made it.
-void PairDeepkf::check_prediction(const PackedOutput& out, std::size_t m) {
+void PairDeepkf::check_prediction(const deepkf::PotentialResult& out, std::size_t m) {
   std::string bad;
-  if (!std::isfinite(out.energy))
-    bad = std::string("energy (") + (std::isnan(out.energy) ? "nan" : out.energy > 0 ? "inf" : "-inf") + ")";
+  const double energy = out.energy.at(0);
+  if (!std::isfinite(energy))
+    bad = std::string("energy (") + (std::isnan(energy) ? "nan" : energy > 0 ? "inf" : "-inf") + ")";
   const auto& lammps_of = impl_->lammps_of;
   for (std::size_t k = 0; bad.empty() && k < lammps_of.size(); ++k) {
     if (!(std::isfinite(out.force[3 * k]) && std::isfinite(out.force[3 * k + 1]) &&
@@ -70,7 +71,7 @@ void PairDeepkf::check_prediction(const PackedOutput& out, std::size_t m) {
                       "; atoms may overlap or have left the range the model was trained on");
 }
 
-void PairDeepkf::tally(const PackedOutput& out, int inum, const int* ilist) {
+void PairDeepkf::tally(const deepkf::PotentialResult& out, int inum, const int* ilist) {
   const auto& lammps_of = impl_->lammps_of;
   const std::size_t npacked = lammps_of.size();
   double** f = atom->f;
@@ -78,7 +79,7 @@ void PairDeepkf::tally(const PackedOutput& out, int inum, const int* ilist) {
     double* fi = f[lammps_of[k]];
     for (int d = 0; d < 3; ++d) fi[d] += out.force[3 * k + d];
   }
-  if (eflag_global) eng_vdwl += out.energy;
+  if (eflag_global) eng_vdwl += out.energy.at(0);
   if (eflag_atom) {
     for (int ii = 0; ii < inum; ++ii) eatom[ilist[ii]] += out.atom_energy[ii];
   }

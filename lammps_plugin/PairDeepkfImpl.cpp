@@ -54,16 +54,7 @@ PairDeepkf::Impl::Output PairDeepkf::Impl::evaluate(std::size_t m, const int* la
   atoms.neigh = neigh.data();
   deepkf::PotentialOptions options;
   options.atomic = need_atom_virial;
-  auto result = model.potential.evaluate(atoms, options);
-
-  Output out;
-  out.energy = result.energy.at(0);
-  out.atom_energy = std::move(result.atom_energy);
-  out.force = std::move(result.force);
-  std::copy(result.virial.begin(), result.virial.end(), out.virial.begin());
-  out.atom_virial = std::move(result.atom_virial);
-  out.beyond_table = result.beyond_table;
-  return out;
+  return model.potential.evaluate(atoms, options);
 }
 
 }  // namespace LAMMPS_NS

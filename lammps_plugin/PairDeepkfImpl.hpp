@@ -4,7 +4,6 @@
 #include <c10/util/Exception.h>
 #include <torch/types.h>
 
-#include <array>
 #include <cstdint>
 #include <exception>
 #include <string>
@@ -33,16 +32,6 @@ std::string guarded(F&& body) {
   return {};
 }
 
-// One model's output for the packed atoms of a step (float64, CPU).
-struct PackedOutput {
-  double energy = 0.0;              // eV
-  std::vector<double> atom_energy;  // ncentre (eV)
-  std::vector<double> force;        // npacked x 3 (eV/A)
-  std::array<double, 9> virial{};   // W_ab = sum F_a r_b (eV), row-major
-  std::vector<double> atom_virial;  // npacked x 9 (eV), only when asked for
-  std::int64_t beyond_table = 0;    // compressed models: slots beyond the tables' end
-};
-
 // Models, device and per-step scratch: everything that needs LibTorch.
 struct PairDeepkf::Impl {
   struct Model {
@@ -52,7 +41,8 @@ struct PairDeepkf::Impl {
     const deepkf::ModelConfig& config() const { return potential.config(); }
   };
 
-  using Output = PackedOutput;
+  // One model's output for the packed atoms (npacked of them, ncentre centres first), float64 on the CPU.
+  using Output = deepkf::PotentialResult;
 
   std::vector<Model> models;
   torch::Device device{torch::kCPU};

@@ -119,11 +119,11 @@ PotentialResult Potential::evaluate(const PotentialFrames& frames, const Potenti
 
 PotentialResult Potential::evaluate(const NeighbourAtoms& atoms, const PotentialOptions& options) const {
   const ModelConfig& config = model_.config;
-  const std::vector<int> types(atoms.types, atoms.types + atoms.natoms);
-  const auto in_list = list_types(config, types);  // all 0 for a mixed-type descriptor
+  // all 0 for a mixed-type descriptor
+  const auto in_list = list_types(config, std::vector<int>(atoms.types, atoms.types + atoms.natoms));
   const auto nl = sort_neighbors(atoms.coord, in_list.data(), atoms.ncentre, atoms.offset, atoms.neigh,
                                  config.rcut, config.sel);
-  const std::vector<std::int64_t> types64(types.begin(), types.end());
+  const std::vector<std::int64_t> types64(atoms.types, atoms.types + atoms.natoms);
   const auto on = torch::TensorOptions().dtype(config.precision).device(device_);
   const auto cpu64 = torch::TensorOptions().dtype(torch::kFloat64);
   const auto cpu_long = torch::TensorOptions().dtype(torch::kInt64);
