@@ -48,7 +48,10 @@ void reject_untyped_frames(const fs::path& dir) {
 }  // namespace
 
 std::vector<std::shared_ptr<FrameSource>> open_systems(const std::string& path) {
-  const DataFormat format = data_format(path);
+  return open_systems(path, data_format(path));
+}
+
+std::vector<std::shared_ptr<FrameSource>> open_systems(const std::string& path, DataFormat format) {
   switch (format) {
     case DataFormat::kHdf5:
       return open_hdf5_systems(path);
@@ -147,6 +150,14 @@ void remap_types(System& system, const std::vector<std::string>& type_map) {
 
 OpenedData open_dataset(const std::vector<std::string>& paths, const std::vector<std::string>& type_map,
                         const std::string& type_map_origin) {
+  std::vector<DataFormat> formats;
+  formats.reserve(paths.size());
+  for (const auto& path : paths) formats.push_back(data_format(path));
+  return open_dataset(paths, formats, type_map, type_map_origin);
+}
+
+OpenedData open_dataset(const std::vector<std::string>& paths, const std::vector<DataFormat>& formats,
+                        const std::vector<std::string>& type_map, const std::string& type_map_origin) {
   if (paths.empty()) throw DataError("no data paths given");
   for (auto it = type_map.begin(); it != type_map.end(); ++it)
     if (std::find(type_map.begin(), it, *it) != it)
@@ -154,7 +165,7 @@ OpenedData open_dataset(const std::vector<std::string>& paths, const std::vector
                                     fmt::join(type_map, " "), *it));
   OpenedData d;
   for (std::size_t i = 0; i < paths.size(); ++i) {
-    for (auto& s : open_systems(paths[i])) {
+    for (auto& s : open_systems(paths[i], formats.at(i))) {
       d.systems.push_back(std::move(s));
       d.path_index.push_back(i);
     }

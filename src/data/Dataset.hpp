@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "src/data/DataFormat.hpp"
 #include "src/data/DatasetSplit.hpp"
 #include "src/data/FrameSource.hpp"
 #include "src/data/System.hpp"
@@ -49,9 +50,13 @@ struct OpenedData {
 // layout, or for an element missing from type_map (naming type_map_origin, e.g. "model.type_map of FILE").
 OpenedData open_dataset(const std::vector<std::string>& paths, const std::vector<std::string>& type_map = {},
                         const std::string& type_map_origin = {});
+// The same with what each path holds already decided (formats[i] = data_format(paths[i])).
+OpenedData open_dataset(const std::vector<std::string>& paths, const std::vector<DataFormat>& formats,
+                        const std::vector<std::string>& type_map, const std::string& type_map_origin);
 
 // The systems under one path, opened (see open_dataset) or read whole, each with its own type map.
 std::vector<std::shared_ptr<FrameSource>> open_systems(const std::string& path);
+std::vector<std::shared_ptr<FrameSource>> open_systems(const std::string& path, DataFormat format);
 std::vector<System> read_systems(const std::string& path);
 
 // The frames stored under one path, counted by a plain scan that does not depend on how systems are found:

@@ -12,8 +12,9 @@ FrameInputs open_frames(const std::vector<std::string>& paths, const std::vector
                         const std::vector<std::string>& model_types, const std::string& model_origin) {
   FrameInputs out;
   for (const auto& path : paths) {
-    if (data_format(path) != DataFormat::kLammpsDump) {
-      for (auto& source : open_dataset({path}, model_types, model_origin).systems) {
+    const DataFormat format = data_format(path);
+    if (format != DataFormat::kLammpsDump) {
+      for (auto& source : open_dataset({path}, {format}, model_types, model_origin).systems) {
         out.sets.push_back({source, {}});
         out.timesteps.emplace_back();
       }
