@@ -28,6 +28,7 @@
 #include "neighbor.h"
 #include "src/core/Cores.hpp"
 #include "src/core/Error.hpp"
+#include "src/core/OpenMpWait.hpp"
 #include "src/geometry/NeighborList.hpp"
 #include "src/model/ModelDeviation.hpp"
 #include "src/model/ModelFile.hpp"
@@ -63,6 +64,9 @@ PairDeepkf::PairDeepkf(LAMMPS* lammps, std::string style)
   // The model gives the virial and the per-atom (centroid) virial directly.
   no_virial_fdotr_compute = 1;
   centroidstressflag = CENTROID_AVAIL;
+  // LibTorch's products on the calling thread unless OPENBLAS_NUM_THREADS says otherwise: OpenBLAS's pthreads
+  // pool would otherwise start one thread per core in every rank (src/core/OpenMpWait.hpp).
+  deepkf::single_threaded_blas();
 }
 
 PairDeepkf::~PairDeepkf() {

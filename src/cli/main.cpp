@@ -24,6 +24,7 @@ constexpr const char* kOutOfMemory =
 
 int main(int argc, char** argv) {
   deepkf::bound_openmp_spinning(argv);
+  deepkf::single_threaded_blas();
   CLI::App app{"deepkf: train Deep Potentials (DeepPot-SE) with a layer-wise Kalman filter"};
   app.set_version_flag("--version", "deepkf 0.1.0");
   app.require_subcommand(1);

@@ -17,6 +17,20 @@ constexpr const char* kGompSpinCount = "1000";
 // main, before any thread or MPI starts.
 void bound_openmp_spinning(char** argv);
 
+// LibTorch's matrix products call OpenBLAS, whose pthreads build (Debian's libopenblas0-pthread, the default)
+// keeps a second pool of one thread per core beside libgomp's. After each product its idle threads spin in
+// sched_yield for a while, on the cores the OpenMP threads of the next element-wise operation need: in
+// training steps of the water reference model on 2 cores, about 23% of the CPU samples were that spinning
+// (perf, 2026-11-28), and Adam's steps ran 7 to 13% faster with the products on one thread
+// (docs/benchmarks.md, "BLAS threads"). When neither OPENBLAS_NUM_THREADS nor GOTO_NUM_THREADS is set and
+// the OpenBLAS in the process is the pthreads build, this makes its products run on the calling thread; an
+// OpenMP or serial OpenBLAS, or another BLAS, is left as it is. Call once, before the first product.
+void single_threaded_blas();
+
+// What the products run on, for logs: "OpenBLAS (pthreads) 1 thread", "OpenBLAS (OpenMP) 2 threads", or
+// "BLAS threads not known" when the BLAS is not OpenBLAS.
+std::string blas_threads_text();
+
 // How idle OpenMP threads wait in this process, for logs: "GOMP_SPINCOUNT 1000", "OMP_WAIT_POLICY passive",
 // or "libgomp's default spinning" when neither is set.
 std::string openmp_wait_text();

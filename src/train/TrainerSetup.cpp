@@ -64,8 +64,8 @@ void Trainer::Impl::setup_threads_and_device() {
   const int threads = training_threads(cfg, *comm);
   torch::set_num_threads(threads);
   device = training_device(cfg, *comm);
-  log->info("ranks {}, threads per rank {} (idle threads: {}), device {}", comm->size(), threads,
-            openmp_wait_text(), device.str());
+  log->info("ranks {}, threads per rank {} (idle threads: {}), matrix products: {}, device {}", comm->size(),
+            threads, openmp_wait_text(), blas_threads_text(), device.str());
 }
 
 void Trainer::Impl::build_optimizer(const json& restored) {
