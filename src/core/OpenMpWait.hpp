@@ -24,7 +24,8 @@ void bound_openmp_spinning(char** argv);
 // (perf, 2026-11-28), and Adam's steps ran 7 to 13% faster with the products on one thread
 // (docs/benchmarks.md, "BLAS threads"). When neither OPENBLAS_NUM_THREADS nor GOTO_NUM_THREADS is set and
 // the OpenBLAS in the process is the pthreads build, this makes its products run on the calling thread; an
-// OpenMP or serial OpenBLAS, or another BLAS, is left as it is. Call once, before the first product.
+// OpenMP or serial OpenBLAS, or another BLAS, is left as it is. Call before the first product (calling it
+// again is harmless).
 void single_threaded_blas();
 
 // What the products run on, for logs: "OpenBLAS (pthreads) 1 thread", "OpenBLAS (OpenMP) 2 threads", or

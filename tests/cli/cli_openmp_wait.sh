@@ -20,7 +20,7 @@ cat >"$work/input.json" <<JSON
  "training": {"training_data": {"systems": ["$source_dir/data/si_cp2k.h5"]},
               "numb_steps": 1, "disp_freq": 1, "save_freq": 1, "num_threads": 1}}
 JSON
-check() {  # NAME EXPECTED ENV...: EXPECTED is the log's text from "(idle threads: " to its end
+check() {  # NAME EXPECTED ENV...: EXPECTED is text the training log's thread line must hold
   local name=$1 expected=$2
   shift 2
   rm -rf "$work/run"
