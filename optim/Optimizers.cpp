@@ -109,7 +109,7 @@ std::string plan_training_step(const StepConfig& cfg, const DeepPot& model, int 
 int kalman_updates_per_step(const StepConfig& cfg, bool virials) {
   if (cfg.optimizer != "RLEKF") return 0;
   const RlekfSettings s = settings_of<RlekfSettings>(cfg);
-  if (s.update == "joint") return 1;
+  if (s.update == "joint") return 1 + (s.energy_last ? 1 : 0);
   const int force_groups = (s.nselect + s.groupsize - 1) / s.groupsize;
   const bool virial = virials && (s.start_pref_v > 0.0 || s.limit_pref_v > 0.0);
   return 1 + force_groups + (virial ? 1 : 0) + (s.energy_last ? 1 : 0);

@@ -99,7 +99,10 @@ void read_measurements(const OptimizerInput& in, RlekfSettings& s) {
       filter_key("p_precision"), s.p_precision,
       [](const std::string& v) { return v == "float64" || v == "float32" || v == "auto"; },
       "must be \"float64\", \"float32\" or \"auto\"");
-  s.energy_last = in.get<bool>(filter_key("energy_last"), s.energy_last);
+  const auto energy_last = in.get<nlohmann::json>(
+      filter_key("energy_last"), nlohmann::json("auto"),
+      [](const nlohmann::json& v) { return v == "auto" || v.is_boolean(); },
+      "must be true, false or \"auto\"");
   const auto replay = in.get<nlohmann::json>(
       filter_key("energy_replay"), nlohmann::json("auto"),
       [](const nlohmann::json& v) {
@@ -113,6 +116,7 @@ void read_measurements(const OptimizerInput& in, RlekfSettings& s) {
       filter_key("kf_update"), s.update,
       [](const std::string& v) { return v == "joint" || v == "sequential"; },
       "must be \"joint\" or \"sequential\"");
+  s.energy_last = energy_last.is_boolean() ? energy_last.get<bool>() : s.update == "sequential";
 }
 
 // The measurements' noise, shares and the trust radius (docs/rlekf.md).

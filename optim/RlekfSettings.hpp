@@ -30,7 +30,9 @@ struct RlekfSettings {
   std::string p_precision = "auto";  // covariance precision: float64, float32 or "auto" (memory plan)
   // A second energy update at the end of each step, on the weights the force (and virial) updates left, so
   // that a step never ends with the energy those updates disturbed (docs/rlekf.md, "Measurements of one
-  // batch").
+  // batch"). Not given ("auto"): on with kf_update "sequential" (DeePMD-kit's LKF has it), off with "joint",
+  // whose one update takes the energy with the forces; given true with "joint", an energy update follows the
+  // joint one.
   bool energy_last = true;
   // Frames of the training set, drawn anew each step, added to the batch's energy measurements: the filter
   // forgets old measurements (lambda < 1), and with them the energies of frames fitted many steps ago

@@ -138,10 +138,11 @@ TEST_CASE("replayed frames join the energy measurement as the batch's own frames
 
 TEST_CASE("RLEKF tells where a step's time went: the filter's updates and the rest", "[train][step]") {
   // Sequential (the default): an energy update, 24 atoms in groups of 6 (4 force updates), the energy
-  // again (energy_last): 6 updates; 5 without energy_last. Joint: all of them in one update.
+  // again (energy_last): 6 updates; 5 without energy_last. Joint: all of them in one update, and the
+  // energy again in a second with energy_last.
   for (const auto& [update, energy_last, per_step] :
-       {std::tuple{"sequential", true, 6}, std::tuple{"sequential", false, 5},
-        std::tuple{"joint", true, 1}}) {
+       {std::tuple{"sequential", true, 6}, std::tuple{"sequential", false, 5}, std::tuple{"joint", true, 2},
+        std::tuple{"joint", false, 1}}) {
     INFO("kf_update " << update << ", energy_last " << energy_last);
     const auto cfg = config_with({{"type", "RLEKF"},
                                   {"kf_blocksize", 64},

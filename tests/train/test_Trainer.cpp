@@ -345,40 +345,45 @@ TEST_CASE("with energy_last a step ends on a second energy update, which fits th
           "[train][rlekf]") {
   // One frame, trained for one step and then evaluated: with energy_last the step's last update is an
   // energy update on that very frame, so its energy error must end below that of the same step without it.
+  // The sequential step and the joint one (where energy_last follows the joint update) alike.
   const std::string si = deepkf::test::require_shared_dataset("si_mlearn");
   const std::string one = deepkf::test::make_temp_dir("one-frame") + "/sys";
   deepkf::write_npy_system(one, deepkf::open_npy_system(si + "/train/sys_Si12")->read({0}));
   auto comm = deepkf::make_serial_communicator();
-  double rmse_e[2] = {0, 0};
-  std::string display[2];
-  for (const bool last : {true, false}) {
-    json doc = small_input({one}, {one}, "LKF", 1);
-    doc["optimizer"]["energy_last"] = last;
-    doc["optimizer"]["kf_update"] = "sequential";
-    doc["optimizer"]["log_filter"] = true;
-    // The bias fit after training would make the one frame's error zero (to rounding) in both runs, and
-    // replayed frames (here copies of the one frame) would join the energy updates.
-    doc["training"]["change_bias_after_training"] = false;
-    doc["optimizer"]["energy_replay"] = 0;
-    doc["training"]["disp_freq"] = 1;
-    TrainerOptions options;
-    options.output_dir = deepkf::test::make_temp_dir("energy-last");
-    options.progress = 0;
-    Trainer trainer(config_of(doc), options, comm);
-    const auto result = trainer.run();
-    REQUIRE(result.validation.e_count == 1);
-    rmse_e[last ? 0 : 1] = result.validation.rmse_e();
-    std::ifstream log(options.output_dir + "/train.log");
-    for (std::string line; std::getline(log, line);)
-      if (line.find("filter:") != std::string::npos) display[last ? 0 : 1] = line;
+  // nselect 12 in groups of 6: one energy and two force updates, and the closing energy update; joint: one
+  // update of three measurements, and the closing energy update.
+  for (const auto& [update, with_last, without_last] :
+       {std::tuple{"sequential", 4, 3}, std::tuple{"joint", 2, 1}}) {
+    double rmse_e[2] = {0, 0};
+    std::string display[2];
+    for (const bool last : {true, false}) {
+      json doc = small_input({one}, {one}, "LKF", 1);
+      doc["optimizer"]["energy_last"] = last;
+      doc["optimizer"]["kf_update"] = update;
+      doc["optimizer"]["log_filter"] = true;
+      // The bias fit after training would make the one frame's error zero (to rounding) in both runs, and
+      // replayed frames (here copies of the one frame) would join the energy updates.
+      doc["training"]["change_bias_after_training"] = false;
+      doc["optimizer"]["energy_replay"] = 0;
+      doc["training"]["disp_freq"] = 1;
+      TrainerOptions options;
+      options.output_dir = deepkf::test::make_temp_dir("energy-last");
+      options.progress = 0;
+      Trainer trainer(config_of(doc), options, comm);
+      const auto result = trainer.run();
+      REQUIRE(result.validation.e_count == 1);
+      rmse_e[last ? 0 : 1] = result.validation.rmse_e();
+      std::ifstream log(options.output_dir + "/train.log");
+      for (std::string line; std::getline(log, line);)
+        if (line.find("filter:") != std::string::npos) display[last ? 0 : 1] = line;
+    }
+    INFO("kf_update " << update << "; display lines: " << display[0] << " | " << display[1]);
+    CHECK(display[0].find("filter: " + std::to_string(with_last) + " updates") != std::string::npos);
+    CHECK(display[1].find("filter: " + std::to_string(without_last) + " updates") != std::string::npos);
+    INFO("energy error of the trained frame after one step: energy_last " << rmse_e[0] << " eV/atom, without "
+                                                                          << rmse_e[1] << " eV/atom");
+    CHECK(rmse_e[0] < 0.5 * rmse_e[1]);
   }
-  // nselect 12 in groups of 6: one energy and two force updates, and the closing energy update.
-  INFO("display lines: " << display[0] << " | " << display[1]);
-  CHECK(display[0].find("filter: 4 updates") != std::string::npos);
-  CHECK(display[1].find("filter: 3 updates") != std::string::npos);
-  INFO("energy error of the trained frame after one step: energy_last " << rmse_e[0] << " eV/atom, without "
-                                                                        << rmse_e[1] << " eV/atom");
-  CHECK(rmse_e[0] < 0.5 * rmse_e[1]);
 }
 
 TEST_CASE("a covariance that does not fit stops the run at set-up with the options that would fit",
