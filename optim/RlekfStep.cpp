@@ -186,14 +186,7 @@ ErrorMetrics RlekfStep::take(const StepInput& in) {
   timing_.begin_step();
 
   auto update = [&](const Measurement& m, std::int64_t frames, double share) {
-    share = options_.share_at(share, in.step);
-    const SummedMeasurements s = sum_measurements({m}, {frames}, params_, *comm_);
-    timing_.begin_filter();
-    if (share > 0.0)
-      filter_.update_joint(s.e, s.grads, {share}, options_.share_cap());
-    else
-      filter_.update(s.e.front(), s.grads.front());
-    timing_.end_filter();
+    update_one(sum_measurements({m}, {frames}, params_, *comm_), options_.share_at(share, in.step));
   };
   const std::int64_t energy_frames = in.global_frames + in.replay_frames;
 
@@ -218,6 +211,15 @@ ErrorMetrics RlekfStep::take(const StepInput& in) {
   if (options_.energy_last) update(energy_of(in, pref.energy), energy_frames, options_.energy_share);
   timing_.end_step();
   return {};
+}
+
+void RlekfStep::update_one(const SummedMeasurements& s, double share) {
+  timing_.begin_filter();
+  if (share > 0.0)
+    filter_.update_joint(s.e, s.grads, {share}, options_.share_cap());
+  else
+    filter_.update(s.e.front(), s.grads.front());
+  timing_.end_filter();
 }
 
 std::string RlekfStep::prepare(const std::vector<StepInput>& first) {

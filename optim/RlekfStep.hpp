@@ -11,6 +11,7 @@
 #include "optim/KalmanFilter.hpp"
 #include "optim/KalmanMeasurement.hpp"
 #include "optim/MemoryPlan.hpp"
+#include "optim/RankSums.hpp"
 #include "optim/RlekfSettings.hpp"
 #include "optim/StepTiming.hpp"
 #include "optim/TrainingStep.hpp"
@@ -71,6 +72,9 @@ class RlekfStep final : public TrainingStep {
   static Measurement with_noise(Measurement m, double rho);
   // kf_update "joint": every measurement of the step in one Kalman update (KalmanFilter::update_joint).
   ErrorMetrics take_joint(const StepInput& in);
+  // One measurement, summed over ranks, taken in one update: by its share where it has one (share at the
+  // step already applied), else as a scalar update.
+  void update_one(const SummedMeasurements& s, double share);
   // dy/dw summed over ranks (RankSums.hpp). Collective.
   std::vector<torch::Tensor> gradients(const Measurement& m) const;
 

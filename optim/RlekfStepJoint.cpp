@@ -55,15 +55,9 @@ ErrorMetrics RlekfStep::take_joint(const StepInput& in) {
   timing_.end_filter();
   if (options_.energy_last) {
     // The energy again on the weights the joint update left, as the sequential step ends (energy_last).
-    const SummedMeasurements e = sum_measurements({energy_of(in, pref.energy)},
-                                                  {in.global_frames + in.replay_frames}, params_, *comm_);
-    const double share = options_.share_at(options_.energy_share, in.step);
-    timing_.begin_filter();
-    if (share > 0.0)
-      filter_.update_joint(e.e, e.grads, {share}, options_.share_cap());
-    else
-      filter_.update(e.e.front(), e.grads.front());
-    timing_.end_filter();
+    update_one(sum_measurements({energy_of(in, pref.energy)}, {in.global_frames + in.replay_frames}, params_,
+                                *comm_),
+               options_.share_at(options_.energy_share, in.step));
   }
   timing_.end_step();
   return {};
