@@ -1,19 +1,19 @@
 // Time to accuracy: RLEKF against Adam on the same model and data in one run. Validation energy and force
 // RMSE (all validation frames) against wall time and epochs, as a table (markdown) and a plot (SVG).
 //
-// usage: bench_time_to_accuracy DATASET [KF_EPOCHS] [ADAM_EPOCHS] [OUT_DIR] [DATASETS_DIR] [P0]
-// [NAME=KEYS...]
+// usage: bench_time_to_accuracy DATASET [KF_EPOCHS] [ADAM_EPOCHS] [OUT_DIR] [DATASETS_DIR] [P0] [RUN...]
 //   DATASET: si (si_mlearn train/ vs test/), water (water data_0..2 vs data_3), si_cp2k (the project's
-//   data/si_cp2k.h5, 20% of its frames held out) or cho_nopbc (10% held out), as
-//   bench/accuracy/first_epoch.sh KF_EPOCHS / ADAM_EPOCHS: training length of each optimizer (defaults 3 and
-//   12: an Adam step is cheaper, so it gets more epochs; compare the curves against wall time); ADAM_EPOCHS 0
-//   skips Adam OUT_DIR (default bench-accuracy-DATASET): training outputs, curves.svg, table.md DATASETS_DIR
-//   (relative to the current directory) defaults to <source>/../shared/datasets P0: RLEKF's initial
-//   covariance scale, a number or "auto" (the default: the input has no p0) NAME=KEYS: an RLEKF run named
-//   NAME whose optimizer section is {"type": "RLEKF"} with the JSON object KEYS merged in (the product's
-//   defaults otherwise, kf_blocksize included); several may be given. Without any, one run named RLEKF with
-//   kf_blocksize 2048 (the tables of docs/benchmarks.md were made so). DEEPKF_TTA_POINTS in the environment:
-//   validation points per run (default 12).
+//   data/si_cp2k.h5, 20% held out) or cho_nopbc (10% held out), as bench/accuracy/first_epoch.sh
+//   KF_EPOCHS / ADAM_EPOCHS: training length of each optimizer (defaults 3 and 12: an Adam step is
+//   cheaper, so it gets more epochs; compare the curves against wall time); ADAM_EPOCHS 0 skips Adam
+//   OUT_DIR (default bench-accuracy-DATASET): training outputs, curves.svg, table.md
+//   DATASETS_DIR (relative to the current directory) defaults to <source>/../shared/datasets
+//   P0: RLEKF's initial covariance scale, a number or "auto" (the default: the input has no p0)
+//   RUN: NAME={KEYS}, an RLEKF run whose optimizer section is {"type": "RLEKF"} with the JSON object KEYS
+//   merged in (the product's defaults otherwise, kf_blocksize included); without any, one run named
+//   RLEKF with kf_blocksize 2048 (the earlier tables of docs/benchmarks.md were made so)
+//   Environment: DEEPKF_TTA_POINTS, validation points per run (default 12); DEEPKF_TTA_SEED, the
+//   training seed (data order and atom draws; default 1; the initial weights stay seed 1)
 //
 // The wall time of a point is the training time only: the validation passes are timed and subtracted.
 #include <chrono>

@@ -4,9 +4,9 @@
 usage: time_to_levels.py LEVELS TABLE.md [TABLE.md ...]
   LEVELS: validation force RMSE levels in eV/A, comma-separated (e.g. 0.25,0.15,0.13)
 
-Prints one markdown row per run: its step time (wall time over steps is not known here, so the last
-point's wall time and epoch), its last force RMSE, and for each level the first point's training wall
-time and epoch at or below it ("-" where the run never got there). Runs of several tables are listed
+Prints one markdown row per run: the epochs and training wall time of its last point, its last force
+RMSE, and for each level the training wall time and epoch of its first point at or below that level
+("-" where the run never got there). Runs of several tables are listed
 in the order met; a run name met twice keeps its first table's rows.
 """
 import sys
