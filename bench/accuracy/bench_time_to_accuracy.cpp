@@ -21,6 +21,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -77,9 +78,8 @@ json data_section(const std::string& dataset, const std::string& datasets, doubl
     held_out = 0.1;
   }
   json section = {{"training_data", {{"systems", train_sys}, {"batch_size", 1}}}};
-  const auto probe = deepkf::Dataset::load(train_sys);
-  std::vector<std::int64_t> nframes;
-  for (const auto& s : probe.systems) nframes.push_back(s.nframes);
+  std::vector<std::int64_t> nframes;  // frame counts only: the systems are opened, not read
+  for (const auto& s : deepkf::open_dataset(train_sys).systems) nframes.push_back(s->nframes());
   if (held_out > 0.0) {
     section["validation_fraction"] = held_out;
     *frames = 0.0;
@@ -87,7 +87,7 @@ json data_section(const std::string& dataset, const std::string& datasets, doubl
       *frames += static_cast<double>(part.frames.size());
   } else {
     section["validation_data"] = {{"systems", valid_sys}, {"batch_size", 1}, {"numb_btch", 1}};
-    *frames = static_cast<double>(probe.total_frames());
+    *frames = static_cast<double>(std::accumulate(nframes.begin(), nframes.end(), std::int64_t{0}));
   }
   return section;
 }

@@ -16,7 +16,6 @@
 #include "src/core/AtomicFile.hpp"
 #include "src/core/Error.hpp"
 #include "src/data/FrameInputs.hpp"
-#include "src/model/ModelFile.hpp"
 #include "src/uncertainty/EnsembleDeviation.hpp"
 
 namespace deepkf::cli {
@@ -47,10 +46,9 @@ void run_model_devi(const ModelDeviArgs& args) {
     throw ConfigError(fmt::format(
         "deepkf model-devi: -m names {} model file(s); a deviation needs two or more", args.models.size()));
   if (args.systems.empty()) throw ConfigError("deepkf model-devi: give the frames to evaluate with -s");
-  std::vector<LoadedModel> models;
-  for (const auto& path : args.models) models.push_back(load_model(path, torch::kCPU));
-  const FrameInputs frames = open_frames(args.systems, args.type_map, models.front().config.type_map,
-                                         "model " + args.models.front());
+  const Ensemble models = Ensemble::load(args.models);
+  const FrameInputs frames =
+      open_frames(args.systems, args.type_map, models[0].config().type_map, "model " + args.models.front());
   const auto rows = ensemble_deviation(models, frames.sets, args.options);
 
   std::string text;

@@ -160,8 +160,8 @@ KalmanReport kalman_columns(const UncertaintyArgs& args, const LoadedCheckpoint&
 
 // The ensemble's deviation of every row (and, without a checkpoint, the first model's errors); returns the
 // report's line.
-std::string ensemble_columns(const std::vector<LoadedModel>& models, const FrameInputs& frames,
-                             double relative, bool kalman, std::vector<UncertaintyRow>& rows) {
+std::string ensemble_columns(const Ensemble& models, const FrameInputs& frames, double relative, bool kalman,
+                             std::vector<UncertaintyRow>& rows) {
   const auto start = std::chrono::steady_clock::now();
   const auto ensemble = ensemble_deviation(models, frames.sets, DeviationOptions{relative});
   for (std::size_t k = 0; k < rows.size(); ++k) {
@@ -185,14 +185,14 @@ void run_uncertainty(const UncertaintyArgs& args, const std::shared_ptr<Communic
 
   LoadedCheckpoint ckpt;
   std::unique_ptr<KalmanFilter> filter;
-  std::vector<LoadedModel> models;
+  Ensemble models{std::vector<Potential>{}};
   together(*comm, [&] {
     if (!args.checkpoint.empty()) ckpt = read_checkpoint(args.checkpoint, torch::kCPU);
-    for (const auto& path : args.models) models.push_back(load_model(path, torch::kCPU));
+    models = Ensemble::load(args.models);
   });
   const bool kalman = !args.checkpoint.empty();
   if (kalman) together(*comm, [&] { filter = checkpoint_covariance(ckpt, args.checkpoint, comm); });
-  const auto& types = kalman ? ckpt.model->config().type_map : models.front().config.type_map;
+  const auto& types = kalman ? ckpt.model->config().type_map : models[0].config().type_map;
   const std::string origin = kalman ? "the type map of checkpoint " + args.checkpoint
                                     : "the type map of model file " + args.models.front();
   FrameInputs frames;
@@ -208,7 +208,7 @@ void run_uncertainty(const UncertaintyArgs& args, const std::shared_ptr<Communic
     calibrated = k.calibrated;
     columns.kalman = true;
   }
-  if (!models.empty() && root) {
+  if (models.size() > 0 && root) {
     report += ensemble_columns(models, frames, args.relative, kalman, rows);
     columns.ensemble = true;
   }

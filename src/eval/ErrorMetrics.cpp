@@ -5,6 +5,8 @@
 #include <cmath>
 #include <limits>
 
+#include "src/data/System.hpp"
+#include "src/eval/Potential.hpp"
 #include "src/model/Batch.hpp"
 #include "src/model/DeepPot.hpp"
 
@@ -39,6 +41,25 @@ void ErrorMetrics::add(const ModelOutput& out, const Batch& batch) {
     v_sq += dv.square().sum().item<double>();
     v_abs += dv.abs().sum().item<double>();
     v_count += dv.numel();
+  }
+}
+
+void ErrorMetrics::add(const System& labels, const std::vector<std::int64_t>& frames,
+                       const PotentialResult& pred) {
+  const double n = static_cast<double>(labels.natoms);
+  const auto nf = static_cast<std::size_t>(3 * labels.natoms);
+  const auto accumulate = [](double d, double& sq, double& abs, std::int64_t& count) {
+    sq += d * d;
+    abs += std::abs(d);
+    ++count;
+  };
+  for (std::size_t k = 0; k < frames.size(); ++k) {
+    const auto f = static_cast<std::size_t>(frames[k]);
+    if (!labels.energy.empty()) accumulate((pred.energy[k] - labels.energy[f]) / n, e_sq, e_abs, e_count);
+    for (std::size_t c = 0; labels.has_force() && c < nf; ++c)
+      accumulate(pred.force[k * nf + c] - labels.force[f * nf + c], f_sq, f_abs, f_count);
+    for (std::size_t c = 0; labels.has_virial() && c < 9; ++c)
+      accumulate((pred.virial[k * 9 + c] - labels.virial[f * 9 + c]) / n, v_sq, v_abs, v_count);
   }
 }
 

@@ -10,6 +10,8 @@ namespace deepkf {
 
 struct ModelOutput;
 struct Batch;
+struct System;
+struct PotentialResult;
 
 struct ErrorMetrics {
   double e_sq = 0, e_abs = 0;
@@ -21,6 +23,9 @@ struct ErrorMetrics {
 
   // Adds the errors of one evaluated batch (out.energy: B, out.force: B x natoms x 3, out.virial: B x 9).
   void add(const ModelOutput& out, const Batch& batch);
+  // Adds the errors of frames `frames` of `labels`, predicted in that order in `pred` (float64, against the
+  // labels as stored); the labels the system lacks add nothing.
+  void add(const System& labels, const std::vector<std::int64_t>& frames, const PotentialResult& pred);
   void merge(const ErrorMetrics& other);
   // For an allreduce: the sums as doubles, and back.
   std::vector<double> pack() const;

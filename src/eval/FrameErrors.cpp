@@ -2,17 +2,17 @@
 
 #include <torch/torch.h>
 
-#include "src/model/Batch.hpp"
-#include "src/model/DeepPot.hpp"
-
 namespace deepkf {
 
-FrameErrors frame_errors(const ModelOutput& out, const Batch& batch, std::int64_t k) {
+FrameErrors frame_errors(const System& labels, std::int64_t frame, double energy, const double* force) {
   FrameErrors e;
-  const double n = static_cast<double>(batch.natoms);
-  if (batch.energy.defined()) e.energy = (out.energy[k].item<double>() - batch.energy[k].item<double>()) / n;
-  if (!batch.has_force) return e;
-  e.force = (out.force[k].detach() - batch.force[k]).to(torch::kCPU, torch::kFloat64).contiguous();
+  const auto f = static_cast<std::size_t>(frame);
+  if (!labels.energy.empty()) e.energy = (energy - labels.energy[f]) / static_cast<double>(labels.natoms);
+  if (!labels.has_force()) return e;
+  const auto n = labels.natoms;
+  const auto opts = torch::TensorOptions().dtype(torch::kFloat64);
+  const auto ref = torch::from_blob(const_cast<double*>(labels.force.data()) + f * 3 * n, {n, 3}, opts);
+  e.force = torch::from_blob(const_cast<double*>(force), {n, 3}, opts) - ref;
   e.force_rmse = e.force.square().mean().sqrt().item<double>();
   e.force_max = e.force.square().sum(1).max().sqrt().item<double>();
   return e;

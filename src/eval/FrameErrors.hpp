@@ -5,10 +5,9 @@
 #include <cstdint>
 #include <limits>
 
-namespace deepkf {
+#include "src/data/System.hpp"
 
-struct ModelOutput;
-struct Batch;
+namespace deepkf {
 
 struct FrameErrors {
   static constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
@@ -18,7 +17,8 @@ struct FrameErrors {
   torch::Tensor force;        // F - F_ref, natoms x 3, float64 on the CPU; undefined without forces
 };
 
-// Frame k of an evaluated batch (out.energy: B, out.force: B x natoms x 3) against the batch's labels.
-FrameErrors frame_errors(const ModelOutput& out, const Batch& batch, std::int64_t k);
+// Frame `frame` of `labels` predicted as `energy` (eV) and `force` (natoms x 3, eV/A), in float64 against
+// the labels as stored.
+FrameErrors frame_errors(const System& labels, std::int64_t frame, double energy, const double* force);
 
 }  // namespace deepkf

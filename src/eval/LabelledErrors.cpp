@@ -9,71 +9,51 @@
 
 #include "src/core/Error.hpp"
 #include "src/eval/SvgPlot.hpp"
-#include "src/model/Batch.hpp"
 
 namespace deepkf {
 
-void check_finite_prediction(const ModelOutput& out, const std::vector<std::int64_t>& frames,
-                             const std::string& source) {
-  const std::pair<const char*, const torch::Tensor*> parts[] = {
-      {"energy", &out.energy}, {"forces", &out.force}, {"virial", &out.virial}};
-  for (const auto& [name, tensor] : parts) {
-    if (!tensor->defined() || tensor->numel() == 0) continue;
-    // Per frame: all values finite?
-    const auto ok = torch::isfinite(tensor->detach()).reshape({tensor->size(0), -1}).all(1).to(torch::kCPU);
-    for (std::size_t k = 0; k < frames.size(); ++k) {
-      if (ok[static_cast<std::int64_t>(k)].item<bool>()) continue;
-      throw ModelError(
-          fmt::format("the model predicts non-finite {} for frame {} of {}; the model file holds "
-                      "non-finite weights or the frame is far outside what it was trained on",
-                      name, frames[k], source));
-    }
-  }
-}
-
 LabelledErrors labelled_errors(const LoadedModel& loaded, const Dataset& data, int batch,
                                std::int64_t max_frames) {
-  const ModelConfig& config = loaded.config;
-  DeepPot model = loaded.model;  // a handle: evaluation is not const
+  const Potential model(loaded);
   LabelledErrors r;
   for (const auto& sys : data.systems) {
     ErrorMetrics m;
     const std::int64_t tested = max_frames > 0 ? std::min(max_frames, sys.nframes) : sys.nframes;
+    const double n = static_cast<double>(sys.natoms);
+    const auto per_frame = static_cast<std::size_t>(3 * sys.natoms);
     for (std::int64_t begin = 0; begin < tested; begin += batch) {
       std::vector<std::int64_t> frames;
       for (std::int64_t f = begin; f < std::min(tested, begin + batch); ++f) frames.push_back(f);
-      const Batch b = make_batch(sys, frames, config, torch::kCPU, config.precision);
-      const ModelOutput out = model->evaluate(b.coord, b.atype, b.nlist, b.shift);
-      check_finite_prediction(out, frames, sys.source);
-      m.add(out, b);
-      const auto pe = out.energy.to(torch::kFloat64).contiguous();
-      const auto re = b.energy.to(torch::kFloat64).contiguous();
+      const PotentialResult out = model.evaluate(sys, frames, {false, batch * sys.natoms});
+      m.add(sys, frames, out);
       for (std::size_t k = 0; k < frames.size(); ++k) {
-        const auto i = static_cast<std::int64_t>(k);
+        const auto f = static_cast<std::size_t>(frames[k]);
         FrameResult fr;
         fr.system = sys.source;
         fr.frame = frames[k];
         fr.natoms = sys.natoms;
-        fr.e_ref = re[i].item<double>();
-        fr.e_pred = pe[i].item<double>();
+        fr.e_ref = sys.energy.empty() ? std::nan("") : sys.energy[f];
+        fr.e_pred = out.energy[k];
         fr.f_rmse = fr.v_rmse_per_atom = std::nan("");
-        const double n = static_cast<double>(sys.natoms);
         r.e_ref.push_back(fr.e_ref / n);
         r.e_pred.push_back(fr.e_pred / n);
-        if (b.has_force) {
-          const auto ref = b.force[i].to(torch::kFloat64).contiguous().reshape({-1});
-          const auto pred = out.force[i].to(torch::kFloat64).contiguous().reshape({-1});
-          fr.f_rmse = (pred - ref).square().mean().sqrt().item<double>();
+        if (sys.has_force()) {
+          const double* ref = sys.force.data() + f * per_frame;
+          const double* pred = out.force.data() + k * per_frame;
+          double sq = 0.0;
+          for (std::size_t c = 0; c < per_frame; ++c) sq += (pred[c] - ref[c]) * (pred[c] - ref[c]);
+          fr.f_rmse = std::sqrt(sq / static_cast<double>(per_frame));
           fr.force_begin = static_cast<std::int64_t>(r.f_ref.size());
-          r.f_ref.insert(r.f_ref.end(), ref.data_ptr<double>(), ref.data_ptr<double>() + ref.numel());
-          r.f_pred.insert(r.f_pred.end(), pred.data_ptr<double>(), pred.data_ptr<double>() + pred.numel());
+          r.f_ref.insert(r.f_ref.end(), ref, ref + per_frame);
+          r.f_pred.insert(r.f_pred.end(), pred, pred + per_frame);
         }
-        if (b.has_virial) {
-          const auto ref = b.virial[i].to(torch::kFloat64).contiguous().reshape({-1});
-          const auto pred = out.virial[i].to(torch::kFloat64).contiguous().reshape({-1});
-          fr.v_rmse_per_atom = ((pred - ref) / n).square().mean().sqrt().item<double>();
-          fr.v_ref.assign(ref.data_ptr<double>(), ref.data_ptr<double>() + ref.numel());
-          fr.v_pred.assign(pred.data_ptr<double>(), pred.data_ptr<double>() + pred.numel());
+        if (sys.has_virial()) {
+          fr.v_ref.assign(sys.virial.begin() + 9 * f, sys.virial.begin() + 9 * f + 9);
+          fr.v_pred.assign(out.virial.begin() + 9 * k, out.virial.begin() + 9 * k + 9);
+          double sq = 0.0;
+          for (std::size_t c = 0; c < 9; ++c)
+            sq += (fr.v_pred[c] - fr.v_ref[c]) * (fr.v_pred[c] - fr.v_ref[c]) / (n * n);
+          fr.v_rmse_per_atom = std::sqrt(sq / 9.0);
         }
         r.frames.push_back(fr);
       }

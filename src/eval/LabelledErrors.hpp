@@ -7,6 +7,7 @@
 
 #include "src/data/Dataset.hpp"
 #include "src/eval/ErrorMetrics.hpp"
+#include "src/eval/Potential.hpp"
 #include "src/model/ModelFile.hpp"
 
 namespace deepkf {
@@ -39,14 +40,10 @@ struct LabelledErrors {
   std::vector<double> e_ref, e_pred, f_ref, f_pred;
 };
 
-// Throws ModelError naming the frame and the quantity when a prediction of `out` is not finite; `frames`
-// are the frames' indices in `source`.
-void check_finite_prediction(const ModelOutput& out, const std::vector<std::int64_t>& frames,
-                             const std::string& source);
-
 // Evaluates `model` on every frame of `data` (the first `max_frames` of each system when it is positive),
-// `batch` frames at a time, on the CPU. Throws ModelError naming the frame and system when a predicted
-// energy, force or virial is not finite.
+// `batch` frames at a time, through Potential on the device its weights are on; predictions are compared in
+// float64 with the labels as stored, whatever the model's precision. Throws ModelError naming the frame and
+// system when a predicted energy, force or virial is not finite.
 LabelledErrors labelled_errors(const LoadedModel& model, const Dataset& data, int batch,
                                std::int64_t max_frames = 0);
 

@@ -6,9 +6,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
+#include <stdexcept>
+#include <utility>
 
 #include "src/core/Error.hpp"
-#include "src/eval/LabelledErrors.hpp"
 #include "src/geometry/NeighborList.hpp"
 #include "src/model/Batch.hpp"
 
@@ -26,6 +28,26 @@ torch::Device parse_device(const std::string& name) {
     return device;
   } catch (const c10::Error&) {
     throw ConfigError("device '" + name + "' is not a device name; give 'cpu', 'cuda' or 'cuda:N'");
+  }
+}
+
+// Throws ModelError naming the frame and the quantity when a prediction of `out` is not finite; `frames`
+// are the frames' indices in `source`.
+void check_finite_prediction(const ModelOutput& out, const std::vector<std::int64_t>& frames,
+                             const std::string& source) {
+  const std::pair<const char*, const torch::Tensor*> parts[] = {
+      {"energy", &out.energy}, {"forces", &out.force}, {"virial", &out.virial}};
+  for (const auto& [name, tensor] : parts) {
+    if (!tensor->defined() || tensor->numel() == 0) continue;
+    // Per frame: all values finite?
+    const auto ok = torch::isfinite(tensor->detach()).reshape({tensor->size(0), -1}).all(1).to(torch::kCPU);
+    for (std::size_t k = 0; k < frames.size(); ++k) {
+      if (ok[static_cast<std::int64_t>(k)].item<bool>()) continue;
+      throw ModelError(
+          fmt::format("the model predicts non-finite {} for frame {} of {}; the model file holds "
+                      "non-finite weights or the frame is far outside what it was trained on",
+                      name, frames[k], source));
+    }
   }
 }
 
@@ -93,19 +115,44 @@ Potential::Potential(const std::string& path, const std::string& device)
   model_.model->eval();
 }
 
+Potential::Potential(LoadedModel loaded, std::string name)
+    : path_(std::move(name)), model_(std::move(loaded)) {
+  const auto params = model_.model->parameters();
+  if (!params.empty()) device_ = params.front().device();
+}
+
 PotentialResult Potential::evaluate(const PotentialFrames& frames, const PotentialOptions& options) const {
+  std::vector<std::int64_t> ids(static_cast<std::size_t>(std::max<std::int64_t>(0, frames.nframes)));
+  std::iota(ids.begin(), ids.end(), std::int64_t{0});
+  return evaluate_frames(frames_as_system(frames, model_.config), ids, options, ids,
+                         "the frames given to " + (path_.empty() ? std::string("the model") : path_));
+}
+
+PotentialResult Potential::evaluate(const System& system, const std::vector<std::int64_t>& frames,
+                                    const PotentialOptions& options,
+                                    const std::vector<std::int64_t>& numbers) const {
+  return evaluate_frames(system, frames, options, numbers.empty() ? frames : numbers, system.source);
+}
+
+PotentialResult Potential::evaluate_frames(const System& system, const std::vector<std::int64_t>& frames,
+                                           const PotentialOptions& options,
+                                           const std::vector<std::int64_t>& numbers,
+                                           const std::string& source) const {
+  if (numbers.size() != frames.size())
+    throw std::invalid_argument("Potential::evaluate: one number per frame");
   const ModelConfig& config = model_.config;
-  const System system = frames_as_system(frames, config);
   DeepPot model = model_.model;  // a handle: evaluation is not const
-  const std::int64_t group = std::max<std::int64_t>(1, options.atoms_per_group / frames.natoms);
+  const auto nframes = static_cast<std::int64_t>(frames.size());
+  const std::int64_t group =
+      std::max<std::int64_t>(1, options.atoms_per_group / std::max<std::int64_t>(1, system.natoms));
   PotentialResult r;
-  for (std::int64_t begin = 0; begin < frames.nframes; begin += group) {
-    std::vector<std::int64_t> ids;
-    for (auto f = begin; f < std::min(frames.nframes, begin + group); ++f) ids.push_back(f);
+  for (std::int64_t begin = 0; begin < nframes; begin += group) {
+    const auto end = std::min(nframes, begin + group);
+    const std::vector<std::int64_t> ids(frames.begin() + begin, frames.begin() + end);
     const Batch b = make_batch(system, ids, config, device_, config.precision);
     const ModelOutput out =
         model->evaluate(b.coord, b.atype, b.nlist, b.shift, EvalOptions::with_atom_virial(options.atomic));
-    check_finite_prediction(out, ids, "the frames given to " + path_);
+    check_finite_prediction(out, {numbers.begin() + begin, numbers.begin() + end}, source);
     append(r.energy, out.energy);
     append(r.force, out.force);
     append(r.virial, out.virial);
@@ -113,6 +160,7 @@ PotentialResult Potential::evaluate(const PotentialFrames& frames, const Potenti
       append(r.atom_energy, out.atom_energy);
       append(r.atom_virial, out.atom_virial);
     }
+    r.beyond_table += out.beyond_table;
   }
   return r;
 }

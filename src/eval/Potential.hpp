@@ -1,9 +1,8 @@
 #pragma once
-// A model file as a potential: frames held in memory in, energies, forces and virials (and per-atom values)
-// out, in float64 whatever the model's precision. The inference entry point for callers that hold
-// coordinates rather than data files: the Python module's DeepPot (whole frames) and pair_style deepkf
-// (atoms with the neighbour candidates LAMMPS found). Evaluation of labelled data files goes through
-// make_batch and DeepPot::evaluate directly (src/eval/LabelledErrors.hpp), since it needs the labels beside.
+// A model file as a potential: frames in, energies, forces and virials (and per-atom values) out, in float64
+// whatever the model's precision. The inference entry point of every caller outside training: the Python
+// module's DeepPot (coordinates it holds), pair_style deepkf (atoms with the neighbour candidates LAMMPS
+// found), `deepkf test` and the ensemble's model deviation (frames of stored systems, labelled or not).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -59,6 +58,9 @@ class Potential {
   // Loads a model file (load_model's errors) onto `device` ("cpu", "cuda", "cuda:1"; ConfigError for a
   // device name LibTorch does not know or a CUDA device this build or machine lacks).
   explicit Potential(const std::string& path, const std::string& device = "cpu");
+  // A model already in memory, evaluated on the device its weights are on; `name` stands for the file in
+  // messages ("" when the model has none).
+  explicit Potential(LoadedModel loaded, std::string name = "");
 
   const std::string& path() const { return path_; }
   const ModelConfig& config() const { return model_.config; }
@@ -68,6 +70,14 @@ class Potential {
   // coordinate or a degenerate cell; ModelError for a non-finite prediction (naming the frame).
   PotentialResult evaluate(const PotentialFrames& frames, const PotentialOptions& options = {}) const;
 
+  // Frames of a stored system (indices into it), its elements matched to the model's type map by name.
+  // Throws DataError naming the system for an element the model lacks or a frame out of range, ModelError
+  // naming the frame and the system for a non-finite prediction. `numbers`: the frames' numbers in that
+  // message (those in the file the system was read from; when empty, their indices in `system`).
+  PotentialResult evaluate(const System& system, const std::vector<std::int64_t>& frames,
+                           const PotentialOptions& options = {},
+                           const std::vector<std::int64_t>& numbers = {}) const;
+
   // The candidates are sorted into the model's neighbour slots here (within rcut, by type and distance,
   // sel per type). No check of the prediction: the caller names its atoms in its own message.
   PotentialResult evaluate(const NeighbourAtoms& atoms, const PotentialOptions& options = {}) const;
@@ -75,6 +85,10 @@ class Potential {
   const torch::Device& device() const { return device_; }
 
  private:
+  PotentialResult evaluate_frames(const System& system, const std::vector<std::int64_t>& frames,
+                                  const PotentialOptions& options, const std::vector<std::int64_t>& numbers,
+                                  const std::string& source) const;
+
   std::string path_;
   LoadedModel model_;
   torch::Device device_{torch::kCPU};

@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "src/data/FrameSource.hpp"
+#include "src/eval/Ensemble.hpp"
 #include "src/eval/FrameErrors.hpp"
 #include "src/model/ModelDeviation.hpp"
-#include "src/model/ModelFile.hpp"
 
 namespace deepkf {
 
@@ -30,12 +30,12 @@ struct DeviationOptions {
   bool real_error = false;
 };
 
-// One entry per frame of every set, in order: each model evaluates the frame on the CPU in its own precision
-// with its own neighbour list (rcut, sel) and type map (the sets' type maps are matched by element name);
+// One entry per frame of every set, in order: each model evaluates the frame on its device in its own
+// precision with its own neighbour list (rcut, sel) and type map (matched to the sets' by element name);
 // the forces give the per-atom deviations and their max, min and mean, the virials the virial columns.
-// Throws DataError naming the frame for an element a model lacks, ModelError for a non-finite prediction.
-std::vector<EnsembleFrame> ensemble_deviation(const std::vector<LoadedModel>& models,
-                                              const std::vector<FrameSubset>& sets,
+// Throws DataError naming the system for an element a model lacks, ModelError naming the model and the
+// frame for a non-finite prediction.
+std::vector<EnsembleFrame> ensemble_deviation(const Ensemble& models, const std::vector<FrameSubset>& sets,
                                               const DeviationOptions& options = {});
 
 }  // namespace deepkf

@@ -43,7 +43,7 @@ class FrameQuantities {
     score_.atoms = std::move(atoms);
     score_.var_f.assign(3 * score_.atoms.size(), FrameScore::kNone);
     energy_per_atom_ = out_.energy[0] / static_cast<double>(b.natoms);
-    errors(b);
+    errors(frames);
   }
 
   std::int64_t count() const { return 1 + 3 * static_cast<std::int64_t>(score_.atoms.size()); }
@@ -78,8 +78,9 @@ class FrameQuantities {
   }
 
   // The frame's actual errors where it has labels, and those of the scored force components.
-  void errors(const Batch& b) {
-    const FrameErrors e = frame_errors(out_, b, 0);
+  void errors(const System& labels) {
+    const auto force = out_.force[0].detach().to(torch::kCPU, torch::kFloat64).contiguous();
+    const FrameErrors e = frame_errors(labels, 0, out_.energy[0].item<double>(), force.data_ptr<double>());
     score_.err_e = e.energy;
     score_.err_f_rmse = e.force_rmse;
     score_.err_f_max = e.force_max;

@@ -97,3 +97,23 @@ TEST_CASE("a non-finite prediction stops the model test, naming the frame and th
                     Catch::Matchers::StartsWith("the model predicts non-finite energy for frame 0 of " +
                                                 data.systems.front().source));
 }
+
+TEST_CASE("a float32 model is compared with the labels as stored, not rounded to its precision", "[eval]") {
+  auto model = small_model();
+  model.config.precision = torch::kFloat32;
+  for (auto& p : model.config.parts) p.precision = torch::kFloat32;
+  model.model = deepkf::DeepPot(model.config);
+  const auto data = deepkf::Dataset::load({std::string(DEEPKF_SOURCE_DIR) + "/data/si_cp2k.h5"}, {"Si"});
+  const auto r = deepkf::labelled_errors(model, data, 3, 2);
+  REQUIRE(r.frames.size() >= 2);
+  const auto& sys = data.systems.front();
+  const auto& first = r.frames.front();
+  REQUIRE(first.system == sys.source);
+  // DeePMD-kit's dp test writes the data's own values beside a float32 model's predictions.
+  CHECK(first.e_ref == sys.energy[0]);
+  CHECK(static_cast<double>(static_cast<float>(sys.energy[0])) != sys.energy[0]);  // the test can fail
+  REQUIRE(first.force_begin == 0);
+  for (std::size_t c = 0; c < 6; ++c) CHECK(r.f_ref[c] == sys.force[c]);
+  REQUIRE(first.v_ref.size() == 9);
+  CHECK(first.v_ref[0] == sys.virial[0]);
+}

@@ -140,8 +140,7 @@ run 20
     auto dump = read_lammps_dump(dir + "/md.dump", {"O", "H"});
     REQUIRE(dump.systems.size() == 1);
     std::vector<FrameSubset> sets = whole({std::make_shared<MemoryFrameSource>(dump.systems[0])});
-    const std::vector<LoadedModel> models = {load_model(dir + "/a.pt"), load_model(dir + "/b.pt"),
-                                             load_model(dir + "/c.pt")};
+    const auto models = Ensemble::load({dir + "/a.pt", dir + "/b.pt", dir + "/c.pt"});
     const auto ours = ensemble_deviation(models, sets);
     const auto plugin = numeric_rows(read_text(dir + "/devi.out"));
     REQUIRE(plugin.size() == 5);
