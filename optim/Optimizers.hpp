@@ -31,8 +31,9 @@ std::string plan_training_step(const StepConfig& cfg, const DeepPot& model, int 
 // The Kalman filter updates one RLEKF training step makes on a batch with forces (and virials, when
 // `virials`), from cfg.settings: with kf_update "sequential", the energy, one per force group
 // (ceil(nselect / groupsize)), the virial when a virial prefactor is not 0, and the energy again with
-// energy_last (6 at the defaults); with "joint", 1, and 2 with energy_last. 0 for Adam.
-int kalman_updates_per_step(const StepConfig& cfg, bool virials);
+// energy_last (6 at the defaults); with "joint", 1, and 2 with energy_last. 0 for Adam. kf_update "auto" is
+// decided for a model of `weights` weights (RlekfSettings::decided).
+int kalman_updates_per_step(const StepConfig& cfg, bool virials, std::int64_t weights);
 
 // The step cfg.optimizer names, with cfg.settings, over `model`'s parameters. ResourceError when
 // what it needs does not fit in `resources`.

@@ -12,7 +12,12 @@ const std::vector<std::string> kFilterPlaces = {"optimizer", "training"};
 const std::vector<std::string> kPrefPlaces = {"optimizer", "training", "loss"};
 
 OptionKey filter_key(const std::string& key) { return {key, kFilterPlaces}; }
+
 OptionKey pref_key(const std::string& key) { return {key, kPrefPlaces}; }
+
+// The settings kf_update "auto" chooses for a large model where the input leaves them out (decided()).
+const std::vector<std::string> kLargeModelKeys = {"nselect",      "groupsize",     "force_noise",
+                                                  "trust_radius", "kalman_lambda", "energy_last"};
 
 // A relative noise as the input writes it: "auto" (0), "none" (1) or the value.
 nlohmann::json noise_json(double rho) {
@@ -114,9 +119,10 @@ void read_measurements(const OptimizerInput& in, RlekfSettings& s) {
   s.log_filter = in.get<bool>(filter_key("log_filter"), s.log_filter);
   s.update = in.get<std::string>(
       filter_key("kf_update"), s.update,
-      [](const std::string& v) { return v == "joint" || v == "sequential"; },
-      "must be \"joint\" or \"sequential\"");
-  s.energy_last = energy_last.is_boolean() ? energy_last.get<bool>() : s.update == "sequential";
+      [](const std::string& v) { return v == "joint" || v == "sequential" || v == "auto"; },
+      "must be \"joint\", \"sequential\" or \"auto\"");
+  // "auto" reads as "sequential" until decided() (the large-model settings replace what was left out).
+  s.energy_last = energy_last.is_boolean() ? energy_last.get<bool>() : s.update != "joint";
 }
 
 // The measurements' noise, shares and the trust radius (docs/rlekf.md).
@@ -158,6 +164,10 @@ RlekfSettings RlekfSettings::read(const OptimizerInput& in) {
   // kalman_lambda not given: forget slowly where the force noise lets forces learn from the first step,
   // as DeePMD-kit does without it (RlekfSettings.hpp).
   if (s.lambda0 == 0.0) s.lambda0 = s.force_noise == 1.0 ? kLambdaWithoutNoise : kLambdaWithNoise;
+  if (s.update == "auto") {
+    for (const auto& key : kLargeModelKeys)
+      if (in.find(key, filter_key(key).sections).empty()) s.unset.push_back(key);
+  }
   const std::string rule = "must not be negative";
   s.start_pref_e = in.get<double>(pref_key("kf_start_pref_e"), s.start_pref_e, is_non_negative, rule);
   s.limit_pref_e = in.get<double>(pref_key("kf_limit_pref_e"), s.limit_pref_e, is_non_negative, rule);
@@ -168,36 +178,69 @@ RlekfSettings RlekfSettings::read(const OptimizerInput& in) {
   return s;
 }
 
+RlekfSettings RlekfSettings::decided(std::int64_t weights, double mean_frame_atoms,
+                                     const std::string& restored) const {
+  RlekfSettings s = *this;
+  if (s.update != "auto") return s;
+  s.update = !restored.empty() ? restored : weights >= kJointWeights ? "joint" : "sequential";
+  const auto left_out = [&](const char* key) {
+    return std::find(unset.begin(), unset.end(), key) != unset.end();
+  };
+  if (s.update == "joint") {
+    if (left_out("force_noise")) s.force_noise = 0.0;  // "auto"
+    if (left_out("trust_radius")) s.trust_radius = kJointTrustRadius;
+    // Every atom of a frame in one force measurement (drawn with repeats; one backward pass whatever the
+    // group's size); an nselect given is one group of that many, a groupsize given keeps nselect's default.
+    if (left_out("nselect") && left_out("groupsize")) {
+      s.nselect = std::max(s.nselect, static_cast<int>(std::ceil(mean_frame_atoms)));
+      s.groupsize = s.nselect;
+    } else if (left_out("groupsize")) {
+      s.groupsize = s.nselect;
+    }
+    // A restored run keeps the checkpoint's blocks ("auto" takes them in the memory plan).
+    if (restored.empty() && s.blocksize == 0) s.blocksize = kJointBlocksize;
+    if (restored.empty() && s.p_precision == "auto") s.p_precision = "float32";
+    if (left_out("kalman_lambda")) s.lambda0 = s.force_noise == 1.0 ? kLambdaWithoutNoise : kLambdaWithNoise;
+    if (left_out("energy_last")) s.energy_last = false;
+  }
+  s.unset.clear();
+  return s;
+}
+
 nlohmann::json RlekfSettings::to_json() const {
-  return {{"type", "RLEKF"},
-          {"kf_blocksize", blocksize > 0 ? nlohmann::json(blocksize) : nlohmann::json("auto")},
-          {"kalman_lambda", lambda0},
-          {"kalman_nue", nu},
-          {"p0", p0 > 0.0 ? nlohmann::json(p0) : nlohmann::json("auto")},
-          {"p0_shape", p0_shape},
-          {"p_cap", p_cap > 0.0 ? nlohmann::json(p_cap) : nlohmann::json("none")},
-          {"nselect", nselect},
-          {"groupsize", groupsize},
-          {"kf_start_pref_e", start_pref_e},
-          {"kf_limit_pref_e", limit_pref_e},
-          {"kf_start_pref_f", start_pref_f},
-          {"kf_limit_pref_f", limit_pref_f},
-          {"kf_start_pref_v", start_pref_v},
-          {"kf_limit_pref_v", limit_pref_v},
-          {"p_precision", p_precision},
-          {"energy_last", energy_last},
-          {"energy_replay", energy_replay >= 0 ? nlohmann::json(energy_replay) : nlohmann::json("auto")},
-          {"log_filter", log_filter},
-          {"kf_update", update},
-          {"force_noise", noise_json(force_noise)},
-          {"virial_noise", noise_json(virial_noise)},
-          {"energy_share", share_json(energy_share)},
-          {"force_share", share_json(force_share)},
-          {"virial_share", share_json(virial_share)},
-          {"share_decay", share_decay > 0.0 ? nlohmann::json(share_decay) : nlohmann::json("none")},
-          {"share_rule", share_rule},
-          {"share_growth", share_growth > 0.0 ? nlohmann::json(share_growth) : nlohmann::json("none")},
-          {"trust_radius", trust_radius > 0.0 ? nlohmann::json(trust_radius) : nlohmann::json("none")}};
+  nlohmann::json j = {
+      {"type", "RLEKF"},
+      {"kf_blocksize", blocksize > 0 ? nlohmann::json(blocksize) : nlohmann::json("auto")},
+      {"kalman_lambda", lambda0},
+      {"kalman_nue", nu},
+      {"p0", p0 > 0.0 ? nlohmann::json(p0) : nlohmann::json("auto")},
+      {"p0_shape", p0_shape},
+      {"p_cap", p_cap > 0.0 ? nlohmann::json(p_cap) : nlohmann::json("none")},
+      {"nselect", nselect},
+      {"groupsize", groupsize},
+      {"kf_start_pref_e", start_pref_e},
+      {"kf_limit_pref_e", limit_pref_e},
+      {"kf_start_pref_f", start_pref_f},
+      {"kf_limit_pref_f", limit_pref_f},
+      {"kf_start_pref_v", start_pref_v},
+      {"kf_limit_pref_v", limit_pref_v},
+      {"p_precision", p_precision},
+      {"energy_last", energy_last},
+      {"energy_replay", energy_replay >= 0 ? nlohmann::json(energy_replay) : nlohmann::json("auto")},
+      {"log_filter", log_filter},
+      {"kf_update", update},
+      {"force_noise", noise_json(force_noise)},
+      {"virial_noise", noise_json(virial_noise)},
+      {"energy_share", share_json(energy_share)},
+      {"force_share", share_json(force_share)},
+      {"virial_share", share_json(virial_share)},
+      {"share_decay", share_decay > 0.0 ? nlohmann::json(share_decay) : nlohmann::json("none")},
+      {"share_rule", share_rule},
+      {"share_growth", share_growth > 0.0 ? nlohmann::json(share_growth) : nlohmann::json("none")},
+      {"trust_radius", trust_radius > 0.0 ? nlohmann::json(trust_radius) : nlohmann::json("none")}};
+  if (update == "auto")
+    for (const auto& key : unset) j.erase(key);
+  return j;
 }
 
 int auto_energy_replay(double frame_atoms, double batch_frames) {

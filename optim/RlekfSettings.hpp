@@ -42,8 +42,11 @@ struct RlekfSettings {
   // kf_update: "joint" takes a step's measurements (energy, force groups, virial) on one model graph in one
   // Kalman update of m measurements (KalmanFilter::update_joint); "sequential" takes them one after another,
   // each on the weights the previous one left (DeePMD-kit's LKF). docs/rlekf.md, "Joint measurement update".
-  // The default stays "sequential" until the joint update wins over whole runs (docs/first-epoch.md).
-  std::string update = "sequential";
+  // "auto" (the default) is decided by the model's size (decided() below, docs/rlekf.md "Which update").
+  std::string update = "auto";
+  // While update is "auto": the keys of the large-model settings (kLargeModelKeys) the input left out; the
+  // decision sets only these, and to_json leaves them out so that reading it back keeps them unset.
+  std::vector<std::string> unset;
   // Relative measurement noise of force and virial measurements (AutoP0.hpp, auto_noise): a positive value
   // as given, 0: "auto" (chosen with p0 from the first batches); "none" (the default) is 1, every
   // measurement's noise L lambda as in DeePMD-kit.
@@ -80,6 +83,17 @@ struct RlekfSettings {
     return s < 1.0 ? s : 0.0;
   }
 
+  // kf_update "auto" decided; other settings are returned as they are. "joint" for a model of at least
+  // kJointWeights weights, with the settings it was measured with where the input left them out: the
+  // automatic force noise, trust_radius kJointTrustRadius, the forces of every atom of a frame in one
+  // measurement (nselect = groupsize = the training frames' mean atom count, at least the default 24;
+  // one group of an nselect given),
+  // blocks of kJointBlocksize in float32 (kf_blocksize and p_precision "auto"), kalman_lambda for the
+  // noise, no energy_last. "sequential" otherwise, every default as before. `restored`: the update a
+  // checkpoint was trained with (its kf_update; "" for a new run), kept so that a run goes on as it began.
+  RlekfSettings decided(std::int64_t weights, double mean_frame_atoms,
+                        const std::string& restored = "") const;
+
   // Every key read, with the sections it may be in: the "optimizer" section, or where DeePMD-kit's PyTorch
   // backend writes them (training.kf_blocksize, training.kalman_lambda, loss.kf_start_pref_e, ...).
   static const std::vector<OptionKey>& keys();
@@ -99,6 +113,11 @@ struct RlekfSettings {
 // their noise is L lambda ("none"), and on top of the force noise it drives the force updates into
 // overfitting (docs/first-epoch.md, "Joint update and force noise"); 0.999 grows P by at most e^0.77.
 constexpr double kLambdaWithoutNoise = 0.98;
+// kf_update "auto": the size from which the joint update with the large-model settings is the default, and
+// those settings (docs/rlekf.md, "Which update by default").
+constexpr std::int64_t kJointWeights = 50000;
+constexpr double kJointTrustRadius = 0.5;
+constexpr std::int64_t kJointBlocksize = 1024;
 constexpr double kLambdaWithNoise = 0.999;
 constexpr double kReplayAtoms = 128.0;
 constexpr int kMaxReplay = 4;

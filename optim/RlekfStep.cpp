@@ -53,10 +53,20 @@ RlekfSettings resolved(RlekfSettings s, const MemoryPlan& plan, const StepResour
   return s;
 }
 
+// kf_update "auto" decided for this model and training set, or as the checkpoint being restored was trained.
+RlekfSettings decided_for(const RlekfSettings& s, const DeepPot& model, const StepResources& resources) {
+  std::int64_t weights = 0;
+  for (const auto& p : model->trainable_parameters()) weights += p.numel();
+  const std::string restored =
+      resources.restored.is_null() ? "" : resources.restored.value("kf_update", std::string("sequential"));
+  return s.decided(weights, resources.mean_frame_atoms, restored);
+}
+
 }  // namespace
 
-MemoryPlan RlekfStep::plan(const RlekfSettings& settings, const DeepPot& model, int nranks,
+MemoryPlan RlekfStep::plan(const RlekfSettings& asked, const DeepPot& model, int nranks,
                            const StepResources& resources) {
+  const RlekfSettings settings = decided_for(asked, model, resources);
   std::int64_t blocksize = settings.blocksize;
   std::string precision = settings.p_precision;
   if (!resources.restored.is_null()) {
@@ -87,7 +97,8 @@ MemoryPlan RlekfStep::plan(const RlekfSettings& settings, const DeepPot& model, 
 RlekfStep::RlekfStep(const RlekfSettings& settings, const StepConfig& cfg, DeepPot model,
                      std::shared_ptr<Communicator> comm, const StepResources& resources)
     : plan_(plan(settings, model, comm->size(), resources)),
-      options_(resolved(settings, plan_, resources)),
+      update_chosen_(settings.update == "auto"),
+      options_(resolved(decided_for(settings, model, resources), plan_, resources)),
       numb_steps_(cfg.numb_steps),
       model_(std::move(model)),
       params_(model_->trainable_parameters()),
@@ -108,8 +119,18 @@ RlekfStep::RlekfStep(const RlekfSettings& settings, const StepConfig& cfg, DeepP
 }
 
 std::string RlekfStep::describe() const {
-  return fmt::format("optimizer RLEKF: {} in {} blocks, {} replayed frames per energy update; {}",
-                     model_->trained_text(), filter_.layout().num_blocks(), options_.energy_replay,
+  std::string update = fmt::format("kf_update \"{}\"", options_.update);
+  if (update_chosen_ && options_.update == "joint") {
+    update += fmt::format(
+        " (chosen for a model of at least {} weights: force_noise {}, trust_radius {:g}, nselect {}, "
+        "groupsize {}; docs/rlekf.md)",
+        kJointWeights, options_.force_noise <= 0.0 ? "auto" : fmt::format("{:g}", options_.force_noise),
+        options_.trust_radius, options_.nselect, options_.groupsize);
+  } else if (update_chosen_) {
+    update += fmt::format(" (chosen for a model under {} weights)", kJointWeights);
+  }
+  return fmt::format("optimizer RLEKF: {} in {} blocks, {}, {} replayed frames per energy update; {}",
+                     model_->trained_text(), filter_.layout().num_blocks(), update, options_.energy_replay,
                      plan_.describe());
 }
 

@@ -79,6 +79,7 @@ class RlekfStep final : public TrainingStep {
   std::vector<torch::Tensor> gradients(const Measurement& m) const;
 
   MemoryPlan plan_;
+  bool update_chosen_;     // kf_update "auto" was decided here (describe() says how)
   RlekfSettings options_;  // with the plan's kf_blocksize and p_precision
   std::int64_t numb_steps_;
   DeepPot model_;

@@ -11,7 +11,8 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # DEEPKF OUT DEVICE DRY: DeePMD-kit's water model (configs/water_se_e2_a.json: embedding
 # [25, 50, 100], fitting [240, 240, 240]) trained on the shared water data for a fixed wall time with RLEKF,
 # with a trust radius, with the joint update by share (energy 0.3, forces 0.1, p0_shape "gradient"), with the joint update and the
-# automatic force noise, then at the defaults (DeePMD-kit's LKF), then with Adam
+# automatic force noise, as DeePMD-kit's LKF (lkf), at the defaults (default: kf_update "auto", which takes
+# the joint update with the large-model settings for this model), then with Adam
 # (DeePMD-kit's own learning rate and loss from its example input); the learning curves
 # (lcurve.out: validation RMSE and wall time every few steps) and logs go to OUT.
 train_water() {
@@ -36,7 +37,7 @@ doc["device"] = device
 if dry == "1":
     doc["optimizer"]["kf_blocksize"] = 1024  # the reference blocksize's 19 GiB covariance fits no CPU here
 doc["optimizer"]["log_filter"] = True  # each display line: the filter's state and the step time split
-# The joint update with the automatic force noise (docs/rlekf.md), then the defaults (DeePMD-kit's LKF).
+# The joint update with the automatic force noise (docs/rlekf.md).
 joint = json.loads(json.dumps(doc))
 joint["optimizer"].update({"kf_update": "joint", "force_noise": "auto"})
 json.dump(joint, open(f"{work}/rlekf.json", "w"), indent=1)
@@ -65,7 +66,14 @@ json.dump(every, open(f"{work}/all192.json", "w"), indent=1)
 groups4 = json.loads(json.dumps(trust))
 groups4["optimizer"].update({"nselect": 96})
 json.dump(groups4, open(f"{work}/groups4.json", "w"), indent=1)
-json.dump(doc, open(f"{work}/lkf.json", "w"), indent=1)
+# The defaults (kf_update "auto": the joint update with the large-model settings, docs/rlekf.md).
+json.dump(doc, open(f"{work}/default.json", "w"), indent=1)
+# DeePMD-kit's LKF: one Kalman update per measurement, its groups and blocks.
+lkf = json.loads(json.dumps(doc))
+lkf["optimizer"].update({"kf_update": "sequential", "nselect": 24, "groupsize": 6})
+if dry != "1":
+    lkf["optimizer"]["kf_blocksize"] = 5120
+json.dump(lkf, open(f"{work}/lkf.json", "w"), indent=1)
 # DeePMD-kit's water example: Adam, its exponential learning rate and loss prefactors.
 ref = json.load(open(f"{water}/input_se_e2_a.reference.json"))
 doc["optimizer"] = {"type": "Adam"}

@@ -8,8 +8,14 @@
 #   bash bench/optim/reference_time_to_accuracy.sh DEEPKF DATASETS_DIR OUT_DIR [SECONDS] [RUN...]
 #
 # SECONDS (default 600) per run; 0 only writes the table and the plot of the runs already in OUT_DIR.
-# RUN: adam, or name='{optimizer keys}' for an RLEKF run; default: adam, the joint update with the automatic
-# force noise, and the same with one force group of 24 atoms (two measurements per step).
+# RUN: adam, or name='{optimizer keys}' for an RLEKF run (the keys go on top of the config's optimizer
+# section; '{}' runs the defaults); default: adam, the joint update with the automatic force noise, and the
+# same with one force group of 24 atoms (two measurements per step).
+#
+# DEEPKF_TTA_CONFIG=FILE trains another input instead, on its own data (paths as the file gives them,
+# relative to it) and for Adam with the water example's learning rate and loss, virial prefactors 0.02 to
+# 1 added where the file's RLEKF trains virials (DATASETS_DIR still gives that example input).
+# DEEPKF_TTA_LEVELS="0.5 0.3 ..." sets the force levels of the table (default 0.5 0.3 0.2 0.15 0.1 0.05).
 set -euo pipefail
 deepkf=$(realpath "$1"); datasets=$(realpath "$2"); out=$(mkdir -p "$3" && realpath "$3"); seconds=${4:-600}
 shift $(($# < 4 ? $# : 4))
@@ -19,6 +25,7 @@ runs=("$@")
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 water="$datasets/water"
 [ -d "$water/data_0" ] || { echo "no water data at $water" >&2; exit 77; }
+config=$(realpath "${DEEPKF_TTA_CONFIG:-$root/configs/water_se_e2_a.json}")
 
 for run in "${runs[@]}"; do
   [ "$seconds" -gt 0 ] || break  # SECONDS 0: the table and plot of the runs already in OUT_DIR
@@ -26,18 +33,27 @@ for run in "${runs[@]}"; do
   keys=${run#*=}
   [ "$name" = adam ] && keys=adam
   mkdir -p "$out/$name"
-  python3 - "$root/configs/water_se_e2_a.json" "$water" "$keys" "$out/$name/input.json" <<'PY'
-import json, sys
-config, water, keys, path = sys.argv[1:]
+  python3 - "$config" "$root/configs/water_se_e2_a.json" "$water" "$keys" "$out/$name/input.json" <<'PY'
+import json, os, sys
+config, reference, water, keys, path = sys.argv[1:]
 doc = json.load(open(config))
 t = doc["training"]
-t["training_data"]["systems"] = [f"{water}/data_{k}" for k in range(3)]
-t["validation_data"]["systems"] = [f"{water}/data_3"]
+if config == os.path.realpath(reference):
+    t["training_data"]["systems"] = [f"{water}/data_{k}" for k in range(3)]
+    t["validation_data"]["systems"] = [f"{water}/data_3"]
+else:  # the file's own data, its paths made absolute
+    for part in ("training_data", "validation_data"):
+        if part in t:
+            t[part]["systems"] = [os.path.join(os.path.dirname(config), p) for p in t[part]["systems"]]
 t.update({"numb_steps": 1000000, "disp_freq": 10, "save_freq": 1000000000})
 if keys == "adam":
     ref = json.load(open(f"{water}/input_se_e2_a.reference.json"))
+    kalman = doc.get("optimizer", {})
+    virials = kalman.get("kf_start_pref_v", 0) > 0 or kalman.get("kf_limit_pref_v", 0) > 0
     doc["optimizer"] = {"type": "Adam"}
-    doc["learning_rate"], doc["loss"] = ref["learning_rate"], ref["loss"]
+    doc["learning_rate"], doc["loss"] = ref["learning_rate"], dict(ref["loss"])
+    if virials:
+        doc["loss"].update({"start_pref_v": 0.02, "limit_pref_v": 1})
     t["disp_freq"] = 50
 else:
     doc["optimizer"].update(json.loads(keys))
@@ -64,7 +80,7 @@ for name in names:
             continue
         rows.append((float(f[-1]), float(f[3]), float(f[1]), int(f[0])))  # wall, val rmse_f, val rmse_e, step
     curves[name] = rows
-levels = [0.5, 0.3, 0.2, 0.15, 0.1, 0.05]
+levels = [float(v) for v in os.environ.get("DEEPKF_TTA_LEVELS", "0.5 0.3 0.2 0.15 0.1 0.05").split()]
 with open(os.path.join(out, "table.md"), "w") as t:
     t.write("| run | steps | s per step | last val rmse_f (eV/A) | " + " | ".join(f"time to {l}" for l in levels) + " |\n")
     t.write("|---|---:|---:|---:|" + "---:|" * len(levels) + "\n")

@@ -150,7 +150,7 @@ TEST_CASE("RLEKF tells where a step's time went: the filter's updates and the re
                                   {"kf_update", update},
                                   {"energy_last", energy_last}});
     // What the settings say a step makes (the MPI benchmark's count) is what the step makes.
-    CHECK(deepkf::kalman_updates_per_step(cfg.step(), false) == per_step);
+    CHECK(deepkf::kalman_updates_per_step(cfg.step(), false, 0) == per_step);
     const auto systems = deepkf::read_systems(std::string(DEEPKF_SOURCE_DIR) + "/data/si_cp2k.h5");
     REQUIRE_FALSE(systems.empty());
     const auto mc = deepkf::ModelConfig::from_json(cfg.model);
@@ -175,9 +175,9 @@ TEST_CASE("RLEKF tells where a step's time went: the filter's updates and the re
   }
   // A virial update when a virial prefactor is set and the batch has virials; none for Adam.
   const auto virial = config_with({{"type", "RLEKF"}, {"kf_start_pref_v", 1.0}});
-  CHECK(deepkf::kalman_updates_per_step(virial.step(), true) == 7);
-  CHECK(deepkf::kalman_updates_per_step(virial.step(), false) == 6);
-  CHECK(deepkf::kalman_updates_per_step(config_with({{"type", "Adam"}}).step(), true) == 0);
+  CHECK(deepkf::kalman_updates_per_step(virial.step(), true, 0) == 7);
+  CHECK(deepkf::kalman_updates_per_step(virial.step(), false, 0) == 6);
+  CHECK(deepkf::kalman_updates_per_step(config_with({{"type", "Adam"}}).step(), true, 0) == 0);
 }
 
 namespace {

@@ -286,8 +286,9 @@ deepkf::RlekfSettings read_rlekf(const nlohmann::json& optimizer) {
 
 TEST_CASE("kf_update, force_noise and virial_noise are read and checked, and kalman_lambda follows the noise",
           "[train][config]") {
-  // The defaults: DeePMD-kit's filter, no noise of its own, its forgetting factor.
-  const auto defaults = read_rlekf({{"type", "RLEKF"}});
+  // The defaults for a model under kJointWeights: DeePMD-kit's filter, no noise of its own, its forgetting
+  // factor.
+  const auto defaults = read_rlekf({{"type", "RLEKF"}}).decided(deepkf::kJointWeights - 1, 192.0);
   CHECK(defaults.update == "sequential");
   CHECK(defaults.force_noise == 1.0);  // "none"
   CHECK(defaults.virial_noise == 1.0);
@@ -309,6 +310,79 @@ TEST_CASE("kf_update, force_noise and virial_noise are read and checked, and kal
   CHECK_THROWS_WITH(read_rlekf({{"type", "RLEKF"}, {"force_noise", -1}}),
                     Catch::Contains("force_noise") && Catch::Contains("positive"));
   CHECK_THROWS_AS(read_rlekf({{"type", "RLEKF"}, {"virial_noise", "some"}}), deepkf::ConfigError);
+}
+
+TEST_CASE(
+    "kf_update auto: the joint update with the large-model settings from kJointWeights on, only "
+    "where the input leaves them out",
+    "[train][config]") {
+  const auto asked = read_rlekf({{"type", "RLEKF"}});
+  CHECK(asked.update == "auto");
+  // Read back from the intermediate form, the left-out keys stay left out.
+  const auto written = asked.to_json();
+  CHECK(written.at("kf_update") == "auto");
+  for (const char* key :
+       {"nselect", "groupsize", "force_noise", "trust_radius", "kalman_lambda", "energy_last"}) {
+    INFO(key);
+    CHECK_FALSE(written.contains(key));
+  }
+  const auto again = read_rlekf(written);
+  CHECK(again.unset == asked.unset);
+
+  // A small model: every default as before the choice existed (DeePMD-kit's filter).
+  const auto small = again.decided(deepkf::kJointWeights - 1, 192.0);
+  CHECK(small.update == "sequential");
+  CHECK(small.nselect == 24);
+  CHECK(small.groupsize == 6);
+  CHECK(small.force_noise == 1.0);
+  CHECK(small.trust_radius == 0.0);
+  CHECK(small.lambda0 == deepkf::kLambdaWithoutNoise);
+  CHECK(small.energy_last);
+  CHECK(small.blocksize == 0);  // the memory plan's
+  CHECK(small.p_precision == "auto");
+  CHECK(small.to_json().at("nselect") == 24);  // decided: every key written
+
+  // A large one: the settings measured on DeePMD-kit's water model (docs/rlekf.md).
+  const auto large = again.decided(deepkf::kJointWeights, 191.3);
+  CHECK(large.update == "joint");
+  CHECK(large.force_noise == 0.0);  // "auto"
+  CHECK(large.trust_radius == deepkf::kJointTrustRadius);
+  CHECK(large.nselect == 192);  // every atom of a mean frame, in one group
+  CHECK(large.groupsize == 192);
+  CHECK(large.blocksize == deepkf::kJointBlocksize);
+  CHECK(large.p_precision == "float32");
+  CHECK(large.lambda0 == deepkf::kLambdaWithNoise);
+  CHECK_FALSE(large.energy_last);
+  // Small frames: at least the default 24 draws.
+  CHECK(again.decided(deepkf::kJointWeights, 8.0).nselect == 24);
+
+  // What the input gives is kept.
+  const auto given = read_rlekf({{"type", "RLEKF"},
+                                 {"nselect", 48},
+                                 {"force_noise", "none"},
+                                 {"kf_blocksize", 5120},
+                                 {"energy_last", true},
+                                 {"kalman_lambda", 0.99}})
+                         .decided(deepkf::kJointWeights, 192.0);
+  CHECK(given.update == "joint");
+  CHECK(given.nselect == 48);
+  CHECK(given.groupsize == 48);  // one group of the atoms asked for
+  CHECK(given.force_noise == 1.0);
+  CHECK(given.blocksize == 5120);
+  CHECK(given.energy_last);
+  CHECK(given.lambda0 == 0.99);
+  CHECK(given.trust_radius == deepkf::kJointTrustRadius);
+  // An explicit update is not replaced, whatever the size.
+  CHECK(read_rlekf({{"type", "RLEKF"}, {"kf_update", "sequential"}})
+            .decided(10 * deepkf::kJointWeights, 192.0)
+            .update == "sequential");
+  // A restored run goes on with the checkpoint's update and blocks.
+  const auto restored = again.decided(deepkf::kJointWeights, 192.0, "sequential");
+  CHECK(restored.update == "sequential");
+  CHECK(restored.nselect == 24);
+  const auto restored_joint = again.decided(deepkf::kJointWeights, 192.0, "joint");
+  CHECK(restored_joint.update == "joint");
+  CHECK(restored_joint.blocksize == 0);
 }
 
 TEST_CASE("energy_share, force_share and share_decay are read, checked and written back", "[train][config]") {
@@ -364,7 +438,8 @@ TEST_CASE("share_rule and share_growth are read, checked and written back", "[tr
 }
 
 TEST_CASE("trust_radius is read, checked and written back", "[train][config]") {
-  const auto defaults = read_rlekf({{"type", "RLEKF"}});
+  // For a model under kJointWeights (the joint update chosen for a larger one takes 0.5: above).
+  const auto defaults = read_rlekf({{"type", "RLEKF"}}).decided(deepkf::kJointWeights - 1, 192.0);
   CHECK(defaults.trust_radius == 0.0);
   CHECK(defaults.to_json()["trust_radius"] == "none");
   const auto bounded = read_rlekf({{"type", "RLEKF"}, {"trust_radius", 0.3}});
