@@ -94,10 +94,12 @@ std::string MemoryPlan::describe() const {
       available < 0 ? std::string("unknown") : format_bytes(available), where);
 }
 
-MemoryPlan plan_memory(const MemoryNeed& need, std::int64_t blocksize, const std::string& precision) {
+MemoryPlan plan_memory(const MemoryNeed& need, std::int64_t blocksize, const std::string& precision,
+                       std::int64_t max_blocksize) {
   std::vector<Choice> candidates;
   for (const auto& c : ladder()) {
     if (blocksize > 0 && c.blocksize != blocksize) continue;
+    if (blocksize == 0 && max_blocksize > 0 && c.blocksize > max_blocksize) continue;
     if (precision != "auto" && c.precision != precision) continue;
     candidates.push_back(c);
   }

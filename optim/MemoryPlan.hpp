@@ -47,8 +47,10 @@ struct MemoryPlan {
 // reader); always when `available` is unknown (-1).
 bool fits_in_memory(std::int64_t bytes, std::int64_t available);
 
-// blocksize 0 and precision "auto" ask for a choice (see above).
-MemoryPlan plan_memory(const MemoryNeed& need, std::int64_t blocksize, const std::string& precision);
+// blocksize 0 and precision "auto" ask for a choice (see above); with max_blocksize > 0, a choice among
+// blocks of at most that many weights.
+MemoryPlan plan_memory(const MemoryNeed& need, std::int64_t blocksize, const std::string& precision,
+                       std::int64_t max_blocksize = 0);
 
 // Copies of the activations a measurement's graph keeps. The force measurement: forward values, their
 // gradients and the gradients of those for dF/dw; measured 331 MB of peak memory per frame of 192-atom water

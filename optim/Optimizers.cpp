@@ -33,7 +33,9 @@ const std::vector<Entry>& registry() {
       {"RLEKF", &RlekfSettings::keys,
        [](const OptimizerInput& in) { return RlekfSettings::read(in).to_json(); },
        [](const StepConfig& cfg, const DeepPot& model, int nranks, const StepResources& res) {
-         return RlekfStep::plan(settings_of<RlekfSettings>(cfg), model, nranks, res).describe();
+         const auto asked = settings_of<RlekfSettings>(cfg);
+         return RlekfStep::describe_update(RlekfStep::decided(asked, model, res), asked.update == "auto") +
+                "\n" + RlekfStep::plan(asked, model, nranks, res).describe();
        },
        [](const StepConfig& cfg, DeepPot model, std::shared_ptr<Communicator> comm,
           const StepResources& res) -> std::unique_ptr<TrainingStep> {

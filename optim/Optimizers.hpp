@@ -23,8 +23,8 @@ std::vector<std::string> optimizer_keys(const std::string& section);
 nlohmann::json resolve_optimizer_settings(const std::string& name, const OptimizerInput& in,
                                           std::vector<std::string>& unused);
 
-// The memory plan of the step cfg.optimizer names, as one line, without allocating it; ResourceError when
-// it does not fit (`deepkf plan`).
+// The memory plan of the step cfg.optimizer names, without allocating it, after RLEKF's update as kf_update
+// "auto" decides it (a line each); ResourceError when it does not fit (`deepkf plan`).
 std::string plan_training_step(const StepConfig& cfg, const DeepPot& model, int nranks,
                                const StepResources& resources);
 

@@ -198,7 +198,7 @@ RlekfSettings RlekfSettings::decided(std::int64_t weights, double mean_frame_ato
       s.groupsize = s.nselect;
     }
     // A restored run keeps the checkpoint's blocks ("auto" takes them in the memory plan).
-    if (restored.empty() && s.blocksize == 0) s.blocksize = kJointBlocksize;
+    if (restored.empty() && s.blocksize == 0) s.max_blocksize = kJointBlocksize;
     if (restored.empty() && s.p_precision == "auto") s.p_precision = "float32";
     if (left_out("kalman_lambda")) s.lambda0 = s.force_noise == 1.0 ? kLambdaWithoutNoise : kLambdaWithNoise;
     if (left_out("energy_last")) s.energy_last = false;

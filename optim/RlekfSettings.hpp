@@ -12,6 +12,8 @@ namespace deepkf {
 
 struct RlekfSettings {
   std::int64_t blocksize = 0;  // kf_blocksize; 0: "auto", chosen by the memory plan (MemoryPlan.hpp)
+  // With blocksize "auto": the plan's choice is at most this (0: any); set by decided(), not read.
+  std::int64_t max_blocksize = 0;
   // kalman_lambda; when not given, kLambdaWithoutNoise, or kLambdaWithNoise with a force noise.
   double lambda0 = 0.98;
   double nu = 0.9987;  // kalman_nue
@@ -88,7 +90,7 @@ struct RlekfSettings {
   // automatic force noise, trust_radius kJointTrustRadius, the forces of every atom of a frame in one
   // measurement (nselect = groupsize = the training frames' mean atom count, at least the default 24;
   // one group of an nselect given),
-  // blocks of kJointBlocksize in float32 (kf_blocksize and p_precision "auto"), kalman_lambda for the
+  // blocks of at most kJointBlocksize in float32 (kf_blocksize and p_precision "auto"), kalman_lambda for the
   // noise, no energy_last. "sequential" otherwise, every default as before. `restored`: the update a
   // checkpoint was trained with (its kf_update; "" for a new run), kept so that a run goes on as it began.
   RlekfSettings decided(std::int64_t weights, double mean_frame_atoms,

@@ -53,8 +53,10 @@ RlekfSettings resolved(RlekfSettings s, const MemoryPlan& plan, const StepResour
   return s;
 }
 
-// kf_update "auto" decided for this model and training set, or as the checkpoint being restored was trained.
-RlekfSettings decided_for(const RlekfSettings& s, const DeepPot& model, const StepResources& resources) {
+}  // namespace
+
+RlekfSettings RlekfStep::decided(const RlekfSettings& s, const DeepPot& model,
+                                 const StepResources& resources) {
   std::int64_t weights = 0;
   for (const auto& p : model->trainable_parameters()) weights += p.numel();
   const std::string restored =
@@ -62,11 +64,23 @@ RlekfSettings decided_for(const RlekfSettings& s, const DeepPot& model, const St
   return s.decided(weights, resources.mean_frame_atoms, restored);
 }
 
-}  // namespace
+std::string RlekfStep::describe_update(const RlekfSettings& s, bool chosen) {
+  std::string text = fmt::format("kf_update \"{}\"", s.update);
+  if (chosen && s.update == "joint") {
+    text += fmt::format(
+        " (chosen for a model of at least {} weights: force_noise {}, trust_radius {:g}, nselect {}, "
+        "groupsize {}; docs/rlekf.md)",
+        kJointWeights, s.force_noise <= 0.0 ? "auto" : fmt::format("{:g}", s.force_noise), s.trust_radius,
+        s.nselect, s.groupsize);
+  } else if (chosen) {
+    text += fmt::format(" (chosen for a model under {} weights)", kJointWeights);
+  }
+  return text;
+}
 
 MemoryPlan RlekfStep::plan(const RlekfSettings& asked, const DeepPot& model, int nranks,
                            const StepResources& resources) {
-  const RlekfSettings settings = decided_for(asked, model, resources);
+  const RlekfSettings settings = decided(asked, model, resources);
   std::int64_t blocksize = settings.blocksize;
   std::string precision = settings.p_precision;
   if (!resources.restored.is_null()) {
@@ -91,14 +105,14 @@ MemoryPlan RlekfStep::plan(const RlekfSettings& asked, const DeepPot& model, int
   }
   need.available = resources.available;
   need.where = resources.where;
-  return plan_memory(need, blocksize, precision);
+  return plan_memory(need, blocksize, precision, settings.max_blocksize);
 }
 
 RlekfStep::RlekfStep(const RlekfSettings& settings, const StepConfig& cfg, DeepPot model,
                      std::shared_ptr<Communicator> comm, const StepResources& resources)
     : plan_(plan(settings, model, comm->size(), resources)),
       update_chosen_(settings.update == "auto"),
-      options_(resolved(decided_for(settings, model, resources), plan_, resources)),
+      options_(resolved(decided(settings, model, resources), plan_, resources)),
       numb_steps_(cfg.numb_steps),
       model_(std::move(model)),
       params_(model_->trainable_parameters()),
@@ -119,19 +133,9 @@ RlekfStep::RlekfStep(const RlekfSettings& settings, const StepConfig& cfg, DeepP
 }
 
 std::string RlekfStep::describe() const {
-  std::string update = fmt::format("kf_update \"{}\"", options_.update);
-  if (update_chosen_ && options_.update == "joint") {
-    update += fmt::format(
-        " (chosen for a model of at least {} weights: force_noise {}, trust_radius {:g}, nselect {}, "
-        "groupsize {}; docs/rlekf.md)",
-        kJointWeights, options_.force_noise <= 0.0 ? "auto" : fmt::format("{:g}", options_.force_noise),
-        options_.trust_radius, options_.nselect, options_.groupsize);
-  } else if (update_chosen_) {
-    update += fmt::format(" (chosen for a model under {} weights)", kJointWeights);
-  }
   return fmt::format("optimizer RLEKF: {} in {} blocks, {}, {} replayed frames per energy update; {}",
-                     model_->trained_text(), filter_.layout().num_blocks(), update, options_.energy_replay,
-                     plan_.describe());
+                     model_->trained_text(), filter_.layout().num_blocks(),
+                     describe_update(options_, update_chosen_), options_.energy_replay, plan_.describe());
 }
 
 RlekfStep::Prefactors RlekfStep::prefactors(std::int64_t step) const {

@@ -30,6 +30,13 @@ class RlekfStep final : public TrainingStep {
   // The memory plan this step would make (ResourceError when nothing asked for fits), without allocating.
   static MemoryPlan plan(const RlekfSettings& settings, const DeepPot& model, int nranks,
                          const StepResources& resources);
+  // kf_update "auto" decided for this model and training set (RlekfSettings::decided), or as the checkpoint
+  // being restored was trained.
+  static RlekfSettings decided(const RlekfSettings& settings, const DeepPot& model,
+                               const StepResources& resources);
+  // "kf_update \"joint\" (chosen for a model of at least ... weights: ...)" for the log and deepkf plan;
+  // `chosen`: the input left kf_update to "auto".
+  static std::string describe_update(const RlekfSettings& decided, bool chosen);
 
   std::string describe() const override;
   nlohmann::json settings() const override { return options_.to_json(); }

@@ -76,6 +76,16 @@ TEST_CASE("auto picks the largest block size in float64 that fits, then float32"
   const auto small = static_cast<std::int64_t>(static_cast<double>(total(1024, 8)) / 0.9) + 1;
   plan = plan_memory(need_of(small), 0, "float64");
   CHECK(plan.blocksize == 1024);
+  // Blocks of at most 1024 (kf_update "auto"'s joint update) in float32: 1024 where it fits, else smaller.
+  plan = plan_memory(need_of(-1), 0, "float32", 1024);
+  CHECK(plan.blocksize == 1024);
+  CHECK(plan.p_precision == "float32");
+  const auto tight = static_cast<std::int64_t>(static_cast<double>(total(512, 4)) / 0.9) + 1;
+  REQUIRE(total(1024, 4) > 0.9 * tight);
+  plan = plan_memory(need_of(tight), 0, "float32", 1024);
+  CHECK(plan.blocksize == 512);
+  // A block size given is kept whatever the cap.
+  CHECK(plan_memory(need_of(-1), 5120, "float32", 1024).blocksize == 5120);
 }
 
 TEST_CASE("a choice that does not fit stops with the need and the options", "[train][memory]") {

@@ -100,7 +100,8 @@ TEST_CASE(
   CHECK(large.trust_radius == deepkf::kJointTrustRadius);
   CHECK(large.nselect == 192);  // every atom of a mean frame, in one group
   CHECK(large.groupsize == 192);
-  CHECK(large.blocksize == deepkf::kJointBlocksize);
+  CHECK(large.blocksize == 0);  // the memory plan's, blocks of at most kJointBlocksize
+  CHECK(large.max_blocksize == deepkf::kJointBlocksize);
   CHECK(large.p_precision == "float32");
   CHECK(large.lambda0 == deepkf::kLambdaWithNoise);
   CHECK_FALSE(large.energy_last);
@@ -120,6 +121,7 @@ TEST_CASE(
   CHECK(given.groupsize == 48);  // one group of the atoms asked for
   CHECK(given.force_noise == 1.0);
   CHECK(given.blocksize == 5120);
+  CHECK(given.max_blocksize == 0);
   CHECK(given.energy_last);
   CHECK(given.lambda0 == 0.99);
   CHECK(given.trust_radius == deepkf::kJointTrustRadius);
