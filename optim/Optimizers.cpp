@@ -108,9 +108,13 @@ std::string plan_training_step(const StepConfig& cfg, const DeepPot& model, int 
   return entry(cfg.optimizer).plan(cfg, model, nranks, resources);
 }
 
+RlekfSettings decided_rlekf_settings(const StepConfig& cfg, std::int64_t weights, double mean_frame_atoms) {
+  return settings_of<RlekfSettings>(cfg).decided(weights, mean_frame_atoms);
+}
+
 int kalman_updates_per_step(const StepConfig& cfg, bool virials, std::int64_t weights) {
   if (cfg.optimizer != "RLEKF") return 0;
-  const RlekfSettings s = settings_of<RlekfSettings>(cfg).decided(weights, 0.0);
+  const RlekfSettings s = decided_rlekf_settings(cfg, weights, 0.0);
   if (s.update == "joint") return 1 + (s.energy_last ? 1 : 0);
   const int force_groups = (s.nselect + s.groupsize - 1) / s.groupsize;
   const bool virial = virials && (s.start_pref_v > 0.0 || s.limit_pref_v > 0.0);

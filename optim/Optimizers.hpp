@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "optim/OptimizerInput.hpp"
+#include "optim/RlekfSettings.hpp"
 #include "optim/TrainingStep.hpp"
 
 namespace deepkf {
@@ -34,6 +35,10 @@ std::string plan_training_step(const StepConfig& cfg, const DeepPot& model, int 
 // energy_last (6 at the defaults); with "joint", 1, and 2 with energy_last. 0 for Adam. kf_update "auto" is
 // decided for a model of `weights` weights (RlekfSettings::decided).
 int kalman_updates_per_step(const StepConfig& cfg, bool virials, std::int64_t weights);
+
+// RLEKF's settings from cfg.settings with kf_update "auto" decided for a model of `weights` weights trained
+// on frames of `mean_frame_atoms` atoms (RlekfSettings::decided; a new run).
+RlekfSettings decided_rlekf_settings(const StepConfig& cfg, std::int64_t weights, double mean_frame_atoms);
 
 // The step cfg.optimizer names, with cfg.settings, over `model`'s parameters. ResourceError when
 // what it needs does not fit in `resources`.

@@ -40,7 +40,6 @@
 
 #include "optim/KalmanFilter.hpp"
 #include "optim/Optimizers.hpp"
-#include "optim/RlekfSettings.hpp"
 #include "src/core/MpiCommunicator.hpp"
 #include "src/model/DeepPot.hpp"
 #include "src/train/Trainer.hpp"
@@ -243,10 +242,7 @@ int main(int argc, char** argv) {
     // virial prefactor, so no virial step).
     const deepkf::TrainConfig config0 = deepkf::TrainConfig::from_json(doc0, "bench-input.json", "/");
     const double kalman_per_step = deepkf::kalman_updates_per_step(config0.step(), false, b.nparams);
-    const json kalman = deepkf::RlekfSettings::read(
-                            deepkf::OptimizerInput(json{{"optimizer", config0.optimizer_settings}}, "bench"))
-                            .decided(b.nparams, 64.0)
-                            .to_json();
+    const json kalman = deepkf::decided_rlekf_settings(config0.step(), b.nparams, 64.0).to_json();
     std::int64_t p_total = b.p_bytes;
     mpi->allreduce_sum(&p_total, 1);
 

@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "src/core/Error.hpp"
+#include "src/eval/FrameErrors.hpp"
 #include "src/eval/SvgPlot.hpp"
 
 namespace deepkf {
@@ -40,9 +41,7 @@ LabelledErrors labelled_errors(const LoadedModel& loaded, const Dataset& data, i
         if (sys.has_force()) {
           const double* ref = sys.force.data() + f * per_frame;
           const double* pred = out.force.data() + k * per_frame;
-          double sq = 0.0;
-          for (std::size_t c = 0; c < per_frame; ++c) sq += (pred[c] - ref[c]) * (pred[c] - ref[c]);
-          fr.f_rmse = std::sqrt(sq / static_cast<double>(per_frame));
+          fr.f_rmse = frame_errors(sys, frames[k], fr.e_pred, pred).force_rmse;
           fr.force_begin = static_cast<std::int64_t>(r.f_ref.size());
           r.f_ref.insert(r.f_ref.end(), ref, ref + per_frame);
           r.f_pred.insert(r.f_pred.end(), pred, pred + per_frame);

@@ -143,8 +143,7 @@ PotentialResult Potential::evaluate_frames(const System& system, const std::vect
   const ModelConfig& config = model_.config;
   DeepPot model = model_.model;  // a handle: evaluation is not const
   const auto nframes = static_cast<std::int64_t>(frames.size());
-  const std::int64_t group =
-      std::max<std::int64_t>(1, options.atoms_per_group / std::max<std::int64_t>(1, system.natoms));
+  const std::int64_t group = options.frames_per_group(system.natoms);
   PotentialResult r;
   for (std::int64_t begin = 0; begin < nframes; begin += group) {
     const auto end = std::min(nframes, begin + group);

@@ -3,6 +3,7 @@
 // whatever the model's precision. The inference entry point of every caller outside training: the Python
 // module's DeepPot (coordinates it holds), pair_style deepkf (atoms with the neighbour candidates LAMMPS
 // found), `deepkf test` and the ensemble's model deviation (frames of stored systems, labelled or not).
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -25,6 +26,10 @@ struct PotentialOptions {
   bool atomic = false;  // also the per-atom energies and virials
   // Atoms evaluated together (frames are grouped up to this many atoms; at least one frame per group).
   std::int64_t atoms_per_group = 4096;
+  // Frames of `natoms` atoms in one group.
+  std::int64_t frames_per_group(std::int64_t natoms) const {
+    return std::max<std::int64_t>(1, atoms_per_group / std::max<std::int64_t>(1, natoms));
+  }
 };
 
 struct PotentialResult {

@@ -35,8 +35,7 @@ std::vector<EnsembleFrame> ensemble_deviation(const Ensemble& models, const std:
     const auto n = static_cast<std::size_t>(set.info().natoms);
     const double natoms = static_cast<double>(n);
     // Frames read and evaluated together, as many as one evaluation takes.
-    const std::int64_t chunk =
-        std::max<std::int64_t>(1, evaluation.atoms_per_group / std::max<std::int64_t>(1, set.info().natoms));
+    const std::int64_t chunk = evaluation.frames_per_group(set.info().natoms);
     for (std::int64_t begin = 0; begin < set.nframes(); begin += chunk) {
       const auto end = std::min(set.nframes(), begin + chunk);
       std::vector<std::int64_t> positions(static_cast<std::size_t>(end - begin));

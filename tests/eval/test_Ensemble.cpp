@@ -12,6 +12,7 @@
 #include "src/model/ModelFile.hpp"
 #include "tests/model/ModelTestSupport.hpp"
 #include "tests/support/Catch.hpp"
+#include "tests/support/TensorCompare.hpp"
 #include "tests/support/TestData.hpp"
 
 using namespace deepkf;
@@ -50,13 +51,6 @@ PotentialFrames given_frames(const System& s, const std::vector<std::string>& mo
     p.atom_types.push_back(name == model_types[0] ? 0 : 1);
   }
   return p;
-}
-
-double max_abs_difference(const std::vector<double>& a, const std::vector<double>& b) {
-  REQUIRE(a.size() == b.size());
-  double d = 0.0;
-  for (std::size_t k = 0; k < a.size(); ++k) d = std::max(d, std::abs(a[k] - b[k]));
-  return d;
 }
 
 // A model of small_config's nets with `types` as its type map and `precision`.

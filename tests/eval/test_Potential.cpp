@@ -7,21 +7,11 @@
 #include "src/model/ModelFile.hpp"
 #include "tests/model/ModelTestSupport.hpp"
 #include "tests/support/Catch.hpp"
+#include "tests/support/TensorCompare.hpp"
 #include "tests/support/TestData.hpp"
 
 using namespace deepkf;
 using namespace deepkf::test;
-
-namespace {
-
-double max_abs_difference(const std::vector<double>& a, const std::vector<double>& b) {
-  REQUIRE(a.size() == b.size());
-  double d = 0.0;
-  for (std::size_t k = 0; k < a.size(); ++k) d = std::max(d, std::abs(a[k] - b[k]));
-  return d;
-}
-
-}  // namespace
 
 TEST_CASE("atoms with their periodic images as neighbour candidates give the periodic frame's results",
           "[eval][potential]") {

@@ -18,6 +18,7 @@
 #include "src/train/StopSignal.hpp"
 #include "src/train/Trainer.hpp"
 #include "tests/support/Catch.hpp"
+#include "tests/support/TensorCompare.hpp"
 #include "tests/support/TestData.hpp"
 #include "tests/train/TrainerTestSupport.hpp"
 
@@ -55,13 +56,6 @@ json small_input(const std::vector<std::string>& train, const std::vector<std::s
         {"type", "LKF"}, {"kf_blocksize", 512}, {"nselect", 12}, {"groupsize", 6}, {"p0", 100.0}};
   }
   return doc;
-}
-
-double max_abs_diff(const std::vector<double>& a, const std::vector<double>& b) {
-  REQUIRE(a.size() == b.size());
-  double m = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) m = std::max(m, std::abs(a[i] - b[i]));
-  return m;
 }
 
 // The closest distance between two atoms within rcut over every frame of a silicon system (periodic images
@@ -153,7 +147,8 @@ TEST_CASE("a run stopped by a signal restarts from its checkpoint to bit-identic
       const auto rest = resumed.run();
       CHECK(rest.steps == 8);
       INFO("largest weight difference between the restarted and the uninterrupted run");
-      CHECK(max_abs_diff(resumed.flat_parameters(), uninterrupted.flat_parameters()) == 0.0);
+      CHECK(deepkf::test::max_abs_difference(resumed.flat_parameters(), uninterrupted.flat_parameters()) ==
+            0.0);
     }
   }
 }
@@ -185,7 +180,7 @@ TEST_CASE("checkpoints written in the background leave training as it was and ar
     CHECK(deepkf::read_checkpoint(result.checkpoint, torch::kCPU).meta.at("step") == 7);
   }
   INFO("largest weight difference between the runs with checkpoints in the foreground and the background");
-  CHECK(max_abs_diff(weights[0], weights[1]) == 0.0);
+  CHECK(deepkf::test::max_abs_difference(weights[0], weights[1]) == 0.0);
 }
 
 TEST_CASE("enable_ema writes model_ema.pt, and a restart continues the average bit for bit", "[train][ema]") {
@@ -207,7 +202,8 @@ TEST_CASE("enable_ema writes model_ema.pt, and a restart continues the average b
   const auto live = deepkf::load_model(full.model, torch::kCPU);
   const auto averaged = deepkf::load_model(full.model_average, torch::kCPU);
   // Other weights, the same statistics and energy bias.
-  CHECK(max_abs_diff(model_file_weights(full.model), model_file_weights(full.model_average)) > 0.0);
+  CHECK(deepkf::test::max_abs_difference(model_file_weights(full.model),
+                                         model_file_weights(full.model_average)) > 0.0);
   const auto lb = live.model->named_buffers(), ab = averaged.model->named_buffers();
   for (const auto& b : lb) CHECK(torch::equal(b.value(), ab[b.key()]));
 
@@ -219,7 +215,8 @@ TEST_CASE("enable_ema writes model_ema.pt, and a restart continues the average b
   const auto rest = resumed.run();
   REQUIRE(fs::exists(rest.model_average));
   INFO("largest difference between the averaged weights of the restarted and the uninterrupted run");
-  CHECK(max_abs_diff(model_file_weights(rest.model_average), model_file_weights(full.model_average)) == 0.0);
+  CHECK(deepkf::test::max_abs_difference(model_file_weights(rest.model_average),
+                                         model_file_weights(full.model_average)) == 0.0);
 }
 
 TEST_CASE("the automatic p0 is chosen once, recorded, and kept by a restart", "[train][restart][p0]") {
@@ -257,7 +254,7 @@ TEST_CASE("the automatic p0 is chosen once, recorded, and kept by a restart", "[
   resumed.run();
   INFO("p0 of the uninterrupted run " << p0 << ", of the restarted run " << resolved_p0(first.output_dir));
   CHECK(resolved_p0(first.output_dir) == p0);
-  CHECK(max_abs_diff(resumed.flat_parameters(), uninterrupted.flat_parameters()) == 0.0);
+  CHECK(deepkf::test::max_abs_difference(resumed.flat_parameters(), uninterrupted.flat_parameters()) == 0.0);
 }
 
 TEST_CASE("RLEKF lowers the validation force error faster per epoch than Adam on silicon", "[train][rlekf]") {
@@ -323,11 +320,11 @@ TEST_CASE("init_model starts from a trained model's weights and trains on", "[tr
   second.init_model = ra.model;
   Trainer b(config_of(small_input({si + "/train/sys_Si24"}, {si + "/test/sys_Si24"}, "Adam", 3)), second,
             comm);
-  CHECK(max_abs_diff(b.flat_parameters(), a.flat_parameters()) == 0.0);
+  CHECK(deepkf::test::max_abs_difference(b.flat_parameters(), a.flat_parameters()) == 0.0);
   CHECK(b.step() == 0);
   const auto rb = b.run();
   CHECK(rb.steps == 3);
-  CHECK(max_abs_diff(b.flat_parameters(), a.flat_parameters()) > 0.0);
+  CHECK(deepkf::test::max_abs_difference(b.flat_parameters(), a.flat_parameters()) > 0.0);
   CHECK(std::isfinite(rb.validation.rmse_f()));
 
   // The training range: the closest neighbours of sys_Si16, then of sys_Si24 added to the file's.
