@@ -100,21 +100,8 @@ void dense_step(torch::Tensor& P, const torch::Tensor& h, double lambda) {
   P.baddbmm_(K, K.transpose(1, 2), 1.0 / lambda, -1.0 / (a * lambda));
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  const double min_mib = argc > 1 ? std::atof(argv[1]) : 512.0;
-  const int threads = argc > 2 ? std::atoi(argv[2]) : 2;
-  std::vector<std::int64_t> sizes;
-  for (int i = 3; i < argc; ++i) sizes.push_back(std::atoll(argv[i]));
-  if (sizes.empty()) sizes = {1024, 2048, 4096, 5120, 8192, 10240};
-  torch::set_num_threads(threads);
-  torch::NoGradGuard no_grad;
-  const auto device = bench_device();
-  std::printf("device %s, torch threads %d; each problem: nb blocks of b, packed P >= %.0f MiB\n",
-              device.str().c_str(), torch::get_num_threads(), min_mib);
-  if (const char* cap = std::getenv("DEEPKF_BENCH_P_CAP")) std::printf("p_cap %s\n", cap);
-
+// The water reference model's covariance at each block size: blocks, packed (float64, float32) and dense MiB.
+void print_water_layouts() {
   const auto shapes = water_shapes();
   std::printf("\nwater reference model: %lld parameters\n",
               static_cast<long long>(deepkf::BlockLayout(shapes, 1).num_parameters()));
@@ -130,6 +117,79 @@ int main(int argc, char** argv) {
                 static_cast<long long>(layout.num_blocks()), packed * 8 / (1 << 20), packed * 4 / (1 << 20),
                 dense * 8 / (1 << 20));
   }
+}
+
+// One row of the table: nb blocks of b (packed P of at least min_mib MiB) in `dtype`: the Kalman step, a
+// plain pass over the same bytes, the dense reference step and, with joint_m > 0, the joint update of
+// joint_m measurements, each the median of several.
+void measure_row(std::int64_t b, c10::ScalarType dtype, double min_mib, int joint_m,
+                 const torch::Device& device) {
+  const auto elem = static_cast<double>(c10::elementSize(dtype));
+  const double block_bytes = static_cast<double>(b) * static_cast<double>(b + 1) / 2 * elem;
+  const auto nb =
+      std::max<std::int64_t>(4, static_cast<std::int64_t>(min_mib * (1 << 20) / block_bytes + 0.999));
+  const double bytes = block_bytes * static_cast<double>(nb);
+  const int reps = bytes < 2e9 ? 9 : 5;
+  const auto opts = torch::TensorOptions().dtype(dtype).device(device);
+  const auto h = 1e-3 * torch::randn({nb * b}, torch::TensorOptions().dtype(torch::kFloat64).device(device));
+  std::vector<double> step, pass, dense, joint;
+  {
+    // The steps alternate with the passes, so that both see the same machine.
+    std::vector<torch::Tensor> params = {torch::zeros({nb * b}, h.options())};
+    deepkf::KalmanOptions o;
+    o.blocksize = b;
+    o.p_dtype = dtype;
+    const char* cap = std::getenv("DEEPKF_BENCH_P_CAP");
+    o.p_cap = cap && *cap ? std::atof(cap) : 0.0;
+    deepkf::KalmanFilter kf(params, o);
+    auto Q = torch::ones({static_cast<std::int64_t>(bytes / elem)}, opts);
+    kf.update(0.01, {h});  // the first step has no pending update; every later one does
+    // The joint filter's m gradients: h and m - 1 others of the same size.
+    std::vector<torch::Tensor> joint_params = {torch::zeros({nb * b}, h.options())};
+    std::unique_ptr<deepkf::KalmanFilter> joint_kf;
+    std::vector<std::vector<torch::Tensor>> joint_grads;
+    if (joint_m > 0) {
+      joint_kf = std::make_unique<deepkf::KalmanFilter>(joint_params, o);
+      for (int k = 0; k < joint_m; ++k) joint_grads.push_back({k == 0 ? h : 1e-3 * torch::randn_like(h)});
+      joint_kf->update_joint(std::vector<double>(joint_m, 0.01), joint_grads);
+    }
+    for (int r = 0; r < reps; ++r) {
+      step.push_back(time_ms([&] { kf.update(0.01, {h}); }));
+      pass.push_back(time_ms([&] { Q.mul_(1.0); }));
+      if (joint_kf)
+        joint.push_back(
+            time_ms([&] { joint_kf->update_joint(std::vector<double>(joint_m, 0.01), joint_grads); }));
+    }
+  }
+  {
+    auto P = torch::eye(b, opts).unsqueeze(0).repeat({nb, 1, 1});
+    const auto hd = h.to(dtype);
+    for (int r = 0; r < std::min(reps, 5); ++r) dense.push_back(time_ms([&] { dense_step(P, hd, 0.98); }));
+  }
+  const double s = median(step), p = median(pass), d = median(dense);
+  std::printf("%8lld %4lld %8s %10.1f %10.2f %10.2f %10.2f %10.2f %10.2f %10.2f", static_cast<long long>(b),
+              static_cast<long long>(nb), dtype == torch::kFloat64 ? "float64" : "float32", bytes / (1 << 20),
+              s, p, s / p, d, d / s, 2 * bytes / (s * 1e6));
+  if (!joint.empty()) std::printf(" %10.2f %10.2f", median(joint), median(joint) / s);
+  std::printf("\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const double min_mib = argc > 1 ? std::atof(argv[1]) : 512.0;
+  const int threads = argc > 2 ? std::atoi(argv[2]) : 2;
+  std::vector<std::int64_t> sizes;
+  for (int i = 3; i < argc; ++i) sizes.push_back(std::atoll(argv[i]));
+  if (sizes.empty()) sizes = {1024, 2048, 4096, 5120, 8192, 10240};
+  torch::set_num_threads(threads);
+  torch::NoGradGuard no_grad;
+  const auto device = bench_device();
+  std::printf("device %s, torch threads %d; each problem: nb blocks of b, packed P >= %.0f MiB\n",
+              device.str().c_str(), torch::get_num_threads(), min_mib);
+  if (const char* cap = std::getenv("DEEPKF_BENCH_P_CAP")) std::printf("p_cap %s\n", cap);
+
+  print_water_layouts();
 
   const char* joint_env = std::getenv("DEEPKF_BENCH_JOINT");
   const int joint_m = joint_env && *joint_env ? std::atoi(joint_env) : 0;
@@ -139,57 +199,7 @@ int main(int argc, char** argv) {
   std::printf("\n");
   for (const auto b : sizes) {
     for (const auto dtype : {torch::kFloat64, torch::kFloat32}) {
-      const auto elem = static_cast<double>(c10::elementSize(dtype));
-      const double block_bytes = static_cast<double>(b) * static_cast<double>(b + 1) / 2 * elem;
-      const auto nb =
-          std::max<std::int64_t>(4, static_cast<std::int64_t>(min_mib * (1 << 20) / block_bytes + 0.999));
-      const double bytes = block_bytes * static_cast<double>(nb);
-      const int reps = bytes < 2e9 ? 9 : 5;
-      const auto opts = torch::TensorOptions().dtype(dtype).device(device);
-      const auto h =
-          1e-3 * torch::randn({nb * b}, torch::TensorOptions().dtype(torch::kFloat64).device(device));
-      std::vector<double> step, pass, dense, joint;
-      {
-        // The steps alternate with the passes, so that both see the same machine.
-        std::vector<torch::Tensor> params = {torch::zeros({nb * b}, h.options())};
-        deepkf::KalmanOptions o;
-        o.blocksize = b;
-        o.p_dtype = dtype;
-        const char* cap = std::getenv("DEEPKF_BENCH_P_CAP");
-        o.p_cap = cap && *cap ? std::atof(cap) : 0.0;
-        deepkf::KalmanFilter kf(params, o);
-        auto Q = torch::ones({static_cast<std::int64_t>(bytes / elem)}, opts);
-        kf.update(0.01, {h});  // the first step has no pending update; every later one does
-        // The joint filter's m gradients: h and m - 1 others of the same size.
-        std::vector<torch::Tensor> joint_params = {torch::zeros({nb * b}, h.options())};
-        std::unique_ptr<deepkf::KalmanFilter> joint_kf;
-        std::vector<std::vector<torch::Tensor>> joint_grads;
-        if (joint_m > 0) {
-          joint_kf = std::make_unique<deepkf::KalmanFilter>(joint_params, o);
-          for (int k = 0; k < joint_m; ++k) joint_grads.push_back({k == 0 ? h : 1e-3 * torch::randn_like(h)});
-          joint_kf->update_joint(std::vector<double>(joint_m, 0.01), joint_grads);
-        }
-        for (int r = 0; r < reps; ++r) {
-          step.push_back(time_ms([&] { kf.update(0.01, {h}); }));
-          pass.push_back(time_ms([&] { Q.mul_(1.0); }));
-          if (joint_kf)
-            joint.push_back(
-                time_ms([&] { joint_kf->update_joint(std::vector<double>(joint_m, 0.01), joint_grads); }));
-        }
-      }
-      {
-        auto P = torch::eye(b, opts).unsqueeze(0).repeat({nb, 1, 1});
-        const auto hd = h.to(dtype);
-        for (int r = 0; r < std::min(reps, 5); ++r)
-          dense.push_back(time_ms([&] { dense_step(P, hd, 0.98); }));
-      }
-      const double s = median(step), p = median(pass), d = median(dense);
-      std::printf("%8lld %4lld %8s %10.1f %10.2f %10.2f %10.2f %10.2f %10.2f %10.2f",
-                  static_cast<long long>(b), static_cast<long long>(nb),
-                  dtype == torch::kFloat64 ? "float64" : "float32", bytes / (1 << 20), s, p, s / p, d, d / s,
-                  2 * bytes / (s * 1e6));
-      if (!joint.empty()) std::printf(" %10.2f %10.2f", median(joint), median(joint) / s);
-      std::printf("\n");
+      measure_row(b, dtype, min_mib, joint_m, device);
       std::fflush(stdout);
     }
   }

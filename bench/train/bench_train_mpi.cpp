@@ -149,219 +149,240 @@ json input_doc(const std::string& si, std::int64_t steps, int batch, std::int64_
   return doc;
 }
 
+// DATASETS_DIR: the fourth argument, $DEEPKF_SHARED_DATASETS or <source>/../shared/datasets.
+std::string datasets_dir(int argc, char** argv) {
+  if (argc > 4) return argv[4];
+  if (const char* env = std::getenv("DEEPKF_SHARED_DATASETS"); env && *env) return env;
+  return std::string(DEEPKF_SOURCE_DIR) + "/../shared/datasets";
+}
+
+// A scratch folder name every rank agrees on (rank 0's).
+std::string shared_scratch(deepkf::Communicator& mpi) {
+  std::string tmp =
+      mpi.is_root()
+          ? (fs::temp_directory_path() / ("deepkf-bench-train-mpi-" + std::to_string(::getpid()))).string()
+          : "";
+  std::uint64_t n = tmp.size();
+  mpi.broadcast(&n, sizeof n, 0);
+  tmp.resize(n);
+  mpi.broadcast(tmp.data(), n, 0);
+  return tmp;
+}
+
+// One training run() and what it cost.
+struct Run {
+  double seconds = 0.0;
+  double cpu = 0.0;  // process CPU seconds in run()
+  std::map<std::string, Tally> tally;
+  std::int64_t nparams = 0;
+  std::int64_t p_bytes = 0;
+};
+
+Run train_run(const std::shared_ptr<deepkf::Communicator>& mpi, const json& doc, const std::string& dir) {
+  auto counting = std::make_shared<CountingCommunicator>(mpi);
+  const auto config = deepkf::TrainConfig::from_json(doc, "bench-input.json", "/");
+  deepkf::TrainerOptions options;
+  options.output_dir = dir;
+  options.progress = 0;
+  options.write_model = false;
+  deepkf::Trainer trainer(config, options, counting);
+  Run r;
+  r.nparams = static_cast<std::int64_t>(trainer.flat_parameters().size());
+  r.p_bytes = trainer.covariance_bytes();
+  counting->nparams = r.nparams;
+  counting->tally.clear();  // count run() only
+  mpi->barrier();
+  const double c0 = process_cpu_seconds();
+  r.seconds = trainer.run().wall_seconds;
+  r.cpu = process_cpu_seconds() - c0;
+  r.tally = counting->tally;
+  return r;
+}
+
+// The collectives of `kind` that run b made beyond run a's.
+Tally extra(const Run& a, const Run& b, const std::string& kind) {
+  Tally t;
+  if (const auto ib = b.tally.find(kind); ib != b.tally.end()) t = ib->second;
+  if (const auto ia = a.tally.find(kind); ia != a.tally.end()) {
+    t.calls -= ia->second.calls;
+    t.bytes -= ia->second.bytes;
+    t.seconds -= ia->second.seconds;
+    t.wait -= ia->second.wait;
+    t.cpu -= ia->second.cpu;
+  }
+  return t;
+}
+
+const char* const kKinds[] = {"grad", "small", "gather", "control", "bcast"};
+
+// The median (slowest rank's) seconds of `f` over `rounds` calls after `warm` warm-up calls.
+template <typename F>
+double median_seconds(deepkf::Communicator& mpi, int warm, int rounds, F&& f) {
+  std::vector<double> t;
+  for (int r = 0; r < warm + rounds; ++r) {
+    mpi.barrier();
+    const auto t0 = Clock::now();
+    f();
+    double dt = std::chrono::duration<double>(Clock::now() - t0).count();
+    mpi.allreduce_max(&dt, 1);
+    if (r >= warm) t.push_back(dt);
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+// The filter alone: KalmanFilter::update with a given h on the input's model, blocks and ranks (median of 7
+// after 2 warm-up updates). `nblocks` receives the number of blocks.
+double filter_update_seconds(const json& doc, std::int64_t blocksize,
+                             const std::shared_ptr<deepkf::Communicator>& mpi, std::int64_t& nblocks) {
+  torch::manual_seed(11);
+  deepkf::DeepPot model(deepkf::ModelConfig::from_json(doc["model"]));
+  auto params = model->parameters();
+  deepkf::KalmanOptions k;
+  k.blocksize = blocksize;
+  k.p0 = 100.0;
+  deepkf::KalmanFilter filter(params, k, mpi);
+  nblocks = filter.layout().num_blocks();
+  std::vector<torch::Tensor> grads;
+  for (const auto& p : params) grads.push_back(torch::randn_like(p) * 1e-3);
+  return median_seconds(*mpi, 2, 7, [&] { filter.update(1e-3, grads); });
+}
+
+// The collectives of one Kalman step alone (median of 21 after 3 warm-up rounds): allreduce of N float64
+// (h), of 2 (error pieces) and of nblocks (a terms), allgatherv of N float64 (weights). 0 on one rank.
+double kalman_collectives_seconds(deepkf::Communicator& mpi, std::int64_t nparams, std::int64_t nblocks) {
+  const int nranks = mpi.size();
+  if (nranks == 1) return 0.0;
+  const auto n = static_cast<std::size_t>(nparams);
+  std::vector<double> h(n, 1.0), w(n, 1.0), two(2, 1.0), terms(static_cast<std::size_t>(nblocks), 1.0);
+  std::vector<std::size_t> counts(static_cast<std::size_t>(nranks));
+  for (int r = 0; r < nranks; ++r) {
+    counts[static_cast<std::size_t>(r)] =
+        (n * static_cast<std::size_t>(r + 1) / static_cast<std::size_t>(nranks) -
+         n * static_cast<std::size_t>(r) / static_cast<std::size_t>(nranks)) *
+        sizeof(double);
+  }
+  const std::size_t own = n * static_cast<std::size_t>(mpi.rank()) / static_cast<std::size_t>(nranks);
+  return median_seconds(mpi, 3, 21, [&] {
+    mpi.allreduce_sum(h.data(), n);
+    mpi.allreduce_sum(two.data(), two.size());
+    mpi.allreduce_sum(terms.data(), terms.size());
+    mpi.allgatherv(w.data() + own, w.data(), counts);
+  });
+}
+
+// What rank 0 prints.
+struct Report {
+  int nranks = 1, batch = 0;
+  std::int64_t blocksize = 0, steps = 0, warm = 0, nblocks = 0, p_total = 0;
+  Run a, b;
+  double kalman_per_step = 0.0, step_s = 0.0, filter_s = 0.0, work_cpu = 0.0, work_cpu_max = 0.0;
+  double collectives_s = 0.0;
+  json kalman;  // the decided RLEKF settings
+};
+
+void print_report(const Report& r) {
+  const double n = static_cast<double>(r.b.nparams);
+  const double steps = static_cast<double>(r.steps);
+  std::printf(
+      "ranks %d, torch threads per rank %d, global batch %d frames of Si64 (64 atoms), kf_blocksize %lld\n",
+      r.nranks, torch::get_num_threads(), r.batch, static_cast<long long>(r.blocksize));
+  std::printf("parameters N %lld in %lld blocks; covariance %.1f MiB on rank 0, %.1f MiB over all ranks\n",
+              static_cast<long long>(r.b.nparams), static_cast<long long>(r.nblocks),
+              static_cast<double>(r.b.p_bytes) / (1 << 20), static_cast<double>(r.p_total) / (1 << 20));
+  std::printf("run(): %.2f s for %lld steps, %.2f s for %lld steps\n", r.a.seconds,
+              static_cast<long long>(r.warm), r.b.seconds, static_cast<long long>(r.warm + r.steps));
+  std::printf(
+      "per training step (%g Kalman steps: kf_update %s, nselect %d in groups of %d, energy_last %s):\n",
+      r.kalman_per_step, r.kalman.at("kf_update").get<std::string>().c_str(),
+      r.kalman.at("nselect").get<int>(), r.kalman.at("groupsize").get<int>(),
+      r.kalman.at("energy_last").get<bool>() ? "true" : "false");
+  std::printf("  training step   %8.1f ms\n", 1e3 * r.step_s);
+  std::printf("  Kalman step     %8.1f ms   of which the filter update alone %.1f ms (measurement %.1f ms)\n",
+              1e3 * r.step_s / r.kalman_per_step, 1e3 * r.filter_s,
+              1e3 * (r.step_s / r.kalman_per_step - r.filter_s));
+  std::printf("  CPU time outside the collectives: %.1f ms on rank 0, %.1f ms on the busiest rank\n",
+              1e3 * r.work_cpu, 1e3 * r.work_cpu_max);
+  std::printf(
+      "collectives per training step on rank 0 (payload bytes; transfer ms after the ranks met; wait ms "
+      "for the slowest rank before it):\n");
+  double comm_s = 0.0, wait_s = 0.0;
+  std::int64_t comm_bytes = 0;
+  for (const char* kind : kKinds) {
+    const Tally t = extra(r.a, r.b, kind);
+    comm_s += t.seconds;
+    wait_s += t.wait;
+    comm_bytes += t.bytes;
+    std::printf("  %-8s calls %6.2f  bytes %11.0f  transfer ms %7.2f  wait ms %7.2f\n", kind,
+                static_cast<double>(t.calls) / steps, static_cast<double>(t.bytes) / steps,
+                1e3 * t.seconds / steps, 1e3 * t.wait / steps);
+  }
+  // Model (docs/mpi.md): per Kalman step allreduce(N float64) + allgather(N float64) + allreduce(2 +
+  // nblocks) float64 values, and one any() (4 bytes) per training step; nothing with one rank.
+  const double model_bytes =
+      r.nranks > 1
+          ? r.kalman_per_step * (8.0 * n + 8.0 * n + 8.0 * (2.0 + static_cast<double>(r.nblocks))) + 4.0
+          : 0.0;
+  std::printf("  total    bytes %.0f (model %.0f), transfer %.2f ms, wait %.2f ms per training step\n",
+              static_cast<double>(comm_bytes) / steps, model_bytes, 1e3 * comm_s / steps,
+              1e3 * wait_s / steps);
+  if (r.nranks > 1)
+    std::printf("the collectives of one Kalman step by themselves: %.3f ms\n", 1e3 * r.collectives_s);
+  std::printf(
+      "RESULT ranks %d step_ms %.1f kalman_step_ms %.1f filter_ms %.1f bytes_per_step %.0f "
+      "model_bytes_per_step %.0f transfer_ms_per_step %.2f wait_ms_per_step %.2f collectives_alone_ms %.3f "
+      "work_cpu_ms_per_step %.1f\n",
+      r.nranks, 1e3 * r.step_s, 1e3 * r.step_s / r.kalman_per_step, 1e3 * r.filter_s,
+      static_cast<double>(comm_bytes) / steps, model_bytes, 1e3 * comm_s / steps, 1e3 * wait_s / steps,
+      1e3 * r.collectives_s, 1e3 * r.work_cpu_max);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   {
-    const std::int64_t steps = argc > 1 ? std::atoll(argv[1]) : 8;
-    const int batch = argc > 2 ? std::atoi(argv[2]) : 4;
-    const std::int64_t blocksize = argc > 3 ? std::atoll(argv[3]) : 1024;
-    std::string datasets;
-    if (argc > 4) {
-      datasets = argv[4];
-    } else if (const char* env = std::getenv("DEEPKF_SHARED_DATASETS"); env && *env) {
-      datasets = env;
-    } else {
-      datasets = std::string(DEEPKF_SOURCE_DIR) + "/../shared/datasets";
-    }
-    const std::string si = fs::weakly_canonical(fs::path(datasets) / "si_mlearn").string();
+    Report r;
+    r.steps = argc > 1 ? std::atoll(argv[1]) : 8;
+    r.batch = argc > 2 ? std::atoi(argv[2]) : 4;
+    r.blocksize = argc > 3 ? std::atoll(argv[3]) : 1024;
+    const std::string si = fs::weakly_canonical(fs::path(datasets_dir(argc, argv)) / "si_mlearn").string();
 
     auto mpi = std::make_shared<deepkf::MpiCommunicator>(MPI_COMM_WORLD);
-    const int nranks = mpi->size();
-    const bool root = mpi->is_root();
+    r.nranks = mpi->size();
     if (!fs::is_directory(si)) {
-      if (root) std::fprintf(stderr, "bench_train_mpi: dataset %s not found\n", si.c_str());
+      if (mpi->is_root()) std::fprintf(stderr, "bench_train_mpi: dataset %s not found\n", si.c_str());
       MPI_Abort(MPI_COMM_WORLD, 1);
     }
-    std::string tmp =
-        root ? (fs::temp_directory_path() / ("deepkf-bench-train-mpi-" + std::to_string(::getpid()))).string()
-             : "";
-    {
-      std::uint64_t n = tmp.size();
-      mpi->broadcast(&n, sizeof n, 0);
-      tmp.resize(n);
-      mpi->broadcast(tmp.data(), n, 0);
-    }
-    const json doc0 = input_doc(si, 1, batch, blocksize);
+    const std::string tmp = shared_scratch(*mpi);
 
-    // --- Training: run() of 2 steps and of 2 + STEPS steps.
-    struct Run {
-      double seconds = 0.0;
-      double cpu = 0.0;  // process CPU seconds in run()
-      std::map<std::string, Tally> tally;
-      std::int64_t nparams = 0;
-      std::int64_t p_bytes = 0;
-    };
-    const auto train = [&](std::int64_t nsteps, const std::string& tag) {
-      auto counting = std::make_shared<CountingCommunicator>(mpi);
-      const auto config =
-          deepkf::TrainConfig::from_json(input_doc(si, nsteps, batch, blocksize), "bench-input.json", "/");
-      deepkf::TrainerOptions options;
-      options.output_dir = tmp + "/" + tag;
-      options.progress = 0;
-      options.write_model = false;
-      deepkf::Trainer trainer(config, options, counting);
-      Run r;
-      r.nparams = static_cast<std::int64_t>(trainer.flat_parameters().size());
-      r.p_bytes = trainer.covariance_bytes();
-      counting->nparams = r.nparams;
-      counting->tally.clear();  // count run() only
-      mpi->barrier();
-      const double c0 = process_cpu_seconds();
-      r.seconds = trainer.run().wall_seconds;
-      r.cpu = process_cpu_seconds() - c0;
-      r.tally = counting->tally;
-      return r;
-    };
-    const std::int64_t warm = 2;
-    const Run a = train(warm, "a");
-    const Run b = train(warm + steps, "b");
-    const auto diff = [&](const std::string& kind) {
-      Tally t;
-      if (const auto ib = b.tally.find(kind); ib != b.tally.end()) t = ib->second;
-      if (const auto ia = a.tally.find(kind); ia != a.tally.end()) {
-        t.calls -= ia->second.calls;
-        t.bytes -= ia->second.bytes;
-        t.seconds -= ia->second.seconds;
-        t.wait -= ia->second.wait;
-        t.cpu -= ia->second.cpu;
-      }
-      return t;
-    };
-    double step_s = (b.seconds - a.seconds) / static_cast<double>(steps);
-    mpi->allreduce_max(&step_s, 1);  // the slowest rank's
+    // Training: run() of 2 steps and of 2 + STEPS steps.
+    r.warm = 2;
+    r.a = train_run(mpi, input_doc(si, r.warm, r.batch, r.blocksize), tmp + "/a");
+    r.b = train_run(mpi, input_doc(si, r.warm + r.steps, r.batch, r.blocksize), tmp + "/b");
+    r.step_s = (r.b.seconds - r.a.seconds) / static_cast<double>(r.steps);
+    mpi->allreduce_max(&r.step_s, 1);  // the slowest rank's
     // This rank's CPU time per step outside the collectives: its share of the work, whatever the machine's
     // other load (with 1 torch thread per rank; idle OpenMP workers spin and inflate it with more).
-    double work_cpu = b.cpu - a.cpu;
-    for (const char* kind : {"grad", "small", "gather", "control", "bcast"}) work_cpu -= diff(kind).cpu;
-    work_cpu /= static_cast<double>(steps);
-    double work_cpu_max = work_cpu;
-    mpi->allreduce_max(&work_cpu_max, 1);
+    r.work_cpu = r.b.cpu - r.a.cpu;
+    for (const char* kind : kKinds) r.work_cpu -= extra(r.a, r.b, kind).cpu;
+    r.work_cpu /= static_cast<double>(r.steps);
+    r.work_cpu_max = r.work_cpu;
+    mpi->allreduce_max(&r.work_cpu_max, 1);
     // Kalman steps per training step from the resolved settings (sys_Si64 has forces; the input sets no
     // virial prefactor, so no virial step).
+    const json doc0 = input_doc(si, 1, r.batch, r.blocksize);
     const deepkf::TrainConfig config0 = deepkf::TrainConfig::from_json(doc0, "bench-input.json", "/");
-    const double kalman_per_step = deepkf::kalman_updates_per_step(config0.step(), false, b.nparams);
-    const json kalman = deepkf::decided_rlekf_settings(config0.step(), b.nparams, 64.0).to_json();
-    std::int64_t p_total = b.p_bytes;
-    mpi->allreduce_sum(&p_total, 1);
+    r.kalman_per_step = deepkf::kalman_updates_per_step(config0.step(), false, r.b.nparams);
+    r.kalman = deepkf::decided_rlekf_settings(config0.step(), r.b.nparams, 64.0).to_json();
+    r.p_total = r.b.p_bytes;
+    mpi->allreduce_sum(&r.p_total, 1);
 
-    // --- The filter alone: KalmanFilter::update with a given h on the same parameters and ranks
-    // (median of 7 after 2 warm-up updates).
-    double filter_s = 0.0;
-    std::int64_t nblocks = 0;
-    {
-      torch::manual_seed(11);
-      deepkf::DeepPot model(deepkf::ModelConfig::from_json(doc0["model"]));
-      auto params = model->parameters();
-      deepkf::KalmanOptions k;
-      k.blocksize = blocksize;
-      k.p0 = 100.0;
-      deepkf::KalmanFilter filter(params, k, mpi);
-      nblocks = filter.layout().num_blocks();
-      std::vector<torch::Tensor> grads;
-      for (const auto& p : params) grads.push_back(torch::randn_like(p) * 1e-3);
-      std::vector<double> t;
-      for (int r = 0; r < 9; ++r) {
-        mpi->barrier();
-        const auto t0 = Clock::now();
-        filter.update(1e-3, grads);
-        double dt = std::chrono::duration<double>(Clock::now() - t0).count();
-        mpi->allreduce_max(&dt, 1);
-        if (r >= 2) t.push_back(dt);
-      }
-      std::sort(t.begin(), t.end());
-      filter_s = t[t.size() / 2];
-    }
-
-    // --- The collectives of one Kalman step alone (median of 21 after 3 warm-up rounds): allreduce of N
-    // float64 (h), of 2 (error pieces) and of nblocks (a terms), allgatherv of N float64 (weights).
-    double collectives_s = 0.0;
-    if (nranks > 1) {
-      const auto n = static_cast<std::size_t>(b.nparams);
-      std::vector<double> h(n, 1.0), w(n, 1.0), two(2, 1.0), terms(static_cast<std::size_t>(nblocks), 1.0);
-      std::vector<std::size_t> counts(static_cast<std::size_t>(nranks));
-      for (int r = 0; r < nranks; ++r) {
-        counts[static_cast<std::size_t>(r)] =
-            (n * static_cast<std::size_t>(r + 1) / static_cast<std::size_t>(nranks) -
-             n * static_cast<std::size_t>(r) / static_cast<std::size_t>(nranks)) *
-            sizeof(double);
-      }
-      const std::size_t own = n * static_cast<std::size_t>(mpi->rank()) / static_cast<std::size_t>(nranks);
-      std::vector<double> t;
-      for (int r = 0; r < 24; ++r) {
-        mpi->barrier();
-        const auto t0 = Clock::now();
-        mpi->allreduce_sum(h.data(), n);
-        mpi->allreduce_sum(two.data(), two.size());
-        mpi->allreduce_sum(terms.data(), terms.size());
-        mpi->allgatherv(w.data() + own, w.data(), counts);
-        double dt = std::chrono::duration<double>(Clock::now() - t0).count();
-        mpi->allreduce_max(&dt, 1);
-        if (r >= 3) t.push_back(dt);
-      }
-      std::sort(t.begin(), t.end());
-      collectives_s = t[t.size() / 2];
-    }
-
-    if (root) {
-      const double n = static_cast<double>(b.nparams);
-      std::printf(
-          "ranks %d, torch threads per rank %d, global batch %d frames of Si64 (64 atoms), kf_blocksize "
-          "%lld\n",
-          nranks, torch::get_num_threads(), batch, static_cast<long long>(blocksize));
-      std::printf(
-          "parameters N %lld in %lld blocks; covariance %.1f MiB on rank 0, %.1f MiB over all ranks\n",
-          static_cast<long long>(b.nparams), static_cast<long long>(nblocks),
-          static_cast<double>(b.p_bytes) / (1 << 20), static_cast<double>(p_total) / (1 << 20));
-      std::printf("run(): %.2f s for %lld steps, %.2f s for %lld steps\n", a.seconds,
-                  static_cast<long long>(warm), b.seconds, static_cast<long long>(warm + steps));
-      std::printf(
-          "per training step (%g Kalman steps: kf_update %s, nselect %d in groups of %d, energy_last %s):\n",
-          kalman_per_step, kalman.at("kf_update").get<std::string>().c_str(), kalman.at("nselect").get<int>(),
-          kalman.at("groupsize").get<int>(), kalman.at("energy_last").get<bool>() ? "true" : "false");
-      std::printf("  training step   %8.1f ms\n", 1e3 * step_s);
-      std::printf(
-          "  Kalman step     %8.1f ms   of which the filter update alone %.1f ms (measurement %.1f ms)\n",
-          1e3 * step_s / kalman_per_step, 1e3 * filter_s, 1e3 * (step_s / kalman_per_step - filter_s));
-      std::printf("  CPU time outside the collectives: %.1f ms on rank 0, %.1f ms on the busiest rank\n",
-                  1e3 * work_cpu, 1e3 * work_cpu_max);
-      std::printf(
-          "collectives per training step on rank 0 (payload bytes; transfer ms after the ranks met; wait ms "
-          "for the slowest rank before it):\n");
-      double comm_s = 0.0, wait_s = 0.0;
-      std::int64_t comm_bytes = 0;
-      for (const char* kind : {"grad", "small", "gather", "control", "bcast"}) {
-        const Tally t = diff(kind);
-        comm_s += t.seconds;
-        wait_s += t.wait;
-        comm_bytes += t.bytes;
-        std::printf("  %-8s calls %6.2f  bytes %11.0f  transfer ms %7.2f  wait ms %7.2f\n", kind,
-                    static_cast<double>(t.calls) / steps, static_cast<double>(t.bytes) / steps,
-                    1e3 * t.seconds / steps, 1e3 * t.wait / steps);
-      }
-      // Model (docs/mpi.md): per Kalman step allreduce(N float64) + allgather(N float64) + allreduce(2 +
-      // nblocks) float64 values, and one any() (4 bytes) per training step; nothing with one rank.
-      const double model_bytes =
-          nranks > 1
-              ? kalman_per_step * (8.0 * n + 8.0 * n + 8.0 * (2.0 + static_cast<double>(nblocks))) + 4.0
-              : 0.0;
-      std::printf("  total    bytes %.0f (model %.0f), transfer %.2f ms, wait %.2f ms per training step\n",
-                  static_cast<double>(comm_bytes) / steps, model_bytes, 1e3 * comm_s / steps,
-                  1e3 * wait_s / steps);
-      if (nranks > 1)
-        std::printf("the collectives of one Kalman step by themselves: %.3f ms\n", 1e3 * collectives_s);
-      std::printf(
-          "RESULT ranks %d step_ms %.1f kalman_step_ms %.1f filter_ms %.1f bytes_per_step %.0f "
-          "model_bytes_per_step %.0f transfer_ms_per_step %.2f wait_ms_per_step %.2f collectives_alone_ms "
-          "%.3f "
-          "work_cpu_ms_per_step %.1f\n",
-          nranks, 1e3 * step_s, 1e3 * step_s / kalman_per_step, 1e3 * filter_s,
-          static_cast<double>(comm_bytes) / steps, model_bytes, 1e3 * comm_s / steps, 1e3 * wait_s / steps,
-          1e3 * collectives_s, 1e3 * work_cpu_max);
-    }
+    r.filter_s = filter_update_seconds(doc0, r.blocksize, mpi, r.nblocks);
+    r.collectives_s = kalman_collectives_seconds(*mpi, r.b.nparams, r.nblocks);
+    if (mpi->is_root()) print_report(r);
     mpi->barrier();
-    if (root) fs::remove_all(tmp);
+    if (mpi->is_root()) fs::remove_all(tmp);
   }
   MPI_Finalize();
   return 0;

@@ -61,4 +61,32 @@ inline nlohmann::json checkpoint_meta(const DeepPot& model, std::int64_t step) {
   return {{"model", model->config().to_json()}, {"step", step}, {"optimizer", "LKF"}};
 }
 
+// A small se_e2_a model on silicon (si_mlearn's systems, absolute paths) trained for `steps` steps with
+// `optimizer`: "Adam", or "LKF" with a fixed p0 and small blocks, which pins the trajectories.
+inline nlohmann::json silicon_input(const std::vector<std::string>& train, const std::vector<std::string>& valid,
+                 const std::string& optimizer, std::int64_t steps) {
+  nlohmann::json doc = nlohmann::json::parse(R"({
+    "model": {
+      "type_map": ["Si"],
+      "descriptor": {"type": "se_e2_a", "rcut": 4.0, "rcut_smth": 1.0, "sel": "auto", "neuron": [8, 16],
+                     "axis_neuron": 4, "type_one_side": true, "seed": 3},
+      "fitting_net": {"neuron": [32, 32], "resnet_dt": true, "seed": 3}
+    },
+    "training": {"training_data": {"batch_size": 1}, "validation_data": {"batch_size": 4, "numb_btch": 100},
+                 "seed": 5, "disp_freq": 1000000, "save_freq": 1000000, "num_threads": 2}
+  })");
+  doc["training"]["training_data"]["systems"] = train;
+  doc["training"]["validation_data"]["systems"] = valid;
+  doc["training"]["numb_steps"] = steps;
+  if (optimizer == "Adam") {
+    doc["optimizer"] = {{"type", "Adam"},
+                        {"learning_rate", {{"start_lr", 1e-3}, {"stop_lr", 1e-4}, {"decay_steps", 20}}}};
+  } else {
+    // A fixed p0 (100) pins these runs' trajectories; the automatic p0 has its own tests.
+    doc["optimizer"] = {
+        {"type", "LKF"}, {"kf_blocksize", 512}, {"nselect", 12}, {"groupsize", 6}, {"p0", 100.0}};
+  }
+  return doc;
+}
+
 }  // namespace deepkf::test

@@ -1,5 +1,6 @@
-// End-to-end training tests on the real silicon dataset (../shared/datasets/si_mlearn): exact restarts,
-// clean stops on a signal, and RLEKF against Adam per epoch.
+// End-to-end training tests on the real silicon dataset (../shared/datasets/si_mlearn): RLEKF against Adam
+// per epoch, the held-out split, init_model, energy_last, the memory plan's stop, sys_probs and trainable.
+// Restarts and checkpoints: test_TrainerRestart.cpp.
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -14,8 +15,6 @@
 #include "src/data/DeepmdNpy.hpp"
 #include "src/geometry/NeighborList.hpp"
 #include "src/model/ModelFile.hpp"
-#include "src/train/Checkpoint.hpp"
-#include "src/train/StopSignal.hpp"
 #include "src/train/Trainer.hpp"
 #include "tests/support/Catch.hpp"
 #include "tests/support/TensorCompare.hpp"
@@ -27,36 +26,10 @@ using deepkf::TrainConfig;
 using deepkf::Trainer;
 using deepkf::TrainerOptions;
 using deepkf::test::config_of;
+using deepkf::test::silicon_input;
 using json = nlohmann::json;
 
 namespace {
-
-// A small se_e2_a model on silicon; `systems` are absolute paths.
-json small_input(const std::vector<std::string>& train, const std::vector<std::string>& valid,
-                 const std::string& optimizer, std::int64_t steps) {
-  json doc = json::parse(R"({
-    "model": {
-      "type_map": ["Si"],
-      "descriptor": {"type": "se_e2_a", "rcut": 4.0, "rcut_smth": 1.0, "sel": "auto", "neuron": [8, 16],
-                     "axis_neuron": 4, "type_one_side": true, "seed": 3},
-      "fitting_net": {"neuron": [32, 32], "resnet_dt": true, "seed": 3}
-    },
-    "training": {"training_data": {"batch_size": 1}, "validation_data": {"batch_size": 4, "numb_btch": 100},
-                 "seed": 5, "disp_freq": 1000000, "save_freq": 1000000, "num_threads": 2}
-  })");
-  doc["training"]["training_data"]["systems"] = train;
-  doc["training"]["validation_data"]["systems"] = valid;
-  doc["training"]["numb_steps"] = steps;
-  if (optimizer == "Adam") {
-    doc["optimizer"] = {{"type", "Adam"},
-                        {"learning_rate", {{"start_lr", 1e-3}, {"stop_lr", 1e-4}, {"decay_steps", 20}}}};
-  } else {
-    // A fixed p0 (100) pins these runs' trajectories; the automatic p0 has its own tests.
-    doc["optimizer"] = {
-        {"type", "LKF"}, {"kf_blocksize", 512}, {"nselect", 12}, {"groupsize", 6}, {"p0", 100.0}};
-  }
-  return doc;
-}
 
 // The closest distance between two atoms within rcut over every frame of a silicon system (periodic images
 // included) and the number of frames, from the neighbour lists of src/geometry.
@@ -90,173 +63,6 @@ std::pair<double, double> closest_pair(const std::string& system, double rcut) {
 
 }  // namespace
 
-namespace {
-
-// The run of `config` into a new folder `name`, stopped after its first step as if SIGTERM had arrived:
-// its options (to restart from) and its result.
-std::pair<TrainerOptions, deepkf::TrainResult> stop_after_first_step(
-    const TrainConfig& config, const std::string& name, const std::shared_ptr<deepkf::Communicator>& comm) {
-  TrainerOptions first;
-  first.output_dir = deepkf::test::make_temp_dir(name);
-  first.progress = 0;
-  Trainer stopped(config, first, comm);
-  deepkf::StopSignal::raise_for_test(15);
-  const auto part = stopped.run();
-  deepkf::StopSignal::reset();
-  return {first, part};
-}
-
-}  // namespace
-
-TEST_CASE("a run stopped by a signal restarts from its checkpoint to bit-identical weights",
-          "[train][restart]") {
-  const std::string si = deepkf::test::require_shared_dataset("si_mlearn");
-  const std::vector<std::string> train = {si + "/train/sys_Si12", si + "/train/sys_Si16",
-                                          si + "/train/sys_Si24"};
-  const std::vector<std::string> valid = {si + "/test"};
-  for (const std::string optimizer : {"LKF", "Adam"}) {
-    SECTION(optimizer) {
-      // On the CPU: a GPU sums the model's gradients with atomic additions, whose order (and so the last
-      // bits) changes from run to run, so there a restarted run matches an uninterrupted one to rounding
-      // only.
-      json doc = small_input(train, valid, optimizer, 8);
-      doc["device"] = "cpu";
-      const TrainConfig config = config_of(doc);
-      auto comm = deepkf::make_serial_communicator();
-
-      TrainerOptions straight;
-      straight.output_dir = deepkf::test::make_temp_dir("straight");
-      straight.progress = 0;
-      Trainer uninterrupted(config, straight, comm);
-      const auto full = uninterrupted.run();
-      REQUIRE(full.steps == 8);
-      REQUIRE_FALSE(full.interrupted);
-      CHECK(fs::exists(full.model));
-
-      // The same run, stopped after its first step as if SIGTERM had arrived, then restarted.
-      const auto [first, part] = stop_after_first_step(config, "stopped", comm);
-      REQUIRE(part.interrupted);
-      REQUIRE(part.steps == 1);
-      REQUIRE(fs::exists(part.checkpoint));
-      CHECK(part.model.empty());
-
-      TrainerOptions again = first;
-      again.restart = part.checkpoint;
-      Trainer resumed(config, again, comm);
-      CHECK(resumed.step() == 1);
-      const auto rest = resumed.run();
-      CHECK(rest.steps == 8);
-      INFO("largest weight difference between the restarted and the uninterrupted run");
-      CHECK(deepkf::test::max_abs_difference(resumed.flat_parameters(), uninterrupted.flat_parameters()) ==
-            0.0);
-    }
-  }
-}
-
-TEST_CASE("checkpoints written in the background leave training as it was and are said in the log",
-          "[train][checkpoint]") {
-  const std::string si = deepkf::test::require_shared_dataset("si_mlearn");
-  json doc = small_input({si + "/train/sys_Si12", si + "/train/sys_Si16"}, {si + "/test"}, "LKF", 7);
-  doc["device"] = "cpu";
-  doc["training"]["save_freq"] = 3;  // saves at steps 3 and 6 in the background, 7 (the last) at once
-  auto comm = deepkf::make_serial_communicator();
-  std::vector<std::vector<double>> weights;
-  for (const bool background : {false, true}) {
-    doc["training"]["save_in_background"] = background;
-    const auto o = deepkf::test::options_in(
-        deepkf::test::make_temp_dir(background ? "ckpt-background" : "ckpt-foreground"), true);
-    Trainer trainer(config_of(doc), o, comm);
-    const auto result = trainer.run();
-    weights.push_back(trainer.flat_parameters());
-    const std::string log = deepkf::test::read_text(o.output_dir + "/train.log");
-    INFO(log);
-    for (const int step : {3, 6}) {
-      const std::string copied = "at step " + std::to_string(step) + ": covariance copied in";
-      const std::string written = "written at step " + std::to_string(step) + " (";
-      CHECK((log.find(copied) != std::string::npos) == background);
-      CHECK(log.find(written) != std::string::npos);
-    }
-    CHECK(log.find("written at step 7 (") != std::string::npos);
-    CHECK(deepkf::read_checkpoint(result.checkpoint, torch::kCPU).meta.at("step") == 7);
-  }
-  INFO("largest weight difference between the runs with checkpoints in the foreground and the background");
-  CHECK(deepkf::test::max_abs_difference(weights[0], weights[1]) == 0.0);
-}
-
-TEST_CASE("enable_ema writes model_ema.pt, and a restart continues the average bit for bit", "[train][ema]") {
-  const std::string si = deepkf::test::require_shared_dataset("si_mlearn");
-  json doc = small_input({si + "/train/sys_Si12", si + "/train/sys_Si16"}, {si + "/test"}, "LKF", 6);
-  doc["device"] = "cpu";  // bit for bit: the CPU (see the test above)
-  doc["training"]["enable_ema"] = true;
-  doc["training"]["ema_decay"] = 0.8;
-  const TrainConfig config = config_of(doc);
-  auto comm = deepkf::make_serial_communicator();
-  using deepkf::test::model_file_weights;
-
-  const TrainerOptions straight = deepkf::test::options_in(deepkf::test::make_temp_dir("ema-straight"), true);
-  Trainer uninterrupted(config, straight, comm);
-  const auto full = uninterrupted.run();
-  REQUIRE(full.model_average == straight.output_dir + "/model_ema.pt");
-  REQUIRE(fs::exists(full.model_average));
-  CHECK(full.validation_average.e_count > 0);
-  const auto live = deepkf::load_model(full.model, torch::kCPU);
-  const auto averaged = deepkf::load_model(full.model_average, torch::kCPU);
-  // Other weights, the same statistics and energy bias.
-  CHECK(deepkf::test::max_abs_difference(model_file_weights(full.model),
-                                         model_file_weights(full.model_average)) > 0.0);
-  const auto lb = live.model->named_buffers(), ab = averaged.model->named_buffers();
-  for (const auto& b : lb) CHECK(torch::equal(b.value(), ab[b.key()]));
-
-  const auto [first, part] = stop_after_first_step(config, "ema-stopped", comm);
-  REQUIRE(part.interrupted);
-  TrainerOptions again = first;
-  again.restart = part.checkpoint;
-  Trainer resumed(config, again, comm);
-  const auto rest = resumed.run();
-  REQUIRE(fs::exists(rest.model_average));
-  INFO("largest difference between the averaged weights of the restarted and the uninterrupted run");
-  CHECK(deepkf::test::max_abs_difference(model_file_weights(rest.model_average),
-                                         model_file_weights(full.model_average)) == 0.0);
-}
-
-TEST_CASE("the automatic p0 is chosen once, recorded, and kept by a restart", "[train][restart][p0]") {
-  const std::string si = deepkf::test::require_shared_dataset("si_mlearn");
-  const std::vector<std::string> train = {si + "/train/sys_Si12", si + "/train/sys_Si24"};
-  json doc = small_input(train, {si + "/test"}, "LKF", 4);
-  doc["optimizer"].erase("p0");
-  const TrainConfig config = config_of(doc);
-  auto comm = deepkf::make_serial_communicator();
-  const auto resolved_p0 = [](const std::string& dir) {
-    std::ifstream in(dir + "/input.resolved.json");
-    return json::parse(in)["optimizer"]["p0"];
-  };
-
-  TrainerOptions straight;
-  straight.output_dir = deepkf::test::make_temp_dir("p0-straight");
-  straight.progress = 0;
-  Trainer uninterrupted(config, straight, comm);
-  uninterrupted.run();
-  const json p0 = resolved_p0(straight.output_dir);
-  REQUIRE(p0.is_number());
-  CHECK(p0.get<double>() > 0.0);
-
-  TrainerOptions first;
-  first.output_dir = deepkf::test::make_temp_dir("p0-stopped");
-  first.progress = 0;
-  first.pause_at = 2;
-  Trainer stopped(config, first, comm);
-  const auto part = stopped.run();
-  REQUIRE(part.steps == 2);
-  TrainerOptions again = first;
-  again.pause_at = 0;
-  again.restart = part.checkpoint;
-  Trainer resumed(config, again, comm);
-  resumed.run();
-  INFO("p0 of the uninterrupted run " << p0 << ", of the restarted run " << resolved_p0(first.output_dir));
-  CHECK(resolved_p0(first.output_dir) == p0);
-  CHECK(deepkf::test::max_abs_difference(resumed.flat_parameters(), uninterrupted.flat_parameters()) == 0.0);
-}
-
 TEST_CASE("RLEKF lowers the validation force error faster per epoch than Adam on silicon", "[train][rlekf]") {
   const std::string si = deepkf::test::require_shared_dataset("si_mlearn");
   const std::vector<std::string> train = {si + "/train"};
@@ -270,7 +76,7 @@ TEST_CASE("RLEKF lowers the validation force error faster per epoch than Adam on
     TrainerOptions options;
     options.output_dir = deepkf::test::make_temp_dir("compare");
     options.progress = 0;
-    json doc = small_input(train, valid, optimizer, epoch);
+    json doc = silicon_input(train, valid, optimizer, epoch);
     if (optimizer == "Adam")
       doc["optimizer"]["learning_rate"] = {{"start_lr", 1e-3}, {"stop_lr", 1e-5}, {"decay_steps", 50}};
     Trainer trainer(config_of(doc), options, comm);
@@ -287,7 +93,7 @@ TEST_CASE("RLEKF lowers the validation force error faster per epoch than Adam on
 
 TEST_CASE("training without validation data can hold out a seeded fraction", "[train][split]") {
   const std::string si = deepkf::test::require_shared_dataset("si_mlearn");
-  json doc = small_input({si + "/train/sys_Si63"}, {}, "LKF", 2);
+  json doc = silicon_input({si + "/train/sys_Si63"}, {}, "LKF", 2);
   doc["training"].erase("validation_data");
   doc["training"]["validation_fraction"] = 0.25;
   TrainerOptions options;
@@ -309,7 +115,7 @@ TEST_CASE("init_model starts from a trained model's weights and trains on", "[tr
   TrainerOptions first;
   first.output_dir = deepkf::test::make_temp_dir("init-a");
   first.progress = 0;
-  Trainer a(config_of(small_input({si + "/train/sys_Si16"}, {si + "/test/sys_Si24"}, "LKF", 4)), first, comm);
+  Trainer a(config_of(silicon_input({si + "/train/sys_Si16"}, {si + "/test/sys_Si24"}, "LKF", 4)), first, comm);
   const auto ra = a.run();
   REQUIRE(fs::exists(ra.model));
 
@@ -318,7 +124,7 @@ TEST_CASE("init_model starts from a trained model's weights and trains on", "[tr
   second.output_dir = deepkf::test::make_temp_dir("init-b");
   second.progress = 0;
   second.init_model = ra.model;
-  Trainer b(config_of(small_input({si + "/train/sys_Si24"}, {si + "/test/sys_Si24"}, "Adam", 3)), second,
+  Trainer b(config_of(silicon_input({si + "/train/sys_Si24"}, {si + "/test/sys_Si24"}, "Adam", 3)), second,
             comm);
   CHECK(deepkf::test::max_abs_difference(b.flat_parameters(), a.flat_parameters()) == 0.0);
   CHECK(b.step() == 0);
@@ -354,7 +160,7 @@ TEST_CASE("with energy_last a step ends on a second energy update, which fits th
     double rmse_e[2] = {0, 0};
     std::string display[2];
     for (const bool last : {true, false}) {
-      json doc = small_input({one}, {one}, "LKF", 1);
+      json doc = silicon_input({one}, {one}, "LKF", 1);
       doc["optimizer"]["energy_last"] = last;
       doc["optimizer"]["kf_update"] = update;
       doc["optimizer"]["log_filter"] = true;
@@ -386,7 +192,7 @@ TEST_CASE("with energy_last a step ends on a second energy update, which fits th
 TEST_CASE("a covariance that does not fit stops the run at set-up with the options that would fit",
           "[train][memory]") {
   // The shipped CP2K silicon data; the host's memory set to 8 MiB for this run.
-  json doc = small_input({std::string(DEEPKF_SOURCE_DIR) + "/data/si_cp2k.h5"}, {}, "RLEKF", 3);
+  json doc = silicon_input({std::string(DEEPKF_SOURCE_DIR) + "/data/si_cp2k.h5"}, {}, "RLEKF", 3);
   doc["training"].erase("validation_data");
   doc["optimizer"]["kf_blocksize"] = 5120;
   doc["optimizer"]["p_precision"] = "float64";
@@ -424,7 +230,7 @@ TEST_CASE("a covariance that does not fit stops the run at set-up with the optio
 TEST_CASE("training_data.sys_probs shares each epoch between the systems its paths expand to",
           "[train][probs]") {
   // One path, three systems (Si15: 5 frames, Si16: 6, Si8: 27); batch size 1, so 38 batches per epoch.
-  json doc = small_input({std::string(DEEPKF_SOURCE_DIR) + "/data/si_cp2k.h5"}, {}, "Adam", 2);
+  json doc = silicon_input({std::string(DEEPKF_SOURCE_DIR) + "/data/si_cp2k.h5"}, {}, "Adam", 2);
   doc["training"].erase("validation_data");
   doc["training"]["training_data"]["sys_probs"] = {0.5, -1, 0.25};
   TrainerOptions options;
@@ -473,7 +279,7 @@ TEST_CASE("trainable false keeps the embedding nets at their initial weights, wi
   auto comm = deepkf::make_serial_communicator();
   for (const std::string optimizer : {"RLEKF", "Adam"}) {
     INFO(optimizer);
-    json doc = small_input({si}, {}, optimizer, 3);
+    json doc = silicon_input({si}, {}, optimizer, 3);
     doc["training"].erase("validation_data");
     doc["model"]["descriptor"]["trainable"] = false;
     doc["model"]["fitting_net"]["trainable"] = {true, false, true};  // the second hidden layer frozen too

@@ -51,24 +51,15 @@ std::vector<std::string> train_systems() {
   return {si + "/train/sys_Si16", si + "/train/sys_Si24", si + "/train/sys_Si63"};
 }
 
-// The small se_e2_a model of test_Trainer.cpp, float64, RLEKF with p0 = 100, global batches of 4 frames.
-// The Kalman prefactors are constant (the defaults), so numb_steps does not change the steps before it and
-// a shorter run is a prefix of a longer one.
+// The small se_e2_a model of the trainer's tests (silicon_input), float64, RLEKF with p0 = 100, global
+// batches of 4 frames. The Kalman prefactors are constant (the defaults), so numb_steps does not change the
+// steps before it and a shorter run is a prefix of a longer one.
 json input_doc(const std::vector<std::string>& train, std::int64_t steps) {
-  json doc = json::parse(R"({
-    "model": {
-      "type_map": ["Si"],
-      "descriptor": {"type": "se_e2_a", "rcut": 4.0, "rcut_smth": 1.0, "sel": "auto", "neuron": [8, 16],
-                     "axis_neuron": 4, "type_one_side": true, "seed": 3, "precision": "float64"},
-      "fitting_net": {"neuron": [32, 32], "resnet_dt": true, "seed": 3}
-    },
-    "optimizer": {"type": "LKF", "kf_blocksize": 512, "nselect": 12, "groupsize": 6, "p0": 100.0},
-    "training": {"training_data": {"batch_size": 4}, "validation_data": {"batch_size": 3, "numb_btch": 2},
-                 "seed": 5, "disp_freq": 1000000, "save_freq": 1000000, "num_threads": 1}
-  })");
-  doc["training"]["training_data"]["systems"] = train;
-  doc["training"]["validation_data"]["systems"] = {si_dir() + "/test/sys_Si63"};
-  doc["training"]["numb_steps"] = steps;
+  json doc = deepkf::test::silicon_input(train, {si_dir() + "/test/sys_Si63"}, "LKF", steps);
+  doc["model"]["descriptor"]["precision"] = "float64";
+  doc["training"]["training_data"]["batch_size"] = 4;
+  doc["training"]["validation_data"].update({{"batch_size", 3}, {"numb_btch", 2}});
+  doc["training"]["num_threads"] = 1;
   return doc;
 }
 
