@@ -48,7 +48,11 @@ Measurement measure(const char* what, const torch::Tensor& pred, const torch::Te
   m.abs_sum = d.abs().sum().item<double>();
   // y = sum_c s_c pref pred_c / N  (/ components per frame for forces and virials)
   auto y = (s * pref * pred / n).sum();
-  if (divide_by_components) y = y / static_cast<double>(per_frame);
+  m.weights = s * pref / n;
+  if (divide_by_components) {
+    y = y / static_cast<double>(per_frame);
+    m.weights = m.weights / static_cast<double>(per_frame);
+  }
   m.y = y;
   return m;
 }

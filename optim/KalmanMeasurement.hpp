@@ -12,7 +12,10 @@
 namespace deepkf {
 
 struct Measurement {
-  torch::Tensor y;          // scalar, with graph; undefined when the rank has no frames
+  torch::Tensor y;  // scalar, with graph; undefined when the rank has no frames
+  // dy/d(prediction), shaped like the prediction, without graph: s_c pref / N (/ components per frame). A
+  // gradient taken without the prediction's graph (DifferenceGradients.hpp) starts from it.
+  torch::Tensor weights;
   double abs_sum = 0.0;     // sum_c |d_c|
   std::int64_t count = 0;   // number of components c
   std::int64_t frames = 0;  // number of frames B

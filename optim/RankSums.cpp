@@ -28,13 +28,21 @@ std::vector<torch::Tensor> sum_gradients(std::vector<torch::Tensor> grads,
 
 std::vector<std::vector<torch::Tensor>> measurement_gradients(const std::vector<Measurement>& ms,
                                                               const std::vector<torch::Tensor>& params,
-                                                              Communicator& comm) {
+                                                              Communicator& comm, LocalGradients given) {
   const auto m = ms.size();
+  given.resize(m);
+  // The graph is kept until the last measurement that takes its gradient from it.
+  std::size_t last_backward = 0;
+  for (std::size_t k = 0; k < m; ++k)
+    if (given[k].empty() && ms[k].y.defined()) last_backward = k;
   std::vector<torch::Tensor> all, shapes;
   for (std::size_t k = 0; k < m; ++k) {
     std::vector<torch::Tensor> g(params.size());
-    if (ms[k].y.defined()) {
-      g = torch::autograd::grad({ms[k].y}, params, {}, /*retain_graph=*/k + 1 < m, /*create_graph=*/false,
+    if (!given[k].empty()) {
+      g = std::move(given[k]);
+    } else if (ms[k].y.defined()) {
+      g = torch::autograd::grad({ms[k].y}, params, {}, /*retain_graph=*/k < last_backward,
+                                /*create_graph=*/false,
                                 /*allow_unused=*/true);
     }
     all.insert(all.end(), g.begin(), g.end());
@@ -51,9 +59,10 @@ std::vector<std::vector<torch::Tensor>> measurement_gradients(const std::vector<
 
 SummedMeasurements sum_measurements(const std::vector<Measurement>& ms,
                                     const std::vector<std::int64_t>& frames,
-                                    const std::vector<torch::Tensor>& params, Communicator& comm) {
+                                    const std::vector<torch::Tensor>& params, Communicator& comm,
+                                    LocalGradients given) {
   SummedMeasurements out;
-  out.grads = measurement_gradients(ms, params, comm);
+  out.grads = measurement_gradients(ms, params, comm, std::move(given));
   std::vector<double> sums;
   for (const auto& x : ms) {
     sums.push_back(x.abs_sum);

@@ -19,10 +19,13 @@ std::vector<torch::Tensor> sum_gradients(std::vector<torch::Tensor> grads,
                                          const std::vector<torch::Tensor>& params, Communicator& comm);
 
 // dy/dw of each measurement over `params`, summed over ranks in one reduction: [measurement][parameter].
-// The measurements may share one graph (it is kept until the last). Collective.
+// given[k], where not empty, is this rank's dy_k/dw taken already (without y's graph:
+// DifferenceGradients.hpp); the others are taken here by backward passes from y. The measurements may share
+// one graph (it is kept until the last backward pass). Collective.
+using LocalGradients = std::vector<std::vector<torch::Tensor>>;
 std::vector<std::vector<torch::Tensor>> measurement_gradients(const std::vector<Measurement>& ms,
                                                               const std::vector<torch::Tensor>& params,
-                                                              Communicator& comm);
+                                                              Communicator& comm, LocalGradients given = {});
 
 // The gradients as above and each measurement's innovation over the global batch of frames[k] frames
 // (the pieces summed over ranks in a second reduction). Collective.
@@ -32,6 +35,7 @@ struct SummedMeasurements {
 };
 SummedMeasurements sum_measurements(const std::vector<Measurement>& ms,
                                     const std::vector<std::int64_t>& frames,
-                                    const std::vector<torch::Tensor>& params, Communicator& comm);
+                                    const std::vector<torch::Tensor>& params, Communicator& comm,
+                                    LocalGradients given = {});
 
 }  // namespace deepkf

@@ -121,6 +121,10 @@ void read_measurements(const OptimizerInput& in, RlekfSettings& s) {
       filter_key("kf_update"), s.update,
       [](const std::string& v) { return v == "joint" || v == "sequential" || v == "auto"; },
       "must be \"joint\", \"sequential\" or \"auto\"");
+  s.force_gradient = in.get<std::string>(
+      filter_key("force_gradient"), s.force_gradient,
+      [](const std::string& v) { return v == "graph" || v == "difference" || v == "auto"; },
+      "must be \"graph\", \"difference\" or \"auto\"");
   // "auto" reads as "sequential" until decided() (the large-model settings replace what was left out).
   s.energy_last = energy_last.is_boolean() ? energy_last.get<bool>() : s.update != "joint";
 }
@@ -207,6 +211,12 @@ RlekfSettings RlekfSettings::decided(std::int64_t weights, double mean_frame_ato
   return s;
 }
 
+std::string RlekfSettings::force_gradient_for(bool float64_model) const {
+  if (force_gradient != "auto") return force_gradient;
+  // A one-sided difference loses about half of float32's digits (DifferenceGradients.hpp).
+  return update == "joint" && float64_model ? "difference" : "graph";
+}
+
 nlohmann::json RlekfSettings::to_json() const {
   nlohmann::json j = {
       {"type", "RLEKF"},
@@ -229,6 +239,7 @@ nlohmann::json RlekfSettings::to_json() const {
       {"energy_replay", energy_replay >= 0 ? nlohmann::json(energy_replay) : nlohmann::json("auto")},
       {"log_filter", log_filter},
       {"kf_update", update},
+      {"force_gradient", force_gradient},
       {"force_noise", noise_json(force_noise)},
       {"virial_noise", noise_json(virial_noise)},
       {"energy_share", share_json(energy_share)},

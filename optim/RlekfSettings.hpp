@@ -49,6 +49,14 @@ struct RlekfSettings {
   // While update is "auto": the keys of the large-model settings (kLargeModelKeys) the input left out; the
   // decision sets only these, and to_json leaves them out so that reading it back keeps them unset.
   std::vector<std::string> unset;
+  // How the gradient h = dy/dw of a force or virial measurement is taken (docs/rlekf.md, "Force gradients by
+  // difference"): "graph", by a backward pass through the forces' graph (a double backward, as DeePMD-kit's
+  // LKF); "difference", as a difference of energy gradients along the measurement's displacement
+  // (DifferenceGradients.hpp: first-order passes only); "auto" (the default): "difference" for the joint
+  // update of a float64 model, "graph" otherwise (resolved by the training step, force_gradient_for()).
+  std::string force_gradient = "auto";
+  // force_gradient with "auto" resolved for a model of this precision (and this->update decided).
+  std::string force_gradient_for(bool float64_model) const;
   // Relative measurement noise of force and virial measurements (AutoP0.hpp, auto_noise): a positive value
   // as given, 0: "auto" (chosen with p0 from the first batches); "none" (the default) is 1, every
   // measurement's noise L lambda as in DeePMD-kit.

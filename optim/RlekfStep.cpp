@@ -34,12 +34,23 @@ int replay_frames_of(const RlekfSettings& s, const StepResources& resources) {
                               : auto_energy_replay(resources.mean_frame_atoms, resources.mean_batch_frames);
 }
 
-// The settings with the memory plan's choices and the replay's count, and when restoring an automatic p0,
-// the checkpoint's value (P itself comes from the checkpoint; the value is what the resolved input reports).
-RlekfSettings resolved(RlekfSettings s, const MemoryPlan& plan, const StepResources& resources) {
+// The settings with the memory plan's choices, the replay's count and how force gradients are taken (for
+// a model of `precision`), and when restoring an automatic p0, the checkpoint's value (P itself comes from
+// the checkpoint; the value is what the resolved input reports).
+RlekfSettings resolved(RlekfSettings s, const MemoryPlan& plan, const StepResources& resources,
+                       torch::ScalarType precision) {
   s.blocksize = plan.blocksize;
   s.p_precision = plan.p_precision;
   s.energy_replay = replay_frames_of(s, resources);
+  // A restored run takes its gradients as it did (before force_gradient existed: through the graph).
+  if (s.force_gradient == "auto" && !resources.restored.is_null())
+    s.force_gradient = resources.restored.value("force_gradient", std::string("graph"));
+  s.force_gradient = s.force_gradient_for(precision == torch::kFloat64);
+  if (s.force_gradient == "difference" && precision != torch::kFloat64) {
+    throw ConfigError(
+        "optimizer: force_gradient \"difference\" needs a float64 model (the model's precision is float32, "
+        "whose differences of energy gradients lose too many digits): use \"graph\" or \"auto\"");
+  }
   if (!resources.restored.is_null()) {
     // A checkpoint written before the measurement noise existed was trained with none (1).
     const auto restored = [&](const char* key, double fallback) {
@@ -80,7 +91,11 @@ std::string RlekfStep::describe_update(const RlekfSettings& s, bool chosen) {
 
 MemoryPlan RlekfStep::plan(const RlekfSettings& asked, const DeepPot& model, int nranks,
                            const StepResources& resources) {
-  const RlekfSettings settings = decided(asked, model, resources);
+  return plan_decided(decided(asked, model, resources), model, nranks, resources);
+}
+
+MemoryPlan RlekfStep::plan_decided(const RlekfSettings& settings, const DeepPot& model, int nranks,
+                                   const StepResources& resources) {
   std::int64_t blocksize = settings.blocksize;
   std::string precision = settings.p_precision;
   if (!resources.restored.is_null()) {
@@ -110,11 +125,16 @@ MemoryPlan RlekfStep::plan(const RlekfSettings& asked, const DeepPot& model, int
 
 RlekfStep::RlekfStep(const RlekfSettings& settings, const StepConfig& cfg, DeepPot model,
                      std::shared_ptr<Communicator> comm, const StepResources& resources)
-    : plan_(plan(settings, model, comm->size(), resources)),
-      update_chosen_(settings.update == "auto"),
-      options_(resolved(decided(settings, model, resources), plan_, resources)),
+    : RlekfStep(decided(settings, model, resources), settings.update == "auto", cfg, model, std::move(comm),
+                resources) {}
+
+RlekfStep::RlekfStep(const RlekfSettings& settings, bool chosen, const StepConfig& cfg, const DeepPot& model,
+                     std::shared_ptr<Communicator> comm, const StepResources& resources)
+    : plan_(plan_decided(settings, model, comm->size(), resources)),
+      update_chosen_(chosen),
+      options_(resolved(settings, plan_, resources, model->config().precision)),
       numb_steps_(cfg.numb_steps),
-      model_(std::move(model)),
+      model_(model),
       params_(model_->trainable_parameters()),
       comm_(std::move(comm)),
       filter_(params_, kalman_options(options_), comm_),
@@ -133,74 +153,12 @@ RlekfStep::RlekfStep(const RlekfSettings& settings, const StepConfig& cfg, DeepP
 }
 
 std::string RlekfStep::describe() const {
-  return fmt::format("optimizer RLEKF: {} in {} blocks, {}, {} replayed frames per energy update; {}",
-                     model_->trained_text(), filter_.layout().num_blocks(),
-                     describe_update(options_, update_chosen_), options_.energy_replay, plan_.describe());
-}
-
-RlekfStep::Prefactors RlekfStep::prefactors(std::int64_t step) const {
-  const double t = static_cast<double>(step) / static_cast<double>(numb_steps_);
-  const auto& k = options_;
-  return {kalman_prefactor(k.start_pref_e, k.limit_pref_e, t),
-          kalman_prefactor(k.start_pref_f, k.limit_pref_f, t),
-          kalman_prefactor(k.start_pref_v, k.limit_pref_v, t)};
-}
-
-torch::Tensor RlekfStep::natoms(const Batch& b) const {
-  return torch::full(
-      {b.coord.size(0)}, static_cast<double>(b.coord.size(1)),
-      torch::TensorOptions().dtype(model_->config().precision).device(params_.front().device()));
-}
-
-Measurement RlekfStep::energy_of(const StepInput& in, double pe, const torch::Tensor& local_energy) {
-  Measurement sum;
-  const auto add = [&](const Batch& b, const torch::Tensor& given) {
-    if (b.coord.size(0) == 0) return;
-    const auto energy =
-        given.defined() ? given : model_->atomic_energy(b.coord, b.atype, b.nlist, b.shift).sum(1);
-    const Measurement m = energy_measurement(energy, b.energy, natoms(b), pe);
-    sum.y = sum.y.defined() ? sum.y + m.y : m.y;
-    sum.abs_sum += m.abs_sum;
-    sum.count += m.count;
-    sum.frames += m.frames;
-  };
-  add(in.local, local_energy);
-  for (const Batch& b : in.replay) add(b, torch::Tensor());
-  return sum;
-}
-
-Measurement RlekfStep::force_of(const StepInput& in, const torch::Tensor& atoms, double pf) {
-  const Batch& b = in.local;
-  if (b.coord.size(0) == 0) return {};
-  const auto out = model_->evaluate(b.coord, b.atype, b.nlist, b.shift, EvalOptions::training());
-  return force_of(b, out, atoms, pf);
-}
-
-Measurement RlekfStep::force_of(const Batch& b, const ModelOutput& out, const torch::Tensor& atoms,
-                                double pf) const {
-  const auto idx = atoms.unsqueeze(-1).expand({-1, -1, 3});
-  return force_measurement(out.force.gather(1, idx), b.force.gather(1, idx), natoms(b), pf);
-}
-
-Measurement RlekfStep::virial_of(const StepInput& in, double pv) {
-  const Batch& b = in.local;
-  if (b.coord.size(0) == 0) return {};
-  const auto out = model_->evaluate(b.coord, b.atype, b.nlist, b.shift, EvalOptions::training());
-  return virial_measurement(out.virial, b.virial, natoms(b), pv);
-}
-
-Measurement RlekfStep::with_noise(Measurement m, double rho) {
-  // Noise rho L lambda is noise L lambda for the measurement y / sqrt(rho), with e / sqrt(rho). "auto" (0)
-  // before prepare() chose it (a step taken without the probe) is no noise of its own: 1.
-  if (rho == 1.0 || rho <= 0.0) return m;
-  const double s = 1.0 / std::sqrt(rho);
-  if (m.y.defined()) m.y = m.y * s;
-  m.abs_sum *= s;
-  return m;
-}
-
-std::vector<torch::Tensor> RlekfStep::gradients(const Measurement& m) const {
-  return measurement_gradients({m}, params_, *comm_).front();
+  return fmt::format(
+      "optimizer RLEKF: {} in {} blocks, {}, force gradients {}, {} replayed frames per energy "
+      "update; {}",
+      model_->trained_text(), filter_.layout().num_blocks(), describe_update(options_, update_chosen_),
+      options_.force_gradient == "difference" ? "by difference" : "through the graph", options_.energy_replay,
+      plan_.describe());
 }
 
 ErrorMetrics RlekfStep::take(const StepInput& in) {
@@ -210,30 +168,27 @@ ErrorMetrics RlekfStep::take(const StepInput& in) {
   const Prefactors pref = prefactors(in.step);
   timing_.begin_step();
 
-  auto update = [&](const Measurement& m, std::int64_t frames, double share) {
-    update_one(sum_measurements({m}, {frames}, params_, *comm_), options_.share_at(share, in.step));
+  auto update = [&](Measured m, std::int64_t frames, double share) {
+    update_one(sum_measured({std::move(m)}, {frames}), options_.share_at(share, in.step));
   };
   const std::int64_t energy_frames = in.global_frames + in.replay_frames;
 
   // Energy measurement on the current weights.
-  update(energy_of(in, pref.energy), energy_frames, options_.energy_share);
+  update({energy_of(in, pref.energy), {}}, energy_frames, options_.energy_share);
   // Force measurements: groups of selected atoms, each on the weights updated by the step before.
   if (info.has_force && pref.force > 0.0) {
     // Every rank draws for the whole global batch and keeps its own frames' rows.
     const auto groups = selector_.select(in.first_frame, b.coord.size(0), in.global_frames, info.natoms,
                                          params_.front().device());
     for (const auto& atoms : groups)
-      update(with_noise(force_of(in, atoms, pref.force), options_.force_noise), in.global_frames,
-             options_.force_share);
+      update(force_measured(in, atoms, pref.force), in.global_frames, options_.force_share);
   }
   // Virial measurement when asked for and present.
-  if (info.has_virial && pref.virial > 0.0) {
-    update(with_noise(virial_of(in, pref.virial), options_.virial_noise), in.global_frames,
-           options_.virial_share);
-  }
+  if (info.has_virial && pref.virial > 0.0)
+    update(virial_measured(in, pref.virial), in.global_frames, options_.virial_share);
   // The force and virial updates move the energy too (most of all its per-atom offset, which they do not
   // see): measure it again on the weights the step leaves.
-  if (options_.energy_last) update(energy_of(in, pref.energy), energy_frames, options_.energy_share);
+  if (options_.energy_last) update({energy_of(in, pref.energy), {}}, energy_frames, options_.energy_share);
   timing_.end_step();
   return {};
 }

@@ -77,8 +77,32 @@ class RlekfStep final : public TrainingStep {
   Measurement virial_of(const StepInput& in, double pv);
   // The measurement with relative noise rho (RlekfSettings::force_noise): y and its error pieces / sqrt(rho).
   static Measurement with_noise(Measurement m, double rho);
+  // A measurement with its noise, and with force_gradient "difference" this rank's gradient h of it, taken
+  // without the forces' graph (DifferenceGradients.hpp); h empty: taken from y's graph when summed.
+  struct Measured {
+    Measurement m;
+    std::vector<torch::Tensor> h;
+  };
+  // The model on this rank's frames b as force and virial measurements need it: the forces' graph
+  // (force_gradient "graph") or the energy gradient beside forces without graph ("difference").
+  ModelOutput evaluate_for_forces(const Batch& b);
+  // The energy measurement on `out` (evaluate_for_forces, or empty: the energies evaluated here).
+  Measured energy_measured(const StepInput& in, double pe, const ModelOutput& out);
+  // Force and virial measurements from `out` of this rank's frames b, or from their own evaluation.
+  Measured force_measured(const Batch& b, const ModelOutput& out, const torch::Tensor& atoms, double pf);
+  Measured force_measured(const StepInput& in, const torch::Tensor& atoms, double pf);
+  Measured virial_measured(const Batch& b, const ModelOutput& out, double pv);
+  Measured virial_measured(const StepInput& in, double pv);
+  // sum_measurements (RankSums.hpp) of measurements with the gradients they carry. Collective.
+  SummedMeasurements sum_measured(std::vector<Measured> measured, const std::vector<std::int64_t>& frames);
   // kf_update "joint": every measurement of the step in one Kalman update (KalmanFilter::update_joint).
   ErrorMetrics take_joint(const StepInput& in);
+  // The constructor's work, with kf_update decided once (`chosen`: the input left it to "auto").
+  RlekfStep(const RlekfSettings& settings, bool chosen, const StepConfig& cfg, const DeepPot& model,
+            std::shared_ptr<Communicator> comm, const StepResources& resources);
+  // plan() for settings already decided.
+  static MemoryPlan plan_decided(const RlekfSettings& settings, const DeepPot& model, int nranks,
+                                 const StepResources& resources);
   // One measurement, summed over ranks, taken in one update: by its share where it has one (share at the
   // step already applied), else as a scalar update.
   void update_one(const SummedMeasurements& s, double share);

@@ -8,6 +8,9 @@
 #
 # The predictions are read with the Python module of the second build (build/python), on three random
 # 16-atom silicon cells, and compared with numpy.array_equal. Exits 1 when any pair differs.
+#
+# DEEPKF_COMPARE_NEW_KEYS='{...}' adds optimizer keys to the RLEKF runs of the second build only: keys the
+# first build does not know, set to what it did (e.g. '{"force_gradient": "graph"}').
 set -euo pipefail
 old=$(realpath "$1") new=$(realpath "$2") out=$3
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -21,14 +24,17 @@ variants=(
 )
 for v in "${variants[@]}"; do
   name=${v%%=*} keys=${v#*=}
-  /usr/bin/python3 - "$root" "$out/$name.json" "$keys" <<'PY'
+  /usr/bin/python3 - "$root" "$out/$name" "$keys" "${DEEPKF_COMPARE_NEW_KEYS:-{\}}" <<'PY'
 import json, sys
-root, path, keys = sys.argv[1:4]
+root, path, keys, new_keys = sys.argv[1:5]
 c = json.load(open(f"{root}/configs/si_cp2k.json"))
 c["optimizer"] = {"type": "Adam"} if keys == "adam" else {**c["optimizer"], **json.loads(keys)}
 c["training"].update(numb_steps=60, disp_freq=20, save_freq=30)
 c["training"]["training_data"]["systems"] = [f"{root}/data/si_cp2k.h5"]
-json.dump(c, open(path, "w"), indent=1)
+json.dump(c, open(f"{path}-old.json", "w"), indent=1)
+if keys != "adam":
+    c["optimizer"].update(json.loads(new_keys))
+json.dump(c, open(f"{path}-new.json", "w"), indent=1)
 PY
   for np in 1 2; do
     for which in old new; do
@@ -38,7 +44,7 @@ PY
       rm -rf "$dir"
       launch=()
       [ "$np" -gt 1 ] && launch=(mpirun -np "$np")
-      "${launch[@]}" "$exe" train "$out/$name.json" -o "$dir" > "$dir.log" 2>&1 || {
+      "${launch[@]}" "$exe" train "$out/$name-$which.json" -o "$dir" > "$dir.log" 2>&1 || {
         echo "$dir: deepkf train failed (log: $dir.log)"
         exit 1
       }

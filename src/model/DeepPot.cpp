@@ -214,7 +214,8 @@ ModelOutput DeepPotImpl::evaluate(const torch::Tensor& coord, const torch::Tenso
   const bool create_graph = options.create_graph, need_atom_virial = options.atom_virial;
   check_inputs(config_, coord, atype, nlist, shift);
   if (compressed()) {
-    if (create_graph) refuse_training("outputs differentiable with respect to the weights");
+    if (create_graph || options.energy_gradient)
+      refuse_training("outputs differentiable with respect to the weights");
     // The tables' kernel computes se_e2_a's and se_atten's T (DeepPotCompressed.cpp); se_e2_r and se_e3
     // evaluate their tables by LibTorch operations.
     if (table_kernel_ && coord.device().is_cpu() &&
@@ -236,8 +237,20 @@ ModelOutput DeepPotImpl::evaluate(const torch::Tensor& coord, const torch::Tenso
                                       compressed() ? &beyond_end : nullptr);
   out.energy = out.atom_energy.sum(1);
   // g_ij = dE/dr_ij, zero on empty slots
-  auto g = torch::autograd::grad({out.energy.sum()}, {rij}, {}, /*retain_graph=*/create_graph,
-                                 /*create_graph=*/create_graph)[0];
+  torch::Tensor g;
+  if (options.energy_gradient) {
+    // One backward pass to the pair vectors and the weights together.
+    std::vector<torch::Tensor> inputs = trainable_parameters();
+    inputs.insert(inputs.begin(), rij);
+    auto grads = torch::autograd::grad({out.energy.sum()}, inputs, {}, /*retain_graph=*/create_graph,
+                                       /*create_graph=*/create_graph, /*allow_unused=*/true);
+    g = grads.front();
+    for (std::size_t k = 1; k < grads.size(); ++k)
+      out.energy_gradient.push_back(grads[k].defined() ? grads[k] : torch::zeros_like(inputs[k]));
+  } else {
+    g = torch::autograd::grad({out.energy.sum()}, {rij}, {}, /*retain_graph=*/create_graph,
+                              /*create_graph=*/create_graph)[0];
+  }
   const auto mask = nlist.ge(0).unsqueeze(-1);
   g = torch::where(mask, g, torch::zeros({}, g.options()));
   // F_i = -dE/dx_i = sum_j g_ij (r_ij = x_j - x_i) ; F_j -= g_ij over every slot naming j

@@ -29,12 +29,17 @@ struct ModelOutput {
   // Compressed models: neighbour slots whose input lay beyond the end of the tables (evaluated on the
   // tables' tangent line there, docs/compression.md); 0 otherwise.
   std::int64_t beyond_table = 0;
+  // d(sum of the frames' energies)/dw per trainable parameter (trainable_parameters() order), only when
+  // asked for (EvalOptions::energy_gradient).
+  std::vector<torch::Tensor> energy_gradient;
 };
 
 // What DeepPot::evaluate computes besides energies, forces and the virial, by name rather than by bare flags.
 struct EvalOptions {
   bool create_graph = false;  // keep the outputs' graph for training (else they are detached)
   bool atom_virial = false;   // also the per-atom virial
+  // Also ModelOutput::energy_gradient, from the same backward pass that gives the forces (no graph kept).
+  bool energy_gradient = false;
   static EvalOptions training() {
     EvalOptions o;
     o.create_graph = true;
@@ -43,6 +48,11 @@ struct EvalOptions {
   static EvalOptions with_atom_virial(bool on = true) {
     EvalOptions o;
     o.atom_virial = on;
+    return o;
+  }
+  static EvalOptions with_energy_gradient() {
+    EvalOptions o;
+    o.energy_gradient = true;
     return o;
   }
 };
@@ -74,12 +84,12 @@ class DeepPotImpl : public torch::nn::Module {
   // virial (EvalOptions::atom_virial) gives each pair's term to the neighbour atom j, so it sums to the
   // virial. EvalOptions::create_graph keeps the graph of all outputs for training (double backward: the
   // outputs depend on the parameters; they are not differentiable with respect to coord); otherwise the
-  // outputs are detached. Centre types must lie
-  // in [0, ntypes) (not checked here: make_batch and the LAMMPS type mapping guarantee it). One host
-  // synchronisation per centre type (torch::nonzero groups the centres by type). A compressed model refuses
-  // create_graph (ModelError: training needs the nets); on the CPU it runs the tables' kernel
-  // (TabulatedDescriptor), elsewhere (or after set_table_kernel(false)) the tables evaluated by LibTorch
-  // operations in place of the embedding nets, forces by autograd as for the nets.
+  // outputs are detached; EvalOptions::energy_gradient adds d(sum E)/dw from the forces' own backward pass.
+  // Centre types must lie in [0, ntypes) (not checked here: make_batch and the LAMMPS type mapping guarantee
+  // it). One host synchronisation per centre type (torch::nonzero groups the centres by type). A compressed
+  // model refuses create_graph and energy_gradient (ModelError: training needs the nets); on the CPU it runs
+  // the tables' kernel (TabulatedDescriptor), elsewhere (or after set_table_kernel(false)) the tables
+  // evaluated by LibTorch operations in place of the embedding nets, forces by autograd as for the nets.
   ModelOutput evaluate(const torch::Tensor& coord, const torch::Tensor& atype, const torch::Tensor& nlist,
                        const torch::Tensor& shift, const EvalOptions& options = {});
 

@@ -11,9 +11,11 @@
 #include "src/data/Dataset.hpp"
 #include "src/model/Batch.hpp"
 #include "src/train/TrainConfig.hpp"
+#include "tests/optim/StepTestSupport.hpp"
 #include "tests/support/Catch.hpp"
 
 using Catch::Matchers::Contains;
+using deepkf::test::model_of;
 using json = nlohmann::json;
 
 namespace {
@@ -25,12 +27,6 @@ deepkf::TrainConfig config_with(const json& optimizer) {
     "training": {"training_data": {"systems": ["unused"]}, "numb_steps": 10}})");
   doc["optimizer"] = optimizer;
   return deepkf::TrainConfig::from_json(doc, "step-input.json", "/");
-}
-
-deepkf::DeepPot model_of(const deepkf::TrainConfig& cfg) {
-  auto mc = deepkf::ModelConfig::from_json(cfg.model);
-  mc.validate();
-  return deepkf::DeepPot(mc);
 }
 
 }  // namespace
