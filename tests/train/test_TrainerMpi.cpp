@@ -17,6 +17,7 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "src/core/Communicator.hpp"
@@ -200,11 +201,17 @@ TEST_CASE("the automatic p0 and force noise are the same on 2 ranks as on 1, and
   auto comm = world();
   REQUIRE(comm->size() == 2);
   // The sequential update (the default), and the joint update with the automatic force noise: its m
-  // gradients summed over the ranks in one reduction, A summed in block order.
-  for (const bool joint : {false, true}) {
-    INFO((joint ? "kf_update joint, force_noise auto" : "kf_update sequential"));
+  // gradients summed over the ranks in one reduction, A summed in block order. Its force gradients by
+  // difference divide the gradients' rounding (which depends on how the frames are split) by the
+  // difference's step, so 2 ranks and 1 agree to about 1e-8 there instead of 1e-14 (docs/mpi.md).
+  for (const auto& [joint, gradient, tolerance] :
+       {std::tuple{false, "graph", 1e-10}, std::tuple{true, "graph", 1e-10},
+        std::tuple{true, "difference", 1e-6}}) {
+    INFO((joint ? "kf_update joint, force_noise auto" : "kf_update sequential")
+         << ", force_gradient " << gradient);
     json doc = input_doc(train_systems(), 3);
     doc["optimizer"].erase("p0");
+    doc["optimizer"]["force_gradient"] = gradient;
     if (joint) {
       doc["optimizer"]["kf_update"] = "joint";
       doc["optimizer"]["force_noise"] = "auto";
@@ -213,11 +220,13 @@ TEST_CASE("the automatic p0 and force noise are the same on 2 ranks as on 1, and
       std::ifstream in(dir + "/input.resolved.json");
       return json::parse(in)["optimizer"];
     };
-    const std::string tag = std::string(joint ? "joint-" : "") + "rank" + std::to_string(comm->rank());
+    const std::string tag =
+        std::string(joint ? "joint-" : "") + gradient + "-rank" + std::to_string(comm->rank());
     const std::string serial_dir = deepkf::test::make_temp_dir("p0-serial-" + tag);
     Trainer serial(config_of(doc), options_in(serial_dir, true), deepkf::make_serial_communicator());
     serial.run();
-    const std::string dir = shared_temp_dir(*comm, joint ? "p0-mpi-joint" : "p0-mpi");
+    const std::string dir =
+        shared_temp_dir(*comm, std::string(joint ? "p0-mpi-joint-" : "p0-mpi-") + gradient);
     Trainer parallel(config_of(doc), options_in(dir, true), comm);
     parallel.run();
     const json p0_serial = resolved(serial_dir)["p0"];
@@ -233,7 +242,7 @@ TEST_CASE("the automatic p0 and force noise are the same on 2 ranks as on 1, and
       }
     }
     INFO("relative weight difference between 2 ranks and 1 rank with the automatic p0");
-    CHECK(relative_difference(parallel.flat_parameters(), serial.flat_parameters()) < 1e-10);
+    CHECK(relative_difference(parallel.flat_parameters(), serial.flat_parameters()) < tolerance);
   }
 }
 
