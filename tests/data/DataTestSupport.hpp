@@ -10,6 +10,8 @@
 
 #include "src/core/Error.hpp"
 #include "src/data/Dataset.hpp"
+#include "src/data/DeepmdHdf5.hpp"
+#include "src/data/DeepmdNpy.hpp"
 #include "src/data/NpyFile.hpp"
 #include "src/data/System.hpp"
 #include "tests/support/Catch.hpp"
@@ -111,6 +113,14 @@ inline void write_synthetic_system(const std::string& dir, const SyntheticArrays
   write_npy(set + "/energy.npy", {n}, a.energy.data());
   write_npy(set + "/force.npy", {n, c}, a.force.data());
   if (with_virial) write_npy(set + "/virial.npy", {n, 9}, a.virial.data());
+}
+
+// Every frame of the systems a reader opens.
+inline System read_npy_system(const std::string& dir) { return open_npy_system(dir)->read_all(); }
+inline std::vector<System> read_hdf5_systems(const std::string& path) {
+  std::vector<System> out;
+  for (const auto& source : open_hdf5_systems(path)) out.push_back(source->read_all());
+  return out;
 }
 
 }  // namespace deepkf::test

@@ -75,4 +75,30 @@ inline void save_format1_state(deepkf::KalmanFilter& kf, torch::serialize::Outpu
   archive.write("kalman", state);
 }
 
+// The m gradients and innovations of joint step s: columns of very different scales, as an energy and
+// force measurements have.
+struct JointStep {
+  std::vector<double> e;
+  std::vector<std::vector<torch::Tensor>> grads;
+};
+inline JointStep make_joint(const std::vector<torch::Tensor>& params, std::int64_t s, std::int64_t m) {
+  JointStep out;
+  for (std::int64_t k = 0; k < m; ++k) {
+    const double scale = k == 0 ? 1.0 : 0.05 * static_cast<double>(k);
+    out.grads.push_back(make_grads(params, 100 * s + k, scale));
+    out.e.push_back(make_innovation(7 * s + k));
+  }
+  return out;
+}
+
+// Blocks of 10, p0 2, lambda_0 0.95.
+inline KalmanOptions small_options(torch::ScalarType p_dtype) {
+  KalmanOptions options;
+  options.blocksize = 10;
+  options.p_dtype = p_dtype;
+  options.p0 = 2.0;
+  options.lambda0 = 0.95;
+  return options;
+}
+
 }  // namespace deepkf::test
