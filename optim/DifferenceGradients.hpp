@@ -10,7 +10,7 @@
 // one first-order pass (energy and its backward pass) per measurement, where the gradient through the
 // forces' graph is a double backward. One-sided, with eps such that no atom (pair vector) moves by more
 // than kDifferenceStep: on DeePMD-kit's water model in float64 h is within about 5e-6 (relative) of the
-// graph's and costs 0.4 of it (docs/benchmarks.md, "Force gradients by difference").
+// graph's and costs 0.46 of it (docs/benchmarks.md, "Force gradients by difference").
 #include <torch/types.h>
 
 #include <vector>
