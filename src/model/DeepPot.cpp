@@ -236,21 +236,18 @@ ModelOutput DeepPotImpl::evaluate(const torch::Tensor& coord, const torch::Tenso
   out.atom_energy = energy_from_pairs(rij, atype.narrow(1, 0, nloc), neighbour_types(atype, nlist),
                                       compressed() ? &beyond_end : nullptr);
   out.energy = out.atom_energy.sum(1);
-  // g_ij = dE/dr_ij, zero on empty slots
-  torch::Tensor g;
+  // g_ij = dE/dr_ij, zero on empty slots; with energy_gradient, d(sum E)/dw from the same backward pass.
+  std::vector<torch::Tensor> inputs{rij};
   if (options.energy_gradient) {
-    // One backward pass to the pair vectors and the weights together.
-    std::vector<torch::Tensor> inputs = trainable_parameters();
-    inputs.insert(inputs.begin(), rij);
-    auto grads = torch::autograd::grad({out.energy.sum()}, inputs, {}, /*retain_graph=*/create_graph,
-                                       /*create_graph=*/create_graph, /*allow_unused=*/true);
-    g = grads.front();
-    for (std::size_t k = 1; k < grads.size(); ++k)
-      out.energy_gradient.push_back(grads[k].defined() ? grads[k] : torch::zeros_like(inputs[k]));
-  } else {
-    g = torch::autograd::grad({out.energy.sum()}, {rij}, {}, /*retain_graph=*/create_graph,
-                              /*create_graph=*/create_graph)[0];
+    const auto weights = trainable_parameters();
+    inputs.insert(inputs.end(), weights.begin(), weights.end());
   }
+  const auto grads = torch::autograd::grad({out.energy.sum()}, inputs, {}, /*retain_graph=*/create_graph,
+                                           /*create_graph=*/create_graph,
+                                           /*allow_unused=*/options.energy_gradient);
+  auto g = grads.front();
+  for (std::size_t k = 1; k < grads.size(); ++k)
+    out.energy_gradient.push_back(grads[k].defined() ? grads[k] : torch::zeros_like(inputs[k]));
   const auto mask = nlist.ge(0).unsqueeze(-1);
   g = torch::where(mask, g, torch::zeros({}, g.options()));
   // F_i = -dE/dx_i = sum_j g_ij (r_ij = x_j - x_i) ; F_j -= g_ij over every slot naming j
