@@ -8,8 +8,10 @@
 //
 // Per repeat, on frame r of DATA: one training step (RlekfStep::take with the checkpoint's settings on a
 // batch of that frame: 2 energy and nselect / groupsize force updates) and, for each FORCE_ATOMS, the scoring
-// of that frame alone (score_frames: forward pass, 1 + 3k backward passes, the applications of P). Medians
-// are printed as a markdown row per FORCE_ATOMS, with the ratio scoring / training step.
+// of that frame alone (score_frames: forward pass, 1 + 3k backward passes, the applications of P), with the
+// force components' gradients through the graph and, for a float64 model, by difference of energy
+// gradients. Medians are printed as a markdown row per FORCE_ATOMS and way, with the ratio scoring /
+// training step.
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -74,9 +76,12 @@ int main(int argc, char** argv) {
   }
   auto step = make_training_step(cfg.step(), trained, comm);
 
+  std::vector<ForceGradients> ways{ForceGradients::kGraph};
+  if (config.precision == torch::kFloat64) ways.push_back(ForceGradients::kDifference);
   std::vector<double> train_s;
-  std::vector<std::vector<double>> score_s(force_atoms.size());
-  std::vector<std::int64_t> backward(force_atoms.size(), 0);
+  // Per (force atoms, way): index k * ways.size() + w.
+  std::vector<std::vector<double>> score_s(force_atoms.size() * ways.size());
+  std::vector<std::int64_t> backward(score_s.size(), 0);
   std::int64_t natoms = 0;
   for (int r = 0; r < repeats; ++r) {
     const FrameSubset& set = sets[static_cast<std::size_t>(r) % sets.size()];
@@ -86,9 +91,10 @@ int main(int argc, char** argv) {
     const Batch b = make_batch(frame, {0}, config, torch::kCPU, config.precision);
     const SystemInfo& info = set.info();
     train_s.push_back(seconds([&] { step->take(StepInput{b, info, 1, 0, r}); }));
-    for (std::size_t k = 0; k < force_atoms.size(); ++k) {
+    for (std::size_t k = 0; k < score_s.size(); ++k) {
       UncertaintyOptions options;
-      options.force_atoms = force_atoms[k];
+      options.force_atoms = force_atoms[k / ways.size()];
+      options.force_gradients = ways[k % ways.size()];
       ScoringResult result;
       score_s[k].push_back(seconds([&] {
         result = score_frames(ckpt.model, *filter,
@@ -100,13 +106,15 @@ int main(int argc, char** argv) {
   }
   const double t = median(train_s);
   std::printf(
-      "| data | atoms | parameters | threads | force atoms | backward passes | scoring (s/frame) | "
-      "training step (s) | ratio |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
-  for (std::size_t k = 0; k < force_atoms.size(); ++k) {
+      "| data | atoms | parameters | threads | force atoms | force gradients | backward passes | scoring "
+      "(s/frame) | training step (s) | ratio |\n|---|---:|---:|---:|---:|---|---:|---:|---:|---:|\n");
+  for (std::size_t k = 0; k < score_s.size(); ++k) {
     const double s = median(score_s[k]);
-    std::printf("| %s | %lld | %lld | %d | %s | %lld | %.3f | %.3f | %.2f |\n", data.c_str(),
+    const std::int64_t atoms = force_atoms[k / ways.size()];
+    std::printf("| %s | %lld | %lld | %d | %s | %s | %lld | %.3f | %.3f | %.2f |\n", data.c_str(),
                 static_cast<long long>(natoms), static_cast<long long>(ckpt.model->parameter_count()),
-                torch::get_num_threads(), force_atoms[k] > 0 ? std::to_string(force_atoms[k]).c_str() : "all",
+                torch::get_num_threads(), atoms > 0 ? std::to_string(atoms).c_str() : "all",
+                ways[k % ways.size()] == ForceGradients::kGraph ? "graph" : "difference",
                 static_cast<long long>(backward[k]), s, t, s / t);
   }
   return 0;

@@ -240,9 +240,6 @@ json TrainConfig::to_json() const {
 
 std::int64_t TrainConfig::calibration_frames_for(std::int64_t steps) const {
   if (calibration_frames != kCalibrationAuto) return calibration_frames;
-  // A frame costs 1.5 to 4 training steps (docs/uncertainty.md, Cost): one per 10 steps keeps the
-  // calibration at 15% to 40% of the run, also for a short one (none below 10 steps), and 64 frames bound
-  // it for long ones.
   return std::min<std::int64_t>(steps / 10, 64);
 }
 

@@ -69,10 +69,13 @@ struct TrainConfig {
   // Validation frames the predicted uncertainty is calibrated on at the end of an RLEKF run
   // (docs/uncertainty.md); 0: no calibration; kCalibrationAuto: calibration_frames_for(steps).
   static constexpr std::int64_t kCalibrationAuto = -1;
+  // With kCalibrationAuto, no new calibration frame is taken after this share of the training's wall time
+  // (once 8 are scored).
+  static constexpr double kCalibrationTimeShare = 0.1;
   std::int64_t calibration_frames = kCalibrationAuto;
-  // The frames calibrated on after `steps` training steps. "auto": one frame per 10 steps, at most 64
-  // (none below 10 steps), since a frame costs about 1.5 steps (docs/benchmarks.md, Uncertainty): the
-  // calibration adds about 15% to a run, short or long.
+  // The most frames calibrated on after `steps` training steps. "auto": one frame per 10 steps, at most 64
+  // (none below 10 steps); a frame costs 1.5 to 9 steps (docs/uncertainty.md, Cost), so the trainer also
+  // bounds the time (kCalibrationTimeShare).
   std::int64_t calibration_frames_for(std::int64_t steps) const;
 
   // After the last step, shift the per-type energy bias by the least-squares fit of the training frames'

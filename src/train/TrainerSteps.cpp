@@ -217,18 +217,25 @@ void Trainer::Impl::calibrate_uncertainty() {
     if (cfg.calibration_frames == TrainConfig::kCalibrationAuto) {
       log->info(
           "uncertainty calibration skipped: calibration_frames \"auto\" takes one frame per 10 steps, and "
-          "this run has {} (a frame costs 1.5 to 4 steps); set calibration_frames to calibrate anyway",
+          "this run has {}; set calibration_frames to calibrate anyway",
           step);
     }
     return;
   }
+  // "auto" stops taking new frames after a tenth of the training's wall time (each rank by its own clock).
+  const bool automatic = cfg.calibration_frames == TrainConfig::kCalibrationAuto;
+  const double budget = automatic ? TrainConfig::kCalibrationTimeShare * wall_seconds() : 0.0;
   const auto start = std::chrono::steady_clock::now();
   const auto fitted = calibrate(model, *filter, data.valid, frames, cfg.seed,
-                                fmt::format("the validation data at step {}", step), *comm);
+                                fmt::format("the validation data at step {}", step), *comm, budget);
   calibration = fitted.to_json();
-  log->info("uncertainty calibration on {}: s_e {:.4g}, s_f {:.4g} ({:.1f} s)", fitted.fitted_on,
-            fitted.energy, fitted.force,
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  log->info(
+      "uncertainty calibration on {}: s_e {:.4g}, s_f {:.4g} ({:.1f} s{})", fitted.fitted_on, fitted.energy,
+      fitted.force, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+      automatic ? fmt::format("; calibration_frames \"auto\": up to {} frames, new ones until {:.0f} s, "
+                              "a tenth of the training time",
+                              frames, budget)
+                : std::string());
 }
 
 }  // namespace deepkf

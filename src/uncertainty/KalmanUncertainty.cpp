@@ -8,6 +8,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "optim/DifferenceGradients.hpp"
 #include "src/core/Error.hpp"
 #include "src/core/Random.hpp"
 #include "src/eval/FrameErrors.hpp"
@@ -25,17 +26,22 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// One frame on the model with the graph of its energy and forces kept, giving the gradient of one scored
-// quantity at a time: quantity 0 is E / N, quantity 1 + 3 s + a is F_ia for the s-th scored atom i.
+// One frame on the model, giving the gradient of one scored quantity at a time: quantity 0 is E / N,
+// quantity 1 + 3 s + a is F_ia for the s-th scored atom i. Through the graph, the graph of the energy and
+// forces is kept for all of them; by difference, the energy's gradient G = dE/dw comes with the forces and
+// each F_ia = -dE/dx_ia takes -(G(x + eps e_ia) - G(x)) / eps.
 class FrameQuantities {
  public:
   FrameQuantities(DeepPot& model, const std::vector<torch::Tensor>& params, const FrameSubset& set,
-                  std::int64_t system, std::int64_t position, std::vector<std::int64_t> atoms)
-      : params_(params) {
+                  std::int64_t system, std::int64_t position, std::vector<std::int64_t> atoms,
+                  bool by_difference)
+      : model_(model), params_(params), by_difference_(by_difference) {
     const System frames = set.read({position});
     const auto& config = model->config();
-    const Batch b = make_batch(frames, {0}, config, params.front().device(), config.precision);
-    out_ = model->evaluate(b.coord, b.atype, b.nlist, b.shift, EvalOptions::training());
+    batch_ = make_batch(frames, {0}, config, params.front().device(), config.precision);
+    const Batch& b = batch_;
+    out_ = model->evaluate(b.coord, b.atype, b.nlist, b.shift,
+                           by_difference ? EvalOptions::with_energy_gradient() : EvalOptions::training());
     check_finite(set, position);
     score_.system = system;
     score_.frame = position;
@@ -50,6 +56,7 @@ class FrameQuantities {
 
   // dy/dw of quantity q, in the flat order of `layout`, written into row ([N] float64, CPU).
   void gradient(std::int64_t q, const BlockLayout& layout, torch::Tensor row) {
+    if (by_difference_) return layout.gather_into(difference_gradient(q), row);
     const torch::Tensor y =
         q == 0 ? energy_per_atom_
                : out_.force[0][score_.atoms[static_cast<std::size_t>((q - 1) / 3)]][(q - 1) % 3];
@@ -69,6 +76,21 @@ class FrameQuantities {
   FrameScore& score() { return score_; }
 
  private:
+  std::vector<torch::Tensor> difference_gradient(std::int64_t q) {
+    std::vector<torch::Tensor> h;
+    if (q == 0) {
+      for (const auto& g : out_.energy_gradient) h.push_back(g / static_cast<double>(score_.natoms));
+      return h;
+    }
+    // y = F_ia: the force measurement of atom i with weight 1 on component a.
+    const auto opts = torch::TensorOptions().device(batch_.coord.device());
+    const auto atom =
+        torch::full({1, 1}, score_.atoms[static_cast<std::size_t>((q - 1) / 3)], opts.dtype(torch::kInt64));
+    auto weights = torch::zeros({1, 1, 3}, opts.dtype(batch_.coord.scalar_type()));
+    weights[0][0][(q - 1) % 3] = 1.0;
+    return force_gradient_by_difference(model_, batch_, params_, out_.energy_gradient, atom, weights);
+  }
+
   void check_finite(const FrameSubset& set, std::int64_t position) const {
     const bool ok = torch::isfinite(out_.energy.detach()).all().item<bool>() &&
                     torch::isfinite(out_.force.detach()).all().item<bool>();
@@ -89,7 +111,10 @@ class FrameQuantities {
     for (const auto i : score_.atoms) score_.err_f.insert(score_.err_f.end(), d + 3 * i, d + 3 * i + 3);
   }
 
+  DeepPot& model_;
   const std::vector<torch::Tensor>& params_;
+  bool by_difference_ = false;
+  Batch batch_;
   ModelOutput out_;
   torch::Tensor energy_per_atom_;
   FrameScore score_;
@@ -171,6 +196,9 @@ ScoringResult score_frames(DeepPot model, KalmanFilter& filter, const std::vecto
   const auto params = model->trainable_parameters();
   const BlockLayout& layout = filter.layout();
   const auto nparams = layout.num_parameters();
+  const bool by_difference =
+      options.force_gradients == ForceGradients::kDifference ||
+      (options.force_gradients == ForceGradients::kAuto && model->config().precision == torch::kFloat64);
   // Frames are dealt to the ranks in turn: (set, position) of this rank's frames.
   std::vector<std::pair<std::int64_t, std::int64_t>> mine;
   std::int64_t item = 0;
@@ -185,6 +213,14 @@ ScoringResult score_frames(DeepPot model, KalmanFilter& filter, const std::vecto
 
   ScoringResult result;
   ScoringCost& cost = result.cost;
+  // With a time budget a rank stops taking frames once it has spent it and scored its share of min_frames;
+  // the rounds go on until every rank is done.
+  const auto scoring_start = std::chrono::steady_clock::now();
+  const std::int64_t min_here = (options.min_frames + comm.size() - 1) / comm.size();
+  const auto budget_spent = [&] {
+    return options.time_budget > 0.0 && cost.frames >= min_here &&
+           seconds_since(scoring_start) > options.time_budget;
+  };
   std::vector<FrameScore> done;
   std::unique_ptr<FrameQuantities> current;  // the frame whose quantities are being taken
   std::int64_t next_quantity = 0;
@@ -198,13 +234,13 @@ ScoringResult score_frames(DeepPot model, KalmanFilter& filter, const std::vecto
     std::vector<std::unique_ptr<FrameQuantities>> finished;         // frames all of whose rows are taken
     while (static_cast<std::int64_t>(owners.size()) < rows_per_rank) {
       if (!current) {
-        if (next_frame == mine.size()) break;
+        if (next_frame == mine.size() || budget_spent()) break;
         const auto [s, f] = mine[next_frame++];
         const std::uint64_t key = (static_cast<std::uint64_t>(s) << 40) + static_cast<std::uint64_t>(f);
         const auto natoms = sets[static_cast<std::size_t>(s)].info().natoms;
-        current =
-            std::make_unique<FrameQuantities>(model, params, sets[static_cast<std::size_t>(s)], s, f,
-                                              scored_atoms(natoms, options.force_atoms, options.seed, key));
+        current = std::make_unique<FrameQuantities>(
+            model, params, sets[static_cast<std::size_t>(s)], s, f,
+            scored_atoms(natoms, options.force_atoms, options.seed, key), by_difference);
         next_quantity = 0;
         ++cost.frames;
       }

@@ -5,9 +5,10 @@
 //   Var(y) = h^T P h = sum_i h_i^T P_i h_i   (one term per covariance block),
 // in units set by p0, lambda and the measurement normalisation; a calibration factor per quantity
 // (UncertaintyCalibration.hpp) turns it into eV/atom and eV/A. The quantities of a frame are its
-// energy per atom E/N and the three force components F_ia of each scored atom i: one backward pass each
-// (the forces' through the force graph), their gradients collected as rows of H and applied to P many at a
-// time (KalmanFilter::quadratic_forms reads P once per batch of rows).
+// energy per atom E/N and the three force components F_ia of each scored atom i: one backward pass each,
+// their gradients collected as rows of H and applied to P many at a time (KalmanFilter::quadratic_forms
+// reads P once per batch of rows). A force component's gradient is a double backward pass through the
+// forces' graph, or, for a float64 model, the difference of two energy gradients (optim/DifferenceGradients).
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -21,6 +22,11 @@
 
 namespace deepkf {
 
+// How the gradient of a force component is taken: kAuto is kDifference for a float64 model (one energy pass
+// per component, about 2.5 times cheaper on DeePMD-kit's water model, h within ~1e-5 relative of the
+// graph's) and kGraph otherwise (float32 would lose half the digits of the difference).
+enum class ForceGradients { kAuto, kGraph, kDifference };
+
 struct UncertaintyOptions {
   // Atoms whose force components are scored in each frame (3 backward passes each), drawn at random from
   // the seed and the frame; 0 (or at least the frame's atom count): every atom.
@@ -29,6 +35,11 @@ struct UncertaintyOptions {
   // Gradient rows each rank contributes to one application of P; 0: as many as 256 MiB of rows over all
   // ranks allows, at most 128 in all.
   std::int64_t columns = 0;
+  ForceGradients force_gradients = ForceGradients::kAuto;
+  // Seconds after which a rank takes no new frame once it has scored its share of min_frames (0: every
+  // frame). The frames are taken in the order given, so the caller orders them for a prefix to be useful.
+  double time_budget = 0.0;
+  std::int64_t min_frames = 0;
 };
 
 // One frame's predicted variances (uncalibrated: h^T P h in the filter's units) and its actual errors.
@@ -65,10 +76,11 @@ struct ScoringResult {
 std::vector<std::int64_t> scored_atoms(std::int64_t natoms, std::int64_t count, std::uint64_t seed,
                                        std::uint64_t key);
 
-// Scores every frame of `sets` (their types already those of the model's type map) with `model` and the
-// covariance of `filter`, whose parameters are the model's. Collective: frames are dealt to the ranks in
-// turn, each rank evaluates its own, the gradient rows are gathered and every rank applies its blocks
-// (KalmanFilter::quadratic_forms). Throws ModelError naming the frame for a non-finite prediction.
+// Scores every frame of `sets` (or, with a time budget, the frames each rank reached within it) (their types
+// already those of the model's type map) with `model` and the covariance of `filter`, whose parameters are
+// the model's. Collective: frames are dealt to the ranks in turn, each rank evaluates its own, the gradient
+// rows are gathered and every rank applies its blocks (KalmanFilter::quadratic_forms). Throws ModelError
+// naming the frame for a non-finite prediction.
 ScoringResult score_frames(DeepPot model, KalmanFilter& filter, const std::vector<FrameSubset>& sets,
                            const UncertaintyOptions& options, Communicator& comm);
 

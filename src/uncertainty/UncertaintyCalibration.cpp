@@ -1,5 +1,6 @@
 #include "src/uncertainty/UncertaintyCalibration.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "src/core/Error.hpp"
@@ -95,16 +96,37 @@ std::vector<FrameSubset> spread_frames(const std::vector<FrameSubset>& sets, std
   return out;
 }
 
+std::vector<FrameSubset> spread_order(const std::vector<FrameSubset>& sets) {
+  std::vector<FrameSubset> frames;
+  for (const auto& s : sets)
+    for (const auto f : s.frames) frames.push_back(FrameSubset{s.source, {f}});
+  const std::uint64_t n = frames.size();
+  int bits = 0;
+  while ((std::uint64_t{1} << bits) < n) ++bits;
+  std::vector<FrameSubset> out;
+  for (std::uint64_t i = 0; i < (std::uint64_t{1} << bits); ++i) {
+    std::uint64_t r = 0;  // i with its `bits` low bits reversed
+    for (int b = 0; b < bits; ++b) r |= ((i >> b) & 1u) << (bits - 1 - b);
+    if (r < n) out.push_back(frames[r]);
+  }
+  return out;
+}
+
 UncertaintyCalibration calibrate(DeepPot model, KalmanFilter& filter,
                                  const std::vector<FrameSubset>& labelled, std::int64_t count,
-                                 std::uint64_t seed, const std::string& what, Communicator& comm) {
-  const auto sets = spread_frames(labelled, count);
-  std::int64_t n = 0;
-  for (const auto& s : sets) n += s.nframes();
+                                 std::uint64_t seed, const std::string& what, Communicator& comm,
+                                 double time_budget) {
+  auto sets = spread_frames(labelled, count);
   UncertaintyOptions options;
   options.seed = seed;
+  if (time_budget > 0.0) {
+    sets = spread_order(sets);
+    options.time_budget = time_budget;
+    options.min_frames = std::min<std::int64_t>(8, count);
+  }
   const auto scored = score_frames(std::move(model), filter, sets, options, comm);
-  return UncertaintyCalibration::fit(scored.frames, std::to_string(n) + " frames of " + what);
+  return UncertaintyCalibration::fit(scored.frames,
+                                     std::to_string(scored.frames.size()) + " frames of " + what);
 }
 
 FrameSigma frame_sigma(const FrameScore& score, const UncertaintyCalibration& calibration) {

@@ -42,10 +42,17 @@ std::vector<FrameSubset> spread_frames(const std::vector<FrameSubset>& sets, std
 
 // The calibration of a trained model: scores up to `count` frames of `labelled` (evenly spread) with the
 // filter's covariance (score_frames, default options but `seed`) and fits the factors; fitted_on says
-// "N frames of WHAT". Collective.
+// "N frames of WHAT". With time_budget > 0 (seconds) the frames are taken in an order whose every prefix is
+// spread over the set, and scoring stops taking new ones once the budget is spent and at least
+// min(8, count) are scored. Collective.
 UncertaintyCalibration calibrate(DeepPot model, KalmanFilter& filter,
                                  const std::vector<FrameSubset>& labelled, std::int64_t count,
-                                 std::uint64_t seed, const std::string& what, Communicator& comm);
+                                 std::uint64_t seed, const std::string& what, Communicator& comm,
+                                 double time_budget = 0.0);
+
+// The frames of `sets`, one subset each, in the order 0, n/2, n/4, 3n/4, ... (bit-reversed positions), so
+// that the first k of them are spread over all n for every k.
+std::vector<FrameSubset> spread_order(const std::vector<FrameSubset>& sets);
 
 // A frame's predicted standard deviations: calibrated (eV/atom, eV/A) where the calibration has the factor,
 // else sqrt(h^T P h) in the filter's units. Per atom, sigma_f,i = sqrt(sum_a sigma_ia^2), the counterpart of

@@ -1,10 +1,12 @@
 // The Kalman uncertainty of a model's predictions: h^T P h of each frame's energy per atom and scored force
 // components against an independent computation that never differentiates with respect to the weights
 // (P = L L^T from the filter's dense blocks, h^T P h = sum_j (dy/dw . l_j)^2 with each directional derivative
-// from central differences of the model's energy and forces); the scored atoms; the calibration; and a
+// from central differences of the model's energy and forces), with the force components' gradients through
+// the forces' graph and by difference of energy gradients; the scored atoms; the calibration; and a
 // trained run's checkpoint and model file carrying the calibration it fitted on its validation frames.
 #include <torch/torch.h>  // before Catch2: glog's CHECK must not replace Catch2's
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <string>
@@ -89,7 +91,13 @@ TEST_CASE("h^T P h of energies and force components equals a dense P and finite 
     UncertaintyOptions opts;
     opts.force_atoms = 2;
     opts.columns = 5;  // rows of several frames share an application of P, and a frame spans two
+    opts.force_gradients = ForceGradients::kGraph;
     const auto result = score_frames(model, filter, two, opts, *make_serial_communicator());
+    // The float64 model's default: force components' gradients by difference of energy gradients.
+    opts.force_gradients = ForceGradients::kAuto;
+    const auto by_difference = score_frames(model, filter, two, opts, *make_serial_communicator());
+    REQUIRE(by_difference.frames.size() == 2);
+    CHECK(by_difference.cost.backward_passes == 2 * 7);
     REQUIRE(result.frames.size() == 2);
     CHECK(result.cost.backward_passes == 2 * 7);
     CHECK(result.cost.covariance_passes == 3);
@@ -130,6 +138,13 @@ TEST_CASE("h^T P h of energies and force components equals a dense P and finite 
       filter.layout().scatter(before, params);
       CHECK(s.var_e == Approx(q_ref[0]).epsilon(1e-6));
       for (std::size_t c = 0; c < 6; ++c) CHECK(s.var_f[c] == Approx(q_ref[1 + c]).epsilon(1e-6));
+      // By difference: the energy's row is the same gradient; a force row is a one-sided difference with
+      // the atom moved by 1e-7 A, whose error here is 2e-6 to 5e-4 of the variance (the largest on the
+      // smallest variances, 1e-3 of the frame's largest), a sign or component mix-up O(1).
+      const FrameScore& d = by_difference.frames[k];
+      REQUIRE(d.atoms == s.atoms);
+      CHECK(d.var_e == Approx(q_ref[0]).epsilon(1e-6));
+      for (std::size_t c = 0; c < 6; ++c) CHECK(d.var_f[c] == Approx(q_ref[1 + c]).epsilon(1e-3));
       // The frame's actual errors against its labels.
       const auto pred = predict(model, frame);
       CHECK(s.err_e ==
@@ -150,6 +165,58 @@ TEST_CASE("scored atoms: distinct, increasing, reproducible, every atom for 0", 
   CHECK(scored_atoms(50, 8, 7, 4) != a);  // another frame, other atoms (with near certainty)
   CHECK(scored_atoms(5, 0, 7, 3) == std::vector<std::int64_t>{0, 1, 2, 3, 4});
   CHECK(scored_atoms(5, 9, 7, 3).size() == 5);
+}
+
+TEST_CASE("spread order: every prefix spread over the frames, each frame once", "[uncertainty]") {
+  const auto sets = silicon_frames();
+  std::vector<std::pair<const FrameSource*, std::int64_t>> all;
+  for (const auto& s : sets)
+    for (const auto f : s.frames) all.emplace_back(s.source.get(), f);
+  const auto order = spread_order(sets);
+  REQUIRE(order.size() == all.size());
+  std::vector<std::size_t> positions;  // each ordered frame's position among all 31
+  for (const auto& o : order) {
+    REQUIRE(o.nframes() == 1);
+    const auto it = std::find(all.begin(), all.end(), std::make_pair(o.source.get(), o.frames[0]));
+    REQUIRE(it != all.end());
+    positions.push_back(static_cast<std::size_t>(it - all.begin()));
+  }
+  // The first k frames leave no gap wider than 4 n / k (in frame order; the end counts as position n),
+  // where the frames in their own order would leave n - k.
+  const std::size_t n = all.size();
+  REQUIRE(n >= 16);
+  for (const std::size_t k : {2, 4, 8, 16}) {
+    std::vector<std::size_t> prefix(positions.begin(), positions.begin() + static_cast<std::ptrdiff_t>(k));
+    std::sort(prefix.begin(), prefix.end());
+    prefix.push_back(n);
+    INFO("first " << k << " of " << n);
+    CHECK(prefix.front() == 0);
+    for (std::size_t i = 1; i < prefix.size(); ++i) CHECK(prefix[i] - prefix[i - 1] <= 4 * n / k);
+  }
+  std::sort(positions.begin(), positions.end());
+  for (std::size_t i = 0; i < positions.size(); ++i) CHECK(positions[i] == i);
+}
+
+TEST_CASE("scoring with a time budget stops taking frames once it is spent and min_frames are scored",
+          "[uncertainty]") {
+  DeepPot model(test::small_silicon_config(40));
+  KalmanOptions kalman;
+  kalman.blocksize = 64;
+  KalmanFilter filter(model->parameters(), kalman);
+  const auto order = spread_order(silicon_frames());
+  UncertaintyOptions options;
+  options.force_atoms = 1;
+  options.time_budget = 1e-9;  // spent before the first frame is done
+  options.min_frames = 3;
+  const auto comm = make_serial_communicator();
+  const auto result = score_frames(model, filter, order, options, *comm);
+  REQUIRE(result.frames.size() == 3);
+  for (std::int64_t k = 0; k < 3; ++k) {
+    CHECK(result.frames[static_cast<std::size_t>(k)].system == k);  // the first three of the order
+    CHECK(std::isfinite(result.frames[static_cast<std::size_t>(k)].var_e));
+  }
+  options.time_budget = 0.0;  // no budget: every frame
+  CHECK(score_frames(model, filter, order, options, *comm).frames.size() == order.size());
 }
 
 TEST_CASE("calibration: s^2 = sum err^2 / sum h^T P h, sigma per atom and per frame", "[uncertainty]") {

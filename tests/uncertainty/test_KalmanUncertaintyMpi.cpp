@@ -66,8 +66,10 @@ double max_relative_difference(const std::vector<double>& a, const std::vector<d
   return worst;
 }
 
-// The scores of the first 4 frames of every system with the covariance of checkpoint `path`, on `comm`.
-ScoringResult score(const std::string& path, std::shared_ptr<Communicator> comm) {
+// The scores of the first 4 frames of every system with the covariance of checkpoint `path`, on `comm`,
+// the force components' gradients taken `way`.
+ScoringResult score(const std::string& path, std::shared_ptr<Communicator> comm,
+                    ForceGradients way = ForceGradients::kAuto) {
   auto ckpt = read_checkpoint(path, torch::kCPU);
   auto filter = checkpoint_covariance(ckpt, path, comm);
   std::vector<FrameSubset> sets;
@@ -75,6 +77,7 @@ ScoringResult score(const std::string& path, std::shared_ptr<Communicator> comm)
   UncertaintyOptions options;
   options.force_atoms = 3;
   options.columns = 7;  // several applications of P, rows of two frames in some
+  options.force_gradients = way;
   return score_frames(ckpt.model, *filter, sets, options, *comm);
 }
 
@@ -109,8 +112,12 @@ TEST_CASE("checkpoints of 1 and 2 ranks scored on 1 and 2 ranks give the same va
     // The same checkpoint: the same gradients, and the per-block terms summed in block order.
     CHECK(max_relative_difference(variances(two_on_two), variances(two_on_one)) < 1e-12);
     CHECK(max_relative_difference(variances(one_on_two), variances(one_on_one)) < 1e-12);
-    // Checkpoints of 1 and 2 ranks: the training agrees to round-off (test_TrainerMpi.cpp).
-    CHECK(max_relative_difference(variances(two_on_one), variances(one_on_one)) < 1e-8);
+    // Checkpoints of 1 and 2 ranks: the training agrees to round-off (test_TrainerMpi.cpp). Through the
+    // graph the variances agree as closely; by difference (the float64 model's default) the 1e-7 A step
+    // divides the weights' round-off, as in the joint update (docs/mpi.md): 3e-7 measured.
+    CHECK(max_relative_difference(variances(score(two, serial, ForceGradients::kGraph)),
+                                  variances(score(one, serial, ForceGradients::kGraph))) < 1e-8);
+    CHECK(max_relative_difference(variances(two_on_one), variances(one_on_one)) < 1e-5);
     // And so do the calibrations fitted at the end of both runs.
     const auto c2 = UncertaintyCalibration::from_json(
         read_checkpoint(two, torch::kCPU).meta["uncertainty_calibration"], two);
