@@ -158,9 +158,20 @@ class KalmanFilter {
   // (a CPU or device tensor, packed [n_i (n_i + 1) / 2] or dense [n_i, n_i]).
   void load(torch::serialize::InputArchive& archive,
             const std::function<torch::Tensor(std::int64_t)>& read_block);
+  // The covariance's journal (optim/CovarianceJournal.hpp), for a checkpoint written from the live blocks
+  // while training goes on. begin_journal: false (nothing started) with several ranks or blocks on a device.
+  // load() replays a journal it finds in the archive (CovarianceJournal::write) on the blocks it reads.
+  bool begin_journal();
+  std::int64_t copy_block(std::int64_t block, void* into) const {
+    return cov_.copy_block(local(block), into);
+  }
+  CovarianceJournal end_journal() { return cov_.end_journal(); }
+  std::int64_t journal_bytes() const { return cov_.journal_bytes(); }
 
  private:
   void write_scalars(torch::serialize::OutputArchive& state) const;
+  // Brings the blocks load() has read up to date with the journal written beside them (none: nothing).
+  void replay(const CovarianceJournal& journal);
   // Rebuilds w everywhere from the owned range that this rank updated in flat (param dtype, [N]).
   void allgather_weights(torch::Tensor& flat);
   // Position of an owned block among this rank's blocks; OptimError naming the owner otherwise.

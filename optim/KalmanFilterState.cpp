@@ -77,6 +77,26 @@ void KalmanFilter::save(torch::serialize::OutputArchive& archive) {
 
 void KalmanFilter::load(torch::serialize::InputArchive& archive) { load(archive, nullptr); }
 
+bool KalmanFilter::begin_journal() {
+  if (comm_->size() > 1 || !device_.is_cpu()) return false;
+  cov_.begin_journal();
+  return true;
+}
+
+void KalmanFilter::replay(const CovarianceJournal& journal) {
+  if (journal.empty()) return;
+  const auto& blocks = layout_.blocks();
+  if (journal.held.size() != blocks.size())
+    throw OptimError("kalman optimizer state: the covariance journal covers " +
+                     std::to_string(journal.held.size()) + " blocks, the model has " +
+                     std::to_string(blocks.size()));
+  // A change's vectors span all weights: this rank's blocks start at their layout's begin.
+  std::vector<std::int64_t> begins;
+  for (std::int64_t i = first_block_; i < end_block_; ++i)
+    begins.push_back(blocks[static_cast<std::size_t>(i)].begin);
+  cov_.replay(journal, first_block_, begins);
+}
+
 void KalmanFilter::load(torch::serialize::InputArchive& archive,
                         const std::function<torch::Tensor(std::int64_t)>& read_block) {
   torch::NoGradGuard no_grad;
@@ -120,6 +140,7 @@ void KalmanFilter::load(torch::serialize::InputArchive& archive,
     }
     cov_.assign(local(i), block);
   }
+  replay(CovarianceJournal::read(archive));
   lambda_ = lambda;
   steps_ = steps;
   // The initial p0, the cap's unit; states written before the cap existed lack it, and the options' p0

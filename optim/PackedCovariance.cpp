@@ -3,7 +3,6 @@
 #include <torch/torch.h>
 
 #include <algorithm>
-#include <limits>
 #include <type_traits>
 
 #include "optim/PackedPanelForms.hpp"
@@ -82,9 +81,11 @@ torch::Tensor PackedCovariance::sweep(const torch::Tensor& h, std::vector<double
   auto K = torch::empty({offsets_.back()}, h.options());
   terms.assign(sizes_.size(), 0.0);
   if (sizes_.empty()) return K;
+  const Lock held = lock();
   if (pending_U_.defined()) flush();  // the scalar sweep applies rank-one updates only
   if (device_.is_cpu()) {
     sweep_cpu(h, K);
+    if (pending_K_.defined()) count_pending_applied();
     const double* hp = h.data_ptr<double>();
     const double* kp = K.data_ptr<double>();
     // h_j^T K_j, summed in index order.
@@ -109,6 +110,7 @@ torch::Tensor PackedCovariance::quadratic_forms(const torch::Tensor& H) {
                      std::to_string(offsets_.back()) + ", m] matrix on " + device_.str());
   const auto m = H.size(1);
   if (sizes_.empty() || m == 0) return torch::zeros({num_blocks(), m}, torch::kFloat64);
+  const Lock held = lock();
   flush();
   if (!device_.is_cpu()) {
     // Each block in dense row panels, one matrix product per panel for all m vectors (PackedPanelForms.hpp);
@@ -168,21 +170,40 @@ void PackedCovariance::sweep_cpu(const torch::Tensor& h, torch::Tensor& K) {
 }
 
 void PackedCovariance::defer_update(torch::Tensor K, double a, double lambda) {
+  const Lock held = lock();
   if (has_pending()) flush();
   pending_K_ = std::move(K);
   pending_inv_a_ = 1.0 / a;
   pending_inv_lambda_ = 1.0 / lambda;
+  if (journal_) {
+    CovarianceChange change;
+    change.kind = CovarianceChange::Kind::kRankOne;
+    change.values = pending_K_.to(torch::kCPU, torch::kFloat64, false, /*copy=*/true);
+    change.inv_a = pending_inv_a_;
+    change.inv_lambda = pending_inv_lambda_;
+    record(std::move(change));
+  }
 }
 
 void PackedCovariance::scale(double factor) {
+  const Lock held = lock();
   if (has_pending()) flush();
   for (auto& P : blocks_) P.mul_(factor);
+  if (journal_) {
+    CovarianceChange change;
+    change.kind = CovarianceChange::Kind::kScale;
+    change.factor = factor;
+    record(std::move(change));
+    for (auto& n : journal_->held) ++n;
+  }
 }
 
 void PackedCovariance::flush() {
   if (!has_pending()) return;
+  const Lock held = lock();
   if (device_.is_cpu()) {
     flush_cpu();
+    count_pending_applied();
   } else {
 #ifdef DEEPKF_WITH_CUDA
     if (pending_U_.defined()) {
@@ -212,6 +233,7 @@ void PackedCovariance::flush_block(std::size_t j) {
   });
   if (applied_.empty()) applied_.assign(sizes_.size(), 0);
   applied_[j] = 1;
+  if (journal_) ++journal_->held[j];
 }
 
 void PackedCovariance::flush_cpu() {
@@ -234,107 +256,8 @@ void PackedCovariance::flush_cpu() {
   });
 }
 
-torch::Tensor PackedCovariance::diagonal(std::size_t j) const {
-  auto diag = blocks_[j].index_select(0, diagonal_at_[j]).to(torch::kFloat64);
-  if (pending_K_.defined()) {
-    // (p_rr - K_r^2 / a) / lambda
-    const auto K = pending_K_.narrow(0, offsets_[j], sizes_[j]);
-    diag = (diag - K * K * pending_inv_a_) * pending_inv_lambda_;
-  } else if (pending_U_.defined() && !applied(j)) {
-    // (p_rr - sum_k U_rk^2) / lambda, the terms subtracted one at a time in k order (a reduction over k
-    // would round by the tensor's layout, which differs with the blocks a rank holds)
-    for (std::int64_t k = 0; k < pending_U_.size(0); ++k) {
-      const auto u = pending_U_[k].narrow(0, offsets_[j], sizes_[j]);
-      diag = diag - u * u;
-    }
-    diag = diag * pending_inv_lambda_;
-  }
-  return diag;
-}
-
-double PackedCovariance::diagonal_sum() const {
-  if (!device_.is_cpu()) {
-    double total = 0.0;
-#ifdef DEEPKF_WITH_CUDA
-    const auto stats = diagonal_stats_cuda();
-    const double* sums = stats[1].data_ptr<double>();
-    for (std::int64_t j = 0; j < num_blocks(); ++j) total += sums[j];  // in block order
-#endif
-    return total;
-  }
-  auto total = torch::zeros({}, torch::kFloat64);
-  for (std::size_t j = 0; j < sizes_.size(); ++j) total += diagonal(j).sum();
-  return total.item<double>();
-}
-
-std::vector<double> PackedCovariance::largest_diagonals() const {
-  std::vector<double> out(sizes_.size());
-  if (!device_.is_cpu()) {
-#ifdef DEEPKF_WITH_CUDA
-    const auto stats = diagonal_stats_cuda();
-    std::copy(stats[0].data_ptr<double>(), stats[0].data_ptr<double>() + num_blocks(), out.begin());
-#endif
-    return out;
-  }
-  // On the CPU a plain loop: the same values as diagonal(j), without a tensor per block and update.
-  const double* K = pending_K_.defined() ? pending_K_.data_ptr<double>() : nullptr;
-  const packed::RankUpdate joint = pending_joint();
-  with_dtype(dtype_, [&](auto zero) {
-    using T = decltype(zero);
-    for (std::size_t j = 0; j < sizes_.size(); ++j) {
-      const T* P = blocks_[j].data_ptr<T>();
-      const std::int64_t* at = diagonal_at_[j].data_ptr<std::int64_t>();
-      double m = -std::numeric_limits<double>::infinity();
-      for (std::int64_t r = 0; r < sizes_[j]; ++r) {
-        double p = static_cast<double>(P[at[r]]);
-        if (K != nullptr) {
-          const double k = K[offsets_[j] + r];
-          p = (p - k * k * pending_inv_a_) * pending_inv_lambda_;
-        } else if (joint.q > 0 && !applied(j)) {
-          for (int q = 0; q < joint.q; ++q) {
-            const double u = joint.U[q * joint.ld + offsets_[j] + r];
-            p -= u * u;
-          }
-          p *= pending_inv_lambda_;
-        }
-        m = std::max(m, p);
-      }
-      out[j] = m;
-    }
-  });
-  return out;
-}
-
-std::int64_t PackedCovariance::cap_diagonal(double cap, double release) {
-  if (sizes_.empty()) return 0;
-  const std::vector<double> largest = largest_diagonals();
-  const double target = cap * release;
-  std::int64_t scaled = 0;
-  for (std::size_t j = 0; j < sizes_.size(); ++j) {
-    if (!(largest[j] > cap)) continue;
-    const auto d = diagonal(j);
-    const auto above = d > target;
-    scaled += above.sum().item<std::int64_t>();
-    congruence(j, torch::where(above, (target / d).sqrt(), torch::ones_like(d)));
-  }
-  return scaled;
-}
-
-void PackedCovariance::congruence(std::size_t j, const torch::Tensor& s_in) {
-  flush_block(j);  // this block only: the others keep their update for the next sweep
-  const auto s = s_in.to(device_, torch::kFloat64).contiguous();
-  if (!device_.is_cpu()) {
-#ifdef DEEPKF_WITH_CUDA
-    scale_cuda(j, s);
-#endif
-    return;
-  }
-  for_each_chunk_of(j, [&](auto* P, const Task& task, std::int64_t) {
-    packed::scale_rows(P, sizes_[j], task.r0, task.r1, s.data_ptr<double>());
-  });
-}
-
 const torch::Tensor& PackedCovariance::packed(std::int64_t j) {
+  const Lock held = lock();
   flush();
   return blocks_.at(static_cast<std::size_t>(j));
 }
@@ -351,6 +274,8 @@ torch::Tensor PackedCovariance::dense(std::int64_t j) {
 }
 
 void PackedCovariance::assign(std::int64_t j, const torch::Tensor& block) {
+  const Lock held = lock();
+  if (journal_) throw OptimError("packed covariance: a block is assigned while a journal is kept");
   flush();
   const auto n = size(j);
   auto& target = blocks_.at(static_cast<std::size_t>(j));

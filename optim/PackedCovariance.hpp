@@ -17,11 +17,19 @@
 //
 // A joint step (m measurements at once, optim/PackedJointSweep.hpp) takes sweep_joint and leaves a rank-m
 // update P_j <- (P_j - U_j U_j^T) / lambda pending in the same way.
+//
+// A checkpoint can be written from the blocks while training goes on, with no second copy of P: between
+// begin_journal() and end_journal() every change of P is kept (optim/CovarianceJournal.hpp) and each block
+// counts the changes its stored values hold; copy_block() takes a block's values with that count, from
+// another thread, under the lock every change of P holds. replay() brings a loaded block up to date.
 #include <torch/types.h>
 
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <vector>
 
+#include "optim/CovarianceJournal.hpp"
 #include "optim/PackedJointSweep.hpp"
 #include "optim/PackedSweep.hpp"
 #include "optim/PackedTiles.hpp"
@@ -79,6 +87,25 @@ class PackedCovariance {
   // first. s: [n_j] float64 on the blocks' device.
   void congruence(std::size_t j, const torch::Tensor& s);
   bool has_pending() const { return pending_K_.defined() || pending_U_.defined(); }
+
+  // The journal (CPU blocks only; OptimError on a device, or when one is kept already). begin_journal
+  // starts keeping changes, the pending update first (a float32 P is flushed instead); copy_block may then
+  // be called from any thread: it copies block j's stored values (packed, bytes of size(j)'s triangle) to
+  // `into` and returns how many changes of the block's sequence they hold. end_journal returns the changes
+  // (held left empty) and stops keeping them; a float32 covariance is flushed there, so that it stands as a
+  // loaded copy will (float64 rounds alike either way).
+  void begin_journal();
+  std::int64_t copy_block(std::int64_t j, void* into) const;
+  CovarianceJournal end_journal();
+  bool journaling() const { return journal_ != nullptr; }
+  // Bytes of the changes the journal keeps now (0 without one).
+  std::int64_t journal_bytes() const;
+  // Brings loaded blocks up to date with a journal written beside them: block j, block first_block + j of
+  // the journal, applies the changes acting on it beyond the journal's held count, in order, by the kernels
+  // that made them in training, reading the changes' vectors from row row_begin[j] on (where the block
+  // starts among their rows). OptimError when the journal does not cover the blocks.
+  void replay(const CovarianceJournal& journal, std::int64_t first_block,
+              const std::vector<std::int64_t>& row_begin);
 
   std::int64_t num_blocks() const { return static_cast<std::int64_t>(sizes_.size()); }
   std::int64_t size(std::int64_t j) const { return sizes_[static_cast<std::size_t>(j)]; }
@@ -187,6 +214,21 @@ class PackedCovariance {
   // Applies the pending update to block j alone (CPU, joint update; otherwise all blocks are flushed).
   void flush_block(std::size_t j);
   torch::Tensor joint_workspace_;  // the joint sweep's partial sums, m times workspace_ (grown as needed)
+
+  // Held by every change of the stored values and by copy_block (recursive: public changes call each other).
+  using Lock = std::unique_lock<std::recursive_mutex>;
+  Lock lock() const { return Lock(*mutex_); }
+  std::unique_ptr<std::recursive_mutex> mutex_ = std::make_unique<std::recursive_mutex>();
+  // While a journal is kept: the changes so far, and per block how many of them its stored values hold.
+  struct Journal {
+    std::vector<CovarianceChange> changes;
+    std::vector<std::int64_t> held;
+  };
+  std::unique_ptr<Journal> journal_;
+  void record(CovarianceChange change);
+  void apply_change(std::size_t j, const CovarianceChange& change, std::int64_t offset);
+  // The pending update has just been applied to the blocks not applied() before (the sweeps, flush_cpu).
+  void count_pending_applied();
 };
 
 }  // namespace deepkf

@@ -25,6 +25,7 @@ torch::Tensor PackedCovariance::sweep_joint(const torch::Tensor& H, torch::Tenso
     gram = torch::zeros({0, m, m}, torch::kFloat64);
     return Y;
   }
+  const Lock held = lock();
   // The kernels apply a pending update of rank m only.
   if (pending_K_.defined() || (pending_U_.defined() && pending_U_.size(0) != m)) flush();
   if (!device_.is_cpu()) {
@@ -37,6 +38,7 @@ torch::Tensor PackedCovariance::sweep_joint(const torch::Tensor& H, torch::Tenso
     return Y;
   }
   sweep_joint_cpu(H, Y);
+  if (pending_U_.defined()) count_pending_applied();
   pending_U_ = torch::Tensor();  // applied by the sweep
   applied_.clear();
   gram = block_grams(H, Y);  // H_j^T Y_j
@@ -107,10 +109,18 @@ void PackedCovariance::defer_joint_update(torch::Tensor U, double lambda) {
       U.size(1) != offsets_.back() || U.size(0) < 1 || U.size(0) > packed::kMaxJoint || !U.is_contiguous())
     throw OptimError("packed covariance: a joint update needs a contiguous float64 [q, " +
                      std::to_string(offsets_.back()) + "] matrix on " + device_.str());
+  const Lock held = lock();
   if (has_pending()) flush();
   pending_U_ = std::move(U);
   applied_.clear();
   pending_inv_lambda_ = 1.0 / lambda;
+  if (journal_) {
+    CovarianceChange change;
+    change.kind = CovarianceChange::Kind::kJoint;
+    change.values = pending_U_.to(torch::kCPU, torch::kFloat64, false, /*copy=*/true);
+    change.inv_lambda = pending_inv_lambda_;
+    record(std::move(change));
+  }
 }
 
 }  // namespace deepkf

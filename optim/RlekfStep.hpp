@@ -58,6 +58,10 @@ class RlekfStep final : public TrainingStep {
   torch::ScalarType block_dtype() const override { return filter_.options().p_dtype; }
   void stream_blocks(const BlockSink& sink) override { filter_.stream_covariance(sink); }
   void load(torch::serialize::InputArchive& archive, const BlockSource& read_block) override;
+  bool begin_journal() override { return filter_.begin_journal(); }
+  std::int64_t copy_block(std::int64_t i, void* into) const override { return filter_.copy_block(i, into); }
+  CovarianceJournal end_journal() override { return filter_.end_journal(); }
+  std::int64_t journal_bytes() const override { return filter_.journal_bytes(); }
 
  private:
   struct Prefactors {

@@ -115,6 +115,17 @@ class TrainingStep {
   virtual void stream_blocks(const BlockSink& /*sink*/) {}
   // Restores what save() and stream_blocks() wrote; blocks missing from the archive come from read_block.
   virtual void load(torch::serialize::InputArchive& archive, const BlockSource& read_block) = 0;
+
+  // Checkpoints written while training goes on without a copy of the covariance (src/train/
+  // CheckpointSaver.hpp): begin_journal() starts keeping the covariance's changes (false: this step cannot,
+  // nothing started); copy_block(i, into) may then be called from another thread, copies block i's stored
+  // packed values to `into` and returns how many of the block's changes they hold; end_journal() returns
+  // the changes (optim/CovarianceJournal.hpp) and stops; journal_bytes() is what the changes take meanwhile.
+  // One rank only.
+  virtual bool begin_journal() { return false; }
+  virtual std::int64_t journal_bytes() const { return 0; }
+  virtual std::int64_t copy_block(std::int64_t /*i*/, void* /*into*/) const { return 0; }
+  virtual CovarianceJournal end_journal() { return {}; }
 };
 
 }  // namespace deepkf

@@ -43,9 +43,10 @@ using FilePtr = std::unique_ptr<std::FILE, FileCloser>;
   throw ModelError("checkpoint '" + path + "' is corrupt or truncated: " + what);
 }
 
-// The run record, model and optimizer state as one LibTorch archive, in memory.
-std::string archive_bytes(const DeepPot& model, const nlohmann::json& meta,
-                          torch::serialize::OutputArchive& optimizer) {
+}  // namespace
+
+std::string checkpoint_archive(const DeepPot& model, const nlohmann::json& meta,
+                               torch::serialize::OutputArchive& optimizer) {
   torch::serialize::OutputArchive weights;
   model->save(weights);
   torch::serialize::OutputArchive archive;
@@ -59,6 +60,8 @@ std::string archive_bytes(const DeepPot& model, const nlohmann::json& meta,
   });
   return bytes;
 }
+
+namespace {
 
 // Fills out's meta, model and optimizer from an archive already loaded.
 void read_archive(torch::serialize::InputArchive& archive, const std::string& path, torch::Device device,
@@ -113,7 +116,7 @@ CheckpointWriter::CheckpointWriter(const std::string& path, const DeepPot& model
   meta["format_version"] = kCheckpointFormatVersion;
   std::string archive;
   try {
-    archive = archive_bytes(model, meta, optimizer);
+    archive = checkpoint_archive(model, meta, optimizer);
   } catch (const c10::Error& e) {
     fail(e.what_without_backtrace());
   }
@@ -190,12 +193,18 @@ struct BlockEntry {
 struct StreamHeader {
   std::uint64_t length = 0;        // the header's bytes
   std::uint64_t archive_size = 0;  // the LibTorch archive's bytes, after the header
-  std::string archive_crc;         // empty before format 4
+  // Format 5 may place the archive after the covariance ("archive_offset", "covariance_offset": bytes from
+  // the file's start); 0: the order of format 4.
+  std::uint64_t archive_at = 0, covariance_at = 0;
+  std::string archive_crc;  // empty before format 4
   torch::ScalarType dtype = torch::kFloat64;
   bool packed = false;  // format 3 on: "packed_upper" triangles; format 2: dense blocks
   std::vector<BlockEntry> blocks;
 
-  std::uint64_t base() const { return 16 + length + archive_size; }  // the covariance section
+  std::uint64_t archive() const { return archive_at ? archive_at : 16 + length; }
+  std::uint64_t base() const {
+    return covariance_at ? covariance_at : 16 + length + archive_size;
+  }  // covariance
   // Values of a block of size n in the file.
   std::int64_t count(std::int64_t n) const { return packed ? n * (n + 1) / 2 : n * n; }
 };
@@ -218,6 +227,8 @@ StreamHeader read_stream_header(const std::string& path, std::FILE* f, std::uint
                                                                                   : torch::kFloat64;
     layout = header.at("covariance").value("layout", std::string("dense"));
     h.archive_crc = header.value("archive_crc32", std::string());
+    h.archive_at = header.value("archive_offset", std::uint64_t{0});
+    h.covariance_at = header.at("covariance").value("offset", std::uint64_t{0});
     for (const auto& b : header.at("covariance").at("blocks"))
       h.blocks.push_back({b.at(0).get<std::int64_t>(), b.at(1).get<std::int64_t>(),
                           b.size() > 2 ? b.at(2).get<std::string>() : std::string()});
@@ -227,7 +238,7 @@ StreamHeader read_stream_header(const std::string& path, std::FILE* f, std::uint
   if (layout != "dense" && layout != "packed_upper")
     corrupt(path, "unknown covariance layout '" + layout + "' in the header");
   h.packed = layout == "packed_upper";
-  if (h.archive_size > file_size - 16 - h.length)
+  if (h.archive() > file_size || h.archive_size > file_size - h.archive() || h.base() > file_size)
     corrupt(path, "archive of " + std::to_string(h.archive_size) + " bytes beyond the file's end");
   const auto elem = static_cast<std::uint64_t>(c10::elementSize(h.dtype));
   std::uint64_t end = h.base();
@@ -294,7 +305,9 @@ LoadedCheckpoint read_checkpoint(const std::string& path, torch::Device device) 
   const StreamHeader h =
       read_stream_header(path, f.get(), static_cast<std::uint64_t>(std::filesystem::file_size(path)));
   std::string bytes(h.archive_size, '\0');
-  if (std::fread(bytes.data(), 1, h.archive_size, f.get()) != h.archive_size) corrupt(path, "short archive");
+  if (std::fseek(f.get(), static_cast<long>(h.archive()), SEEK_SET) != 0 ||
+      std::fread(bytes.data(), 1, h.archive_size, f.get()) != h.archive_size)
+    corrupt(path, "short archive");
   if (!h.archive_crc.empty() && crc32_hex(bytes) != h.archive_crc)
     corrupt(path, "the model, optimizer state and run record do not match their checksum");
   try {

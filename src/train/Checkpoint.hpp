@@ -15,9 +15,12 @@
 //   n_i-1),
 //                       n_i (n_i + 1) / 2 values, little-endian, offset_i bytes into this section
 // The CRC-32 values (src/core/Checksum.hpp) are checked when the archive and each block are read: a rank
-// checks the blocks it reads. Still read: format 3 (the same without checksums), format 2 (dense blocks,
-// n_i x n_i values row-major, no "layout") and format 1 (a plain LibTorch archive with the blocks inside the
-// optimizer state).
+// checks the blocks it reads. Format 5 adds, for a checkpoint written from the live covariance while training
+// went on (src/train/JournalCheckpoint.hpp), "archive_offset" and covariance "offset" (bytes from the file's
+// start: the covariance first, the archive after it) and a covariance journal in the optimizer state
+// (optim/CovarianceJournal.hpp); without them it is format 4. Still read: format 3 (the same without
+// checksums), format 2 (dense blocks, n_i x n_i values row-major, no "layout") and format 1 (a plain LibTorch
+// archive with the blocks inside the optimizer state).
 #include <torch/serialize/input-archive.h>
 #include <torch/serialize/output-archive.h>
 
@@ -37,7 +40,12 @@
 
 namespace deepkf {
 
-constexpr int kCheckpointFormatVersion = 4;
+constexpr int kCheckpointFormatVersion = 5;
+
+// The run record, the model and the optimizer state as one LibTorch archive, in memory: a checkpoint's
+// archive section. meta must hold "format_version".
+std::string checkpoint_archive(const DeepPot& model, const nlohmann::json& meta,
+                               torch::serialize::OutputArchive& optimizer);
 
 struct LoadedCheckpoint {
   nlohmann::json

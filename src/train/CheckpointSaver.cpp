@@ -39,20 +39,24 @@ std::int64_t file_bytes(const std::string& path) {
 CheckpointSaver::Mode checkpoint_saver_mode(const nlohmann::json& value) {
   if (value.is_boolean())
     return value.get<bool>() ? CheckpointSaver::Mode::kBackground : CheckpointSaver::Mode::kForeground;
+  if (value == "journal") return CheckpointSaver::Mode::kJournal;
   return CheckpointSaver::Mode::kAuto;
 }
 
 CheckpointSaver::CheckpointSaver(Mode mode, WrittenCallback on_written)
     : mode_(mode), on_written_(std::move(on_written)) {}
 
-CheckpointSaver::~CheckpointSaver() { join(); }
+CheckpointSaver::~CheckpointSaver() {
+  journal_.reset();  // an unfinished journal checkpoint leaves the previous file in place
+  join();
+}
 
 void CheckpointSaver::join() {
   if (writer_.joinable()) writer_.join();
 }
 
 bool CheckpointSaver::use_background(const TrainingStep& step) const {
-  if (mode_ == Mode::kForeground) return false;
+  if (mode_ == Mode::kForeground || mode_ == Mode::kJournal) return false;
   const std::int64_t bytes =
       covariance_values(step) * static_cast<std::int64_t>(c10::elementSize(step.block_dtype()));
   if (bytes == 0) return false;  // nothing large to write
@@ -73,14 +77,56 @@ void CheckpointSaver::wait(Communicator& comm) {
   });
 }
 
+bool CheckpointSaver::use_journal(const TrainingStep& step, const Communicator& comm, bool last) const {
+  if (last || comm.size() != 1 || mode_ == Mode::kForeground || mode_ == Mode::kBackground) return false;
+  if (mode_ == Mode::kJournal) return true;
+  const std::int64_t bytes =
+      covariance_values(step) * static_cast<std::int64_t>(c10::elementSize(step.block_dtype()));
+  return bytes >= kMinBackgroundBytes && !buffer_.defined() && !use_background(step);
+}
+
+CheckpointSaver::Report CheckpointSaver::complete_journal(const DeepPot& model, const nlohmann::json& meta,
+                                                          const WeightAverage* average,
+                                                          double waited_before) {
+  const auto start = Clock::now();
+  auto journal = std::move(journal_);
+  Report report;
+  report.begun_at = journal_step_;
+  journal->complete(model, meta, average);
+  report.waited = waited_before + seconds_since(start);
+  report.seconds = seconds_since(journal_start_);
+  report.bytes = file_bytes(journal->path());
+  return report;
+}
+
+std::optional<CheckpointSaver::Report> CheckpointSaver::poll(const DeepPot& model,
+                                                             const std::function<nlohmann::json()>& meta,
+                                                             const WeightAverage* average) {
+  if (!journal_ || !(journal_->blocks_written() || journal_->journal_full())) return std::nullopt;
+  return complete_journal(model, meta(), average, 0.0);
+}
+
 CheckpointSaver::Report CheckpointSaver::save(const std::string& path, std::int64_t step_number,
                                               const DeepPot& model, const nlohmann::json& meta,
                                               TrainingStep& step, Communicator& comm,
                                               const WeightAverage* average, bool last) {
   const auto start = Clock::now();
+  // A journal checkpoint still in flight (one rank) becomes this save's: its blocks are waited for and it
+  // is completed at this step.
+  if (journal_) return complete_journal(model, meta, average, 0.0);
   wait(comm);  // one write at a time: the previous one may still be renaming its file over `path`
   Report report;
   const bool root = comm.rank() == 0;
+  if (use_journal(step, comm, last)) {
+    journal_ = JournalCheckpoint::start(path, step);
+    if (journal_) {
+      journal_step_ = step_number;
+      journal_start_ = start;
+      report.background = report.journal = true;
+      report.waited = seconds_since(start);
+      return report;
+    }
+  }
   report.background = root && !last && use_background(step);
   if (report.background && !buffer_.defined()) {
     const std::int64_t values = covariance_values(step);

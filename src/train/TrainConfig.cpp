@@ -103,8 +103,10 @@ void read_run_settings(const json& doc, const json& t, TrainConfig& c) {
   c.save_freq = get_or<int>(t, "save_freq", c.save_freq, "training", file);
   require(c.save_freq >= 1, file, "training.save_freq", json(c.save_freq), "must be at least 1");
   c.save_in_background = t.value("save_in_background", c.save_in_background);
-  require(c.save_in_background == "auto" || c.save_in_background.is_boolean(), file,
-          "training.save_in_background", c.save_in_background, "must be \"auto\", true or false");
+  require(c.save_in_background == "auto" || c.save_in_background == "journal" ||
+              c.save_in_background.is_boolean(),
+          file, "training.save_in_background", c.save_in_background,
+          "must be \"auto\", \"journal\", true or false");
   c.disp_file = get_or<std::string>(t, "disp_file", c.disp_file, "training", file);
   c.save_ckpt = get_or<std::string>(t, "save_ckpt", c.save_ckpt, "training", file);
   c.device = get_or<std::string>(doc, "device", c.device, "", file);

@@ -101,8 +101,9 @@ struct Trainer::Run {
   // validation, learning curve and log.
   void display(ErrorMetrics trn, const BatchRef& ref);
   // A checkpoint at save_freq, at the end (with the final energy bias, calibration and model file) or at a
-  // stop signal.
-  void save(bool last, bool stop);
+  // stop signal. `completed`: a journal checkpoint of this very step was completed after it; it stands for
+  // this save unless the end of the run changes the model first.
+  void save(bool last, bool stop, bool completed);
   // The model file, once: at the end before the last checkpoint (it is small and what the run is for, so a
   // checkpoint that fails then, a full disk say, loses nothing), or after a run paused early.
   void write_model_file();
@@ -243,17 +244,18 @@ void Trainer::Run::write_model_file() {
   model_written = true;
 }
 
-void Trainer::Run::save(bool last, bool stop) {
+void Trainer::Run::save(bool last, bool stop, bool completed) {
   if (const auto p = first_nonfinite_parameter(m.model); p >= 0)
     throw diverged(m.step, fmt::format("parameter tensor {} of the model holds non-finite values", p));
   // The last checkpoint and the model file carry the final energy bias and the calibration of the weights
   // they hold.
-  if (last && !stop && m.step == m.cfg.numb_steps) {
+  const bool end = last && !stop && m.step == m.cfg.numb_steps;
+  if (end) {
     m.change_energy_bias();
     m.calibrate_uncertainty();
     write_model_file();
   }
-  m.write_checkpoint_now(ckpt_path, last || stop);
+  if (!completed || end) m.write_checkpoint_now(ckpt_path, last || stop);
   result.checkpoint = ckpt_path;
   last_checkpoint = fmt::format("{} (step {})", ckpt_path, m.step);
 }
@@ -290,7 +292,8 @@ TrainResult Trainer::Run::loop() {
     if (m.step % m.cfg.disp_freq == 0 || last || m.step == 1) display(trn, ref);
     progress->update(m.step, fmt::format("rmse_f {:.3e}", result.training.rmse_f()));
     const bool stop = m.comm->any(StopSignal::requested());
-    if (m.step % m.cfg.save_freq == 0 || last || stop) save(last, stop);
+    const bool completed = m.complete_checkpoint();
+    if (m.step % m.cfg.save_freq == 0 || last || stop) save(last, stop, completed);
     if (stop) {
       progress->clear();
       m.log->info("stopped by signal {} at step {}; checkpoint {} (continue with --restart)",

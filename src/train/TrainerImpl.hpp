@@ -94,6 +94,11 @@ struct Trainer::Impl {
   // `last`: the run's last checkpoint, complete on return; others may be written in the background
   // (training.save_in_background).
   void write_checkpoint_now(const std::string& path, bool last);
+  // After every step: completes a journal checkpoint whose covariance is written (CheckpointSaver::poll);
+  // true when it did.
+  bool complete_checkpoint();
+  // The checkpoint's run record at the step now.
+  nlohmann::json checkpoint_meta() const;
   // The log's line for a checkpoint written (bytes -1: size unknown), `how` after the seconds ("" or " in
   // the background").
   static std::string checkpoint_written(const std::string& path, std::int64_t step, std::int64_t bytes,

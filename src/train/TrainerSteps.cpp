@@ -148,7 +148,7 @@ json Trainer::Impl::provenance() const {
   return p;
 }
 
-void Trainer::Impl::write_checkpoint_now(const std::string& path, bool last) {
+json Trainer::Impl::checkpoint_meta() const {
   json meta;
   meta["step"] = step;
   meta["epoch"] = sampler->epoch();
@@ -163,10 +163,43 @@ void Trainer::Impl::write_checkpoint_now(const std::string& path, bool last) {
   meta["ranks"] = comm->size();
   meta["wall_seconds"] = wall_seconds();  // a restart's learning curve goes on from it
   if (!calibration.is_null()) meta["uncertainty_calibration"] = calibration;
-  const auto report = saver->save(path, step, model, meta, *optimizer, *comm, average.get(), last);
+  return meta;
+}
+
+// A journal checkpoint's line: when it began, and that the covariance was written while training went on.
+static std::string journal_how(const CheckpointSaver::Report& report) {
+  return fmt::format(
+      "; begun at step {}, the covariance written from the live blocks in {:.1f} s while "
+      "training went on",
+      report.begun_at, report.seconds);
+}
+
+bool Trainer::Impl::complete_checkpoint() {
+  const auto report = saver->poll(
+      model, [&] { return checkpoint_meta(); }, average.get());
+  if (report && root())
+    log->info("{}", checkpoint_written(out(cfg.save_ckpt), step, report->bytes, report->waited,
+                                       journal_how(*report)));
+  return report.has_value();
+}
+
+void Trainer::Impl::write_checkpoint_now(const std::string& path, bool last) {
+  const auto report =
+      saver->save(path, step, model, checkpoint_meta(), *optimizer, *comm, average.get(), last);
   // Training waits while the checkpoint is written (for RLEKF, the whole covariance, unless a thread writes
   // it): the log says how long.
   if (!root()) return;
+  if (report.begun_at >= 0) {
+    log->info("{}", checkpoint_written(path, step, report.bytes, report.waited, journal_how(report)));
+    return;
+  }
+  if (report.journal) {
+    log->info(
+        "checkpoint {} at step {}: the covariance is written from the live blocks while training goes "
+        "on ({:.1f} s; its changes kept meanwhile), the checkpoint completes at a later step",
+        path, step, report.waited);
+    return;
+  }
   if (report.background) {
     log->info("checkpoint {} at step {}: covariance copied in {:.1f} s, written in the background", path,
               step, report.waited);

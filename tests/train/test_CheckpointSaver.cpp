@@ -1,11 +1,15 @@
 // Checkpoints written in the background (src/train/CheckpointSaver.hpp): the file holds the covariance as it
 // was at the save while the filter goes on updating it, one write is in flight at a time, the last
 // checkpoint is complete when save() returns, the foreground mode writes before returning, and a write that
-// fails in the thread fails the run at the next wait, naming the file.
+// fails in the thread fails the run at the next wait, naming the file. A journal checkpoint
+// (src/train/JournalCheckpoint.hpp) holds P as it is when it completes, and a filter loaded from it goes on
+// as the one that wrote it, bit for bit.
 #include <torch/torch.h>
 
+#include <chrono>
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "optim/KalmanFilter.hpp"
@@ -63,7 +67,12 @@ class FilterStep final : public deepkf::TrainingStep {
     return sizes;
   }
   void stream_blocks(const deepkf::BlockSink& sink) override { kf->stream_covariance(sink); }
-  void load(torch::serialize::InputArchive&, const deepkf::BlockSource&) override {}
+  void load(torch::serialize::InputArchive& archive, const deepkf::BlockSource& read_block) override {
+    kf->load(archive, read_block);
+  }
+  bool begin_journal() override { return kf->begin_journal(); }
+  std::int64_t copy_block(std::int64_t i, void* into) const override { return kf->copy_block(i, into); }
+  deepkf::CovarianceJournal end_journal() override { return kf->end_journal(); }
 
   std::unique_ptr<KalmanFilter> kf;
   std::vector<torch::Tensor> shapes;
@@ -178,5 +187,98 @@ TEST_CASE("a background checkpoint that cannot be completed fails the run at the
   fs::remove_all(out);  // the folder goes away under the writer: its rename cannot succeed
   CHECK_THROWS_WITH(saver.wait(*comm), Contains(path));
   CHECK_NOTHROW(saver.wait(*comm));  // reported once
+  fs::remove_all(dir);
+}
+
+namespace {
+
+// Polls until the journal checkpoint in flight completes (its thread writes a few small blocks).
+CheckpointSaver::Report poll_until_complete(CheckpointSaver& saver, deepkf::DeepPot& model,
+                                            std::int64_t step) {
+  for (int tries = 0; tries < 2000; ++tries) {
+    if (auto done = saver.poll(
+            model, [&] { return deepkf::test::checkpoint_meta(model, step); }, nullptr))
+      return *done;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  FAIL("the journal checkpoint did not complete within 10 s");
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE(
+    "a journal checkpoint holds P as it is when it completes, and a filter loaded from it goes on alike",
+    "[train][checkpoint][journal]") {
+  torch::manual_seed(6);
+  const std::string dir = deepkf::test::make_temp_dir("checkpoint-journal");
+  const std::string path = dir + "/model.ckpt";
+  deepkf::DeepPot model(deepkf::test::small_silicon_config(8));
+  FilterStep step(model);
+  step.advance(0.1);
+  auto comm = deepkf::make_serial_communicator();
+  CheckpointSaver saver(CheckpointSaver::Mode::kJournal, nullptr);
+  const auto report =
+      saver.save(path, 5, model, deepkf::test::checkpoint_meta(model, 5), step, *comm, nullptr, false);
+  CHECK(report.journal);
+  CHECK(report.background);
+  // The filter goes on while the thread writes; the checkpoint completes after these updates.
+  for (int k = 0; k < 3; ++k) step.advance(0.2 * (k + 1));
+  const auto done = poll_until_complete(saver, model, 8);
+  CHECK(done.begun_at == 5);
+  CHECK(done.bytes == static_cast<std::int64_t>(fs::file_size(path)));
+  auto ckpt = deepkf::read_checkpoint(path, torch::kCPU);
+  CHECK(ckpt.meta.at("step") == 8);
+  CHECK(ckpt.meta.at("format_version") == deepkf::kCheckpointFormatVersion);
+  deepkf::DeepPot copy(deepkf::test::small_silicon_config(8));
+  FilterStep loaded(copy);
+  loaded.load(ckpt.optimizer, ckpt.covariance_block);
+  const auto live = step.blocks(), restored = loaded.blocks();
+  REQUIRE(live.size() == restored.size());
+  for (std::size_t i = 0; i < live.size(); ++i) {
+    INFO("block " << i);
+    CHECK(torch::equal(live[i], restored[i]));
+  }
+  // export-style readers see every block's checksum hold.
+  for (std::int64_t i = 0; i < ckpt.covariance_blocks; ++i) CHECK_NOTHROW(ckpt.covariance_block(i));
+  std::size_t files = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir)) ++files;
+  CHECK(files == 1);
+  fs::remove_all(dir);
+}
+
+TEST_CASE(
+    "a save while a journal checkpoint is in flight completes it there, and an unfinished one is dropped",
+    "[train][checkpoint][journal]") {
+  torch::manual_seed(7);
+  const std::string dir = deepkf::test::make_temp_dir("checkpoint-journal-save");
+  const std::string path = dir + "/model.ckpt";
+  deepkf::DeepPot model(deepkf::test::small_silicon_config(8));
+  FilterStep step(model);
+  auto comm = deepkf::make_serial_communicator();
+  {
+    CheckpointSaver saver(CheckpointSaver::Mode::kJournal, nullptr);
+    REQUIRE(saver.save(path, 2, model, deepkf::test::checkpoint_meta(model, 2), step, *comm, nullptr, false)
+                .journal);
+    step.advance(0.3);
+    const auto last =
+        saver.save(path, 3, model, deepkf::test::checkpoint_meta(model, 3), step, *comm, nullptr, true);
+    CHECK(last.begun_at == 2);
+    CHECK(deepkf::read_checkpoint(path, torch::kCPU).meta.at("step") == 3);
+    CHECK(step.kf->begin_journal());  // the journal ended: a new one can begin
+    step.kf->end_journal();
+    // One left in flight when the saver goes: the file stays as it was, and the journal ends.
+    REQUIRE(saver.save(path, 4, model, deepkf::test::checkpoint_meta(model, 4), step, *comm, nullptr, false)
+                .journal);
+    step.advance(0.4);
+  }
+  CHECK(deepkf::read_checkpoint(path, torch::kCPU).meta.at("step") == 3);
+  CHECK_NOTHROW(step.advance(0.5));
+  CHECK(step.kf->begin_journal());
+  step.kf->end_journal();
+  std::size_t files = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir)) ++files;
+  CHECK(files == 1);  // no temporary file left behind
+  CHECK(deepkf::checkpoint_saver_mode("journal") == CheckpointSaver::Mode::kJournal);
   fs::remove_all(dir);
 }

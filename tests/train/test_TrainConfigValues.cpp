@@ -257,3 +257,16 @@ TEST_CASE("batch_size takes DeePMD-kit's forms: a number, auto, auto:N, max:N, o
   doc["training"]["training_data"]["batch_size"] = "filter:32";
   CHECK_THAT(error_of(doc), Catch::Contains("DeePMD-kit's \"filter:N\" is not supported by deepkf"));
 }
+
+TEST_CASE("save_in_background is \"auto\", \"journal\", true or false", "[train][config]") {
+  for (const json value : {json("auto"), json("journal"), json(true), json(false)}) {
+    json doc = minimal();
+    doc["training"]["save_in_background"] = value;
+    CHECK(TrainConfig::from_json(doc, "in.json", "/tmp").save_in_background == value);
+  }
+  json doc = minimal();
+  doc["training"]["save_in_background"] = "sometimes";
+  CHECK(error_of(doc) ==
+        "'training.save_in_background' in in.json is \"sometimes\": must be \"auto\", "
+        "\"journal\", true or false");
+}

@@ -1,6 +1,6 @@
-// Exact restarts on the real silicon dataset (../shared/datasets/si_mlearn): a run stopped by a signal, the
-// averaged weights (enable_ema) and the automatic p0 go on bit for bit from their checkpoint; checkpoints
-// written in the background leave training as it was.
+// Exact restarts on the real silicon dataset (../shared/datasets/si_mlearn): a run stopped by a signal, a
+// journal checkpoint (src/train/JournalCheckpoint.hpp), the averaged weights (enable_ema) and the automatic
+// p0 go on bit for bit from their checkpoint; checkpoints written in the background leave training as it was.
 #include <filesystem>
 #include <fstream>
 
@@ -187,4 +187,49 @@ TEST_CASE("the automatic p0 is chosen once, recorded, and kept by a restart", "[
   INFO("p0 of the uninterrupted run " << p0 << ", of the restarted run " << resolved_p0(first.output_dir));
   CHECK(resolved_p0(first.output_dir) == p0);
   CHECK(deepkf::test::max_abs_difference(resumed.flat_parameters(), uninterrupted.flat_parameters()) == 0.0);
+}
+
+TEST_CASE("journal checkpoints complete a step later, leave training as it was, and restore bit for bit",
+          "[train][restart][journal]") {
+  const std::string si = deepkf::test::require_shared_dataset("si_mlearn");
+  for (const std::string update : {"sequential", "joint"}) {
+    SECTION(update) {
+      json doc = silicon_input({si + "/train/sys_Si12", si + "/train/sys_Si16"}, {si + "/test"}, "LKF", 8);
+      doc["device"] = "cpu";
+      doc["optimizer"]["kf_update"] = update;
+      doc["training"]["save_freq"] = 4;
+      auto comm = deepkf::make_serial_communicator();
+      doc["training"]["save_in_background"] = false;
+      const auto straight = deepkf::test::options_in(deepkf::test::make_temp_dir("journal-straight"));
+      Trainer uninterrupted(config_of(doc), straight, comm);
+      uninterrupted.run();
+
+      // The journal checkpoint begun at step 4 completes at step 5 (its blocks are written well within a
+      // step here), where the run pauses: that checkpoint is the one the pause leaves.
+      doc["training"]["save_in_background"] = "journal";
+      auto first = deepkf::test::options_in(deepkf::test::make_temp_dir("journal-paused"));
+      first.pause_at = 5;
+      Trainer paused(config_of(doc), first, comm);
+      const auto part = paused.run();
+      REQUIRE(part.steps == 5);
+      const std::string log = deepkf::test::read_text(first.output_dir + "/train.log");
+      INFO(log);
+      CHECK(log.find("at step 4: the covariance is written from the live blocks") != std::string::npos);
+      CHECK(log.find("written at step 5 (") != std::string::npos);
+      CHECK(log.find("begun at step 4, the covariance written from the live blocks") != std::string::npos);
+      CHECK(deepkf::read_checkpoint(part.checkpoint, torch::kCPU).meta.at("step") == 5);
+
+      auto again = first;
+      again.pause_at = 0;
+      again.restart = part.checkpoint;
+      Trainer resumed(config_of(doc), again, comm);
+      CHECK(resumed.step() == 5);
+      resumed.run();
+      INFO(
+          "largest weight difference between the run restored from a journal checkpoint and the straight "
+          "one");
+      CHECK(deepkf::test::max_abs_difference(resumed.flat_parameters(), uninterrupted.flat_parameters()) ==
+            0.0);
+    }
+  }
 }
