@@ -8,15 +8,7 @@ namespace deepkf::tabulated {
 
 namespace {
 
-using slot::add_pair;
-using slot::centre_type;
-using slot::dpoly;
-using slot::lookup;
-using slot::make_slot;
-using slot::pair_gradient;
-using slot::pair_vector;
-using slot::poly;
-using slot::Slot;
+using namespace slot;  // NOLINT(google-build-using-namespace): the helpers of TabulatedSlot.hpp
 
 // The coefficients of slot sl's interval in its table, and (Gated) in its table B.
 template <typename Real>
@@ -167,46 +159,26 @@ DEEPKF_INLINE void backward_any(const Problem<Real>& p, std::int64_t begin, std:
   }
 }
 
-DEEPKF_CLONES std::int64_t forward_f64(const Problem<double>& p, std::int64_t begin, std::int64_t end,
-                                       double* T) {
-  return forward_any(p, begin, end, T);
-}
-
-DEEPKF_CLONES std::int64_t forward_f32(const Problem<float>& p, std::int64_t begin, std::int64_t end,
-                                       float* T) {
-  return forward_any(p, begin, end, T);
-}
-
-DEEPKF_CLONES void backward_f64(const Problem<double>& p, std::int64_t begin, std::int64_t end,
-                                const double* dT, double* pair_grad, double* centre_force,
-                                double* centre_virial) {
-  backward_any(p, begin, end, dT, pair_grad, centre_force, centre_virial);
-}
-
-DEEPKF_CLONES void backward_f32(const Problem<float>& p, std::int64_t begin, std::int64_t end,
-                                const float* dT, float* pair_grad, float* centre_force,
-                                float* centre_virial) {
-  backward_any(p, begin, end, dT, pair_grad, centre_force, centre_virial);
-}
-
 }  // namespace
 
-std::int64_t forward(const Problem<double>& p, std::int64_t begin, std::int64_t end, double* T) {
-  return forward_f64(p, begin, end, T);
+// Built for the baseline and for AVX2, the loader picking one (TabulatedSlot.hpp).
+DEEPKF_CLONES std::int64_t forward(const Problem<double>& p, std::int64_t begin, std::int64_t end,
+                                   double* T) {
+  return forward_any(p, begin, end, T);
 }
 
-std::int64_t forward(const Problem<float>& p, std::int64_t begin, std::int64_t end, float* T) {
-  return forward_f32(p, begin, end, T);
+DEEPKF_CLONES std::int64_t forward(const Problem<float>& p, std::int64_t begin, std::int64_t end, float* T) {
+  return forward_any(p, begin, end, T);
 }
 
-void backward(const Problem<double>& p, std::int64_t begin, std::int64_t end, const double* dT,
-              double* pair_grad, double* centre_force, double* centre_virial) {
-  backward_f64(p, begin, end, dT, pair_grad, centre_force, centre_virial);
+DEEPKF_CLONES void backward(const Problem<double>& p, std::int64_t begin, std::int64_t end, const double* dT,
+                            double* pair_grad, double* centre_force, double* centre_virial) {
+  backward_any(p, begin, end, dT, pair_grad, centre_force, centre_virial);
 }
 
-void backward(const Problem<float>& p, std::int64_t begin, std::int64_t end, const float* dT,
-              float* pair_grad, float* centre_force, float* centre_virial) {
-  backward_f32(p, begin, end, dT, pair_grad, centre_force, centre_virial);
+DEEPKF_CLONES void backward(const Problem<float>& p, std::int64_t begin, std::int64_t end, const float* dT,
+                            float* pair_grad, float* centre_force, float* centre_virial) {
+  backward_any(p, begin, end, dT, pair_grad, centre_force, centre_virial);
 }
 
 template <typename Real>
