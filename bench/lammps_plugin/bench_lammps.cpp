@@ -17,7 +17,8 @@
 // se_e2_r: embedding 5/10/20 type_one_side, fitting 120/120/120, the same rcut and sel); its compressed
 // model evaluates its tables by LibTorch operations (docs/compression.md), and no GFLOP/s is printed.
 // DEEPKF_BENCH_DESCRIPTOR=se_e3 measures DeePMD-kit's se_e3 water example (examples/water/se_e3: rcut 5.8,
-// embedding 2/4/8, fitting 240/240/240, sel "auto", which gives 40/76 on the water data) the same way, and
+// embedding 2/4/8, fitting 240/240/240, sel "auto", which gives 40/76 on the water data; compressed: the
+// three-body kernel), and
 // DEEPKF_BENCH_DESCRIPTOR=hybrid its hybrid example (se_e2_a of rcut 4, sel 20/40, embedding 10/20/40, axis
 // 4, beside se_e2_r of rcut 6, sel 46/92, embedding 5/10/20; fitting 240/240/240), uncompressed only;
 // DEEPKF_BENCH_DESCRIPTOR=se_a_ebd_v2 its se_e2_a_tebd example (the reference settings with a type embedding
@@ -27,7 +28,7 @@
 // se_atten_compressible example (the same without attention layers; compressed: the tables' kernel);
 // DEEPKF_BENCH_DESCRIPTOR=se_e3_tebd its se_e3_tebd example (rcut 4, sel 40 of any type, embedding 2/4/8,
 // tebd_dim 8 concat, fitting 240/240/240), uncompressed only, and se_e3_tebd_strip the same in the strip
-// form (compressed: G(g)'s table by LibTorch operations).
+// form (compressed: the three-body kernel).
 //
 // For the uncompressed model the achieved GFLOP/s (5.708 MFLOP per atom-step, bench/support/ModelFlops.hpp,
 // times atom-steps/s) is printed as before; "speed-up" is compressed over uncompressed atom-steps/s of the

@@ -74,16 +74,6 @@ void run_compress(CompressArgs args) {
   save_model(args.output, model, provenance);
   fmt::print("compressed model written to {} ({:.1f} MB of tables)\n", args.output,
              static_cast<double>(table.bytes()) / 1e6);
-  const auto& config = model->config();
-  if (config.three_body() || config.three_body_tebd()) {
-    // Measured in LAMMPS on the CPU (docs/benchmarks.md): se_e3 0.38x, se_e3_tebd 0.75x the uncompressed
-    // rate.
-    fmt::print(
-        "note: a compressed {} model evaluates its tables by LibTorch operations, not the CPU kernel of "
-        "se_e2_a and se_atten, and on the CPU runs slower than the uncompressed model (0.4x to 0.8x "
-        "measured, docs/compression.md): keep {} for MD on the CPU\n",
-        config.descriptor, args.model);
-  }
 }
 
 }  // namespace

@@ -216,10 +216,11 @@ ModelOutput DeepPotImpl::evaluate(const torch::Tensor& coord, const torch::Tenso
   if (compressed()) {
     if (create_graph || options.energy_gradient)
       refuse_training("outputs differentiable with respect to the weights");
-    // The tables' kernel computes se_e2_a's and se_atten's T (DeepPotCompressed.cpp); se_e2_r and se_e3
-    // evaluate their tables by LibTorch operations.
+    // The tables' kernels compute se_e2_a's and se_atten's T and se_e3's and se_e3_tebd's D
+    // (DeepPotCompressed.cpp); se_e2_r evaluates its tables by LibTorch operations.
     if (table_kernel_ && coord.device().is_cpu() &&
-        (config_.descriptor == "se_e2_a" || config_.attention_descriptor()))
+        (config_.descriptor == "se_e2_a" || config_.attention_descriptor() || config_.three_body() ||
+         config_.three_body_tebd()))
       return evaluate_compressed(coord, atype, nlist, shift, need_atom_virial);
   }
   torch::AutoGradMode grad_mode(true);

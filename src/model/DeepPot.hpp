@@ -88,8 +88,9 @@ class DeepPotImpl : public torch::nn::Module {
   // Centre types must lie in [0, ntypes) (not checked here: make_batch and the LAMMPS type mapping guarantee
   // it). One host synchronisation per centre type (torch::nonzero groups the centres by type). A compressed
   // model refuses create_graph and energy_gradient (ModelError: training needs the nets); on the CPU it runs
-  // the tables' kernel (TabulatedDescriptor), elsewhere (or after set_table_kernel(false)) the tables
-  // evaluated by LibTorch operations in place of the embedding nets, forces by autograd as for the nets.
+  // the tables' kernels (TabulatedDescriptor; se_e2_r: LibTorch operations), elsewhere (or after
+  // set_table_kernel(false)) the tables evaluated by LibTorch operations in place of the embedding nets,
+  // forces by autograd as for the nets.
   ModelOutput evaluate(const torch::Tensor& coord, const torch::Tensor& atype, const torch::Tensor& nlist,
                        const torch::Tensor& shift, const EvalOptions& options = {});
 
@@ -175,8 +176,8 @@ class DeepPotImpl : public torch::nn::Module {
   // nnei_k x cols): n x its descriptor_dim().
   torch::Tensor descriptor(std::size_t part, int c, const torch::Tensor& env_c, const torch::Tensor& tebd,
                            torch::Tensor* beyond_end);
-  // evaluate() of a compressed model: T by the tables' kernel, the fitting nets and dE/dT written out,
-  // forces and virials by the kernel's backward pass.
+  // evaluate() of a compressed model: T (three-body: D) by the tables' kernel, the fitting nets and dE/dT
+  // (dE/dD) written out, forces and virials by the kernel's backward pass.
   ModelOutput evaluate_compressed(const torch::Tensor& coord, const torch::Tensor& atype,
                                   const torch::Tensor& nlist, const torch::Tensor& shift,
                                   bool need_atom_virial);
@@ -202,6 +203,10 @@ class DeepPotImpl : public torch::nn::Module {
   // coefficients, and in gated_tables_ those of G G_t (weighted by w(r) in the kernel).
   std::vector<torch::Tensor> strip_tables_, gated_tables_;
   const std::vector<torch::Tensor>& strip_tables();
+  // se_e3_tebd's: H_ab = (G_t([tebd_a, tebd_b]) + G_t([tebd_b, tebd_a])) / 2 of every pair of types and the
+  // empty slot, (ntypes + 1) x (ntypes + 1) x M, made as strip_tables_ are (StripFactors::pair_factors).
+  torch::Tensor three_body_factors_;
+  const torch::Tensor& three_body_factors();
   torch::Tensor davg_, dstd_, energy_bias_;
   TrainingRange training_range_;
   EmbeddingTable table_{nullptr};  // registered as "table" once compressed

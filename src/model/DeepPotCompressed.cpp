@@ -1,5 +1,6 @@
 // The compressed model (docs/compression.md): tables in place of the embedding nets, evaluated on the CPU by
-// the tables' kernel (TabulatedDescriptor) for se_e2_a and se_atten, and the compression itself.
+// the tables' kernels (TabulatedDescriptor) for se_e2_a, se_atten, se_e3 and se_e3_tebd, and the
+// compression itself.
 #include <fmt/format.h>
 #include <torch/torch.h>
 
@@ -17,11 +18,17 @@ ModelOutput DeepPotImpl::evaluate_compressed(const torch::Tensor& coord, const t
   const auto nloc = nlist.size(1);
   const auto m = config_.embedding_width();
   const auto axis = config_.axis_neuron;
-  const auto* scaled = config_.stripped() ? &strip_tables() : nullptr;
-  TabulatedDescriptor descriptor(*table_, config_, davg_, dstd_, coord, atype, nlist, shift, scaled,
-                                 gated_tables_.empty() ? nullptr : &gated_tables_);
+  const bool three_body = config_.three_body() || config_.three_body_tebd();
+  StripFactors strip;
+  if (config_.three_body_tebd()) {
+    strip.pair_factors = three_body_factors();
+  } else if (config_.stripped()) {
+    strip.scaled = &strip_tables();
+    if (!gated_tables_.empty()) strip.gated = &gated_tables_;
+  }
+  TabulatedDescriptor descriptor(*table_, config_, davg_, dstd_, coord, atype, nlist, shift, strip);
   const auto tebd = type_vectors();
-  // T = R^T G / N_c of every centre: (nf nloc) x 4 x M
+  // T = R^T G / N_c of every centre, (nf nloc) x 4 x M; three-body: D itself, (nf nloc) x M
   const auto t_all = descriptor.forward();
   const auto types = atype.narrow(1, 0, nloc).reshape({nf * nloc}).to(torch::kCPU);
   auto atom_energy = torch::zeros({nf * nloc}, t_all.options());
@@ -30,23 +37,29 @@ ModelOutput DeepPotImpl::evaluate_compressed(const torch::Tensor& coord, const t
     const auto idx = torch::nonzero(types.eq(c)).squeeze(1);
     const auto n = idx.size(0);
     if (n == 0) continue;
-    const auto t_mat = t_all.index_select(0, idx);  // n x 4 x M
-    const auto t_axis = t_mat.narrow(2, 0, axis);   // n x 4 x M<
+    const auto t_mat = t_all.index_select(0, idx);  // n x 4 x M (three-body: D, n x M)
+    const auto t_axis = three_body ? torch::Tensor() : t_mat.narrow(2, 0, axis);  // n x 4 x M<
     // D = T^T T< : n x (M M<) ; E_i = F_c(D_i) + bias[c] with dE/dD
-    const auto d = torch::bmm(t_mat.transpose(1, 2), t_axis).reshape({n, m * axis});
-    // under a type embedding the input is [D_i, tebd_c] (se_atten: with concat_output_tebd): dE/dD is the
-    // first M M< of its gradient
-    const auto input = config_.attention_descriptor() && config_.attention.concat_output_tebd
+    const auto d = three_body ? t_mat : torch::bmm(t_mat.transpose(1, 2), t_axis).reshape({n, m * axis});
+    const auto width = d.size(1);
+    // under a type embedding the input is [D_i, tebd_c] (se_atten, se_e3_tebd: with concat_output_tebd):
+    // dE/dD is the first M M< (three-body: M) of its gradient
+    const auto input = config_.mixed_types() && config_.attention.concat_output_tebd
                            ? torch::cat({d, tebd[c].expand({n, tebd.size(1)})}, 1)
                            : fitting_input(d, tebd, c);
     const auto [e, grad_in] = fitting_net(c)->forward_with_input_gradient(input);
-    const auto grad_d = grad_in.narrow(1, 0, m * axis).reshape({n, m, axis});
+    atom_energy.index_copy_(0, idx, e.squeeze(-1) + energy_bias_[c]);
+    if (three_body) {
+      grad_t.index_copy_(0, idx, grad_in.narrow(1, 0, width));
+      continue;
+    }
+    const auto grad_d = grad_in.narrow(1, 0, width).reshape({n, m, axis});
     // dE/dT_am = sum_k dE/dD_mk T_ak + [m < M<] sum_m' dE/dD_m'm T_am'
     auto grad = torch::bmm(t_axis, grad_d.transpose(1, 2));
     grad.narrow(2, 0, axis).add_(torch::bmm(t_mat, grad_d));
-    atom_energy.index_copy_(0, idx, e.squeeze(-1) + energy_bias_[c]);
     grad_t.index_copy_(0, idx, grad);
   }
+  // forces and virials from dE/dT (three-body: dE/dD)
   auto forces = descriptor.backward(grad_t, need_atom_virial);
   ModelOutput out;
   out.atom_energy = atom_energy.view({nf, nloc});
@@ -90,6 +103,21 @@ const std::vector<torch::Tensor>& DeepPotImpl::strip_tables() {
   return strip_tables_;
 }
 
+const torch::Tensor& DeepPotImpl::three_body_factors() {
+  if (three_body_factors_.defined()) return three_body_factors_;
+  torch::NoGradGuard no_grad;
+  const int nt = config_.ntypes();
+  const auto tebd = type_vectors();
+  // G_t([tebd_a, tebd_b]) of every ordered pair of types, the empty slot's zero vector as type nt: row
+  // a (nt + 1) + b, as three_body_tebd_descriptor orders them
+  const auto padded = torch::cat({tebd, torch::zeros({1, tebd.size(1)}, tebd.options())});
+  const auto pairs = torch::cat({padded.repeat_interleave(nt + 1, 0), padded.repeat({nt + 1, 1})}, 1);
+  const auto gt = type_filter_->forward(pairs).view({nt + 1, nt + 1, -1});
+  // H_ab = (G_t(a, b) + G_t(b, a)) / 2: the kernel visits each unordered pair of slots once
+  three_body_factors_ = (0.5 * (gt + gt.transpose(0, 1))).to(torch::kCPU).contiguous();
+  return three_body_factors_;
+}
+
 void DeepPotImpl::refuse_training(const char* what) const {
   if (!compressed()) return;
   throw ModelError(std::string("a compressed model cannot give ") + what +
@@ -109,6 +137,7 @@ void DeepPotImpl::compress(const TableSettings& settings) {
       "table", EmbeddingTable(embedding_, names, config_, davg_, dstd_, training_range_, settings));
   strip_tables_.clear();
   gated_tables_.clear();
+  three_body_factors_ = torch::Tensor();
 }
 
 void DeepPotImpl::prepare_tables(const nlohmann::json& layout, const std::string& where) {
@@ -118,6 +147,7 @@ void DeepPotImpl::prepare_tables(const nlohmann::json& layout, const std::string
   table_ = register_module("table", EmbeddingTable(layout, config_, where));
   strip_tables_.clear();
   gated_tables_.clear();
+  three_body_factors_ = torch::Tensor();
 }
 
 }  // namespace deepkf

@@ -20,9 +20,8 @@ TabulatedDescriptor::TabulatedDescriptor(const EmbeddingTableImpl& table, const 
                                          const torch::Tensor& davg, const torch::Tensor& dstd,
                                          const torch::Tensor& coord, const torch::Tensor& atype,
                                          const torch::Tensor& nlist, const torch::Tensor& shift,
-                                         const std::vector<torch::Tensor>* scaled,
-                                         const std::vector<torch::Tensor>* gated)
-    : table_(table), config_(config), scaled_(scaled), gated_(gated) {
+                                         const StripFactors& strip)
+    : table_(table), config_(config), strip_(strip) {
   for (const auto* t : {&davg, &coord, &atype, &nlist, &shift}) {
     if (t->defined() && !t->device().is_cpu()) {
       throw ModelError(
@@ -38,6 +37,7 @@ TabulatedDescriptor::TabulatedDescriptor(const EmbeddingTableImpl& table, const 
   atype_ = atype.to(torch::kInt64).contiguous();
   nlist_ = nlist.to(torch::kInt64).contiguous();
   if (shift.defined()) shift_ = shift.detach().to(dtype).contiguous();
+  if (strip_.pair_factors.defined()) strip_.pair_factors = strip_.pair_factors.to(dtype).contiguous();
 }
 
 template <typename Real>
@@ -63,10 +63,12 @@ tabulated::Problem<Real> TabulatedDescriptor::problem() const {
   p.type_one_side = config_.type_one_side;
   p.rcut = config_.rcut;
   p.rcut_smth = config_.rcut_smth;
-  if (scaled_ != nullptr) {
-    for (const auto& coef : *scaled_) p.tables.push_back({table_.grid(0), coef.template data_ptr<Real>()});
-    if (gated_ != nullptr) {
-      for (const auto& coef : *gated_) p.gated.push_back({table_.grid(0), coef.template data_ptr<Real>()});
+  if (strip_.scaled != nullptr) {
+    for (const auto& coef : *strip_.scaled)
+      p.tables.push_back({table_.grid(0), coef.template data_ptr<Real>()});
+    if (strip_.gated != nullptr) {
+      for (const auto& coef : *strip_.gated)
+        p.gated.push_back({table_.grid(0), coef.template data_ptr<Real>()});
     }
   } else {
     for (std::size_t k = 0; k < table_.size(); ++k)
@@ -76,17 +78,58 @@ tabulated::Problem<Real> TabulatedDescriptor::problem() const {
 }
 
 template <typename Real>
+tabulated::ThreeBodyProblem<Real> TabulatedDescriptor::three_body_problem() const {
+  tabulated::ThreeBodyProblem<Real> p;
+  p.atoms = problem<Real>();
+  const int nt = config_.ntypes();
+  const bool tebd = config_.three_body_tebd();
+  p.types = tebd ? nt + 1 : nt;
+  const double nnei = static_cast<double>(p.atoms.nnei);
+  for (int a = 0; a < p.types; ++a) {
+    for (int b = 0; b < p.types; ++b) {
+      p.pair_table.push_back(tebd ? 0 : config_.embedding_index(a, b));
+      // se_e3: each type pair averaged over its sel_a sel_b slot pairs, the pairs j < k of one type
+      // counting for both orders; se_e3_tebd: all N^2 ordered pairs
+      const double pairs = tebd ? nnei * nnei
+                                : static_cast<double>(config_.sel[static_cast<std::size_t>(a)]) *
+                                      static_cast<double>(config_.sel[static_cast<std::size_t>(b)]);
+      const double orders = tebd || a == b ? 2.0 : 1.0;
+      p.pair_scale.push_back(pairs > 0 ? static_cast<Real>(orders / pairs) : Real(0));
+    }
+  }
+  if (tebd) {
+    if (!strip_.pair_factors.defined())
+      throw ModelError("the three-body kernel of se_e3_tebd needs its type pairs' factors");
+    p.factor = strip_.pair_factors.template data_ptr<Real>();
+    p.gated = config_.attention.smooth;
+  }
+  return p;
+}
+
+template <typename Real>
 torch::Tensor TabulatedDescriptor::forward_as() {
-  const auto p = problem<Real>();
-  const auto n = p.nframes * p.nloc;
-  torch::Tensor T = torch::empty({n, 4, p.width}, torch::TensorOptions().dtype(config_.precision));
-  Real* out = T.data_ptr<Real>();
+  const auto opts = torch::TensorOptions().dtype(config_.precision);
   std::atomic<std::int64_t> beyond{0};
-  at::parallel_for(0, n, kGrain, [&](std::int64_t begin, std::int64_t end) {
-    beyond += tabulated::forward(p, begin, end, out);
-  });
+  torch::Tensor out;
+  if (three_body()) {
+    const auto p = three_body_problem<Real>();
+    const auto n = p.atoms.nframes * p.atoms.nloc;
+    out = torch::empty({n, p.atoms.width}, opts);
+    Real* d = out.data_ptr<Real>();
+    at::parallel_for(0, n, kGrain, [&](std::int64_t begin, std::int64_t end) {
+      beyond += tabulated::three_body_forward(p, begin, end, d);
+    });
+  } else {
+    const auto p = problem<Real>();
+    const auto n = p.nframes * p.nloc;
+    out = torch::empty({n, 4, p.width}, opts);
+    Real* t = out.data_ptr<Real>();
+    at::parallel_for(0, n, kGrain, [&](std::int64_t begin, std::int64_t end) {
+      beyond += tabulated::forward(p, begin, end, t);
+    });
+  }
   beyond_ = beyond.load();
-  return T;
+  return out;
 }
 
 torch::Tensor TabulatedDescriptor::forward() {
@@ -95,12 +138,13 @@ torch::Tensor TabulatedDescriptor::forward() {
 }
 
 template <typename Real>
-TabulatedDescriptor::Forces TabulatedDescriptor::backward_as(const torch::Tensor& dT,
+TabulatedDescriptor::Forces TabulatedDescriptor::backward_as(const torch::Tensor& grad_in,
                                                              bool need_atom_virial) const {
-  const auto p = problem<Real>();
+  const auto three = three_body() ? three_body_problem<Real>() : tabulated::ThreeBodyProblem<Real>();
+  const auto p = three_body() ? three.atoms : problem<Real>();
   const auto n = p.nframes * p.nloc;
   const auto opts = torch::TensorOptions().dtype(config_.precision);
-  const torch::Tensor grad = dT.to(config_.precision).contiguous();
+  const torch::Tensor grad = grad_in.to(config_.precision).contiguous();
   torch::Tensor pair_grad = torch::empty({n, p.nnei, 3}, opts);
   torch::Tensor centre_force = torch::empty({n, 3}, opts);
   torch::Tensor centre_virial = torch::empty({n, 9}, opts);
@@ -109,7 +153,11 @@ TabulatedDescriptor::Forces TabulatedDescriptor::backward_as(const torch::Tensor
   Real* cf = centre_force.data_ptr<Real>();
   Real* cv = centre_virial.data_ptr<Real>();
   at::parallel_for(0, n, kGrain, [&](std::int64_t begin, std::int64_t end) {
-    tabulated::backward(p, begin, end, g, pg, cf, cv);
+    if (three_body()) {
+      tabulated::three_body_backward(three, begin, end, g, pg, cf, cv);
+    } else {
+      tabulated::backward(p, begin, end, g, pg, cf, cv);
+    }
   });
   Forces out;
   // F_i = sum_j g_ij on the centres, then F_j -= g_ij over every slot naming j
@@ -126,10 +174,10 @@ TabulatedDescriptor::Forces TabulatedDescriptor::backward_as(const torch::Tensor
   return out;
 }
 
-TabulatedDescriptor::Forces TabulatedDescriptor::backward(const torch::Tensor& dT,
+TabulatedDescriptor::Forces TabulatedDescriptor::backward(const torch::Tensor& grad,
                                                           bool need_atom_virial) const {
-  if (config_.precision == torch::kFloat32) return backward_as<float>(dT, need_atom_virial);
-  return backward_as<double>(dT, need_atom_virial);
+  if (config_.precision == torch::kFloat32) return backward_as<float>(grad, need_atom_virial);
+  return backward_as<double>(grad, need_atom_virial);
 }
 
 }  // namespace deepkf

@@ -14,6 +14,7 @@
 // se_atten's strip form with smooth gates (tables `gated`) uses G~ = A(x) + w(|r|) B(x) in place of G: A
 // is G's table (scaled by the pair's 1 + G_t without gates), B the table of G times the pair's G_t, w the
 // switch; the backward pass adds dE/dw w'(r) to each pair's radial derivative.
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -45,7 +46,31 @@ struct Position {
   double t = 0.0;
   double beyond = 0.0;
 };
-Position locate(const Grid& grid, double x);
+// Inline: the kernels call it for every slot (se_e3: every pair of slots).
+inline Position locate(const Grid& grid, double x) {
+  Position pos;
+  const double fine_end = grid.fine_end();
+  if (x < grid.x0) {
+    // before the first knot (reached by se_e3's g below -X, not by s >= 0 with the statistics the table was
+    // built for)
+    pos.interval = 0;
+    pos.t = 0.0;
+    pos.beyond = x - grid.x0;
+  } else if (x < fine_end) {
+    pos.interval = std::min(static_cast<std::int64_t>((x - grid.x0) / grid.step), grid.nfine - 1);
+    pos.t = x - grid.knot(pos.interval);
+  } else if (grid.ncoarse > 0 && x < grid.end()) {
+    pos.interval =
+        grid.nfine + std::min(static_cast<std::int64_t>((x - fine_end) / grid.coarse_step), grid.ncoarse - 1);
+    pos.t = x - grid.knot(pos.interval);
+  } else {
+    // at or after the last knot, or not a number (which stays one through pos.beyond)
+    pos.interval = grid.intervals() - 1;
+    pos.t = grid.knot(pos.interval + 1) - grid.knot(pos.interval);
+    pos.beyond = x - grid.end();
+  }
+  return pos;
+}
 
 // One table: coefficients intervals x 6 x M (c_ikm at [i][k][m]), in the model's precision.
 template <typename Real>

@@ -9,47 +9,12 @@
 #include <string>
 
 #include "src/model/TabulatedKernel.hpp"
-#include "tests/model/ModelTestSupport.hpp"
+#include "tests/model/CompressedTestSupport.hpp"
 #include "tests/support/Catch.hpp"
 #include "tests/support/TensorCompare.hpp"
 
 using namespace deepkf;
 using namespace deepkf::test;
-
-namespace {
-
-DeepPot compressed(bool type_one_side, c10::ScalarType precision, double extrapolate = 5.0,
-                   const std::string& descriptor = "se_e2_a") {
-  auto model = small_model(type_one_side, true, precision, descriptor);
-  TrainingRange r(2);
-  r.add({0.9, 1.0, 1.0, 1.1}, 1);
-  model->set_training_range(r);
-  TableSettings s;
-  s.step = 0.01;
-  s.extrapolate = extrapolate;
-  model->compress(s);
-  return model;
-}
-
-// The model's outputs with the kernel and with LibTorch operations, compared output by output.
-void check_paths_agree(DeepPot& model, const Config& c, double tol) {
-  const auto in = make_inputs(c, model->config());
-  model->set_table_kernel(true);
-  const auto kernel =
-      model->evaluate(in.coord, in.atype, in.nlist, in.shift, deepkf::EvalOptions::with_atom_virial());
-  model->set_table_kernel(false);
-  const auto ops =
-      model->evaluate(in.coord, in.atype, in.nlist, in.shift, deepkf::EvalOptions::with_atom_virial());
-  model->set_table_kernel(true);
-  CHECK(ops.beyond_table == kernel.beyond_table);
-  CHECK(relative_difference(ops.energy, kernel.energy) < tol);
-  CHECK(relative_difference(ops.atom_energy, kernel.atom_energy) < tol);
-  CHECK(relative_difference(ops.force, kernel.force) < tol);
-  CHECK(relative_difference(ops.virial, kernel.virial) < tol);
-  CHECK(relative_difference(ops.atom_virial, kernel.atom_virial) < tol);
-}
-
-}  // namespace
 
 TEST_CASE("a table by LibTorch operations gives the kernel's values and the polynomial's derivative",
           "[model][compress]") {

@@ -177,9 +177,9 @@ TEST_CASE(
   // DeePMD-kit's se_e2_r, se_e3, se_e2_a_tebd, se_atten_compressible and se_e3_tebd water examples'
   // settings (embedding 5-10-20, 2-4-8 and 25-50-100 with the type embedding 2-4-8 or the descriptor's own,
   // sel 46/92, 120 or 40 of any type, no attention layers, se_e3_tebd in the strip form) with random weights
-  // and the frames' statistics; se_e2_r's, se_e3's and se_e3_tebd's tables are evaluated by LibTorch
-  // operations, the others' by the kernel: se_a_ebd_v2's, se_atten_v2's and se_e3_tebd's tables are G's,
-  // multiplied by 1 + G_t of the pair's types (se_atten_v2, se_e3_tebd: G_t times the smooth gates).
+  // and the frames' statistics; se_e2_r's tables by LibTorch operations, the others' by the kernels (se_e3,
+  // se_e3_tebd: the three-body kernel): se_a_ebd_v2's, se_atten_v2's and se_e3_tebd's tables are G's, times
+  // 1 + G_t of the pair's types (se_atten_v2, se_e3_tebd: G_t times the smooth gates).
   const std::string descriptor =
       GENERATE(as<std::string>{}, "se_e2_r", "se_e3", "se_a_ebd_v2", "se_atten_v2", "se_e3_tebd");
   INFO("descriptor " << descriptor);
