@@ -7,7 +7,7 @@
 # (kf_blocksize 5120, float64: the memory plan's 19.2 GiB).
 #
 #   bash bench/train/checkpoint_stall.sh DEEPKF DATASETS_DIR OUT_DIR [STEPS] [SAVE_FREQ] [BLOCKSIZE] \
-#     [P_PRECISION] [MODES]          MODES: default "foreground background"; any of those and "journal"
+#     [P_PRECISION] [MODES]          MODES: default "foreground background"; any of those, "journal", "auto"
 #
 # Writes OUT_DIR/MODE/train.log and OUT_DIR/table.md: training loop time, the time each save kept training
 # waiting, and the background writes' own times from the log.
@@ -29,7 +29,8 @@ t = doc["training"]
 t["training_data"]["systems"] = [f"{water}/data_{k}" for k in range(3)]
 t["validation_data"]["systems"] = [f"{water}/data_3"]
 t.update({"numb_steps": int(steps), "disp_freq": 1000000, "save_freq": int(save_freq),
-          "save_in_background": {"foreground": False, "background": True, "journal": "journal"}[mode],
+          "save_in_background": {"foreground": False, "background": True, "journal": "journal",
+                                 "auto": "auto"}[mode],
           "change_bias_after_training": False,
           "calibration_frames": 0})
 doc["optimizer"].update({"kf_update": "joint", "kf_blocksize": int(blocksize), "p_precision": precision})
