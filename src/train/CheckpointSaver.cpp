@@ -27,6 +27,11 @@ std::int64_t covariance_values(const TrainingStep& step) {
   return values;
 }
 
+// Bytes of all covariance blocks.
+std::int64_t covariance_bytes(const TrainingStep& step) {
+  return covariance_values(step) * static_cast<std::int64_t>(c10::elementSize(step.block_dtype()));
+}
+
 // The size of the file at `path`, -1 when it cannot be read.
 std::int64_t file_bytes(const std::string& path) {
   std::error_code ec;
@@ -57,8 +62,7 @@ void CheckpointSaver::join() {
 
 bool CheckpointSaver::use_background(const TrainingStep& step) const {
   if (mode_ == Mode::kForeground || mode_ == Mode::kJournal) return false;
-  const std::int64_t bytes =
-      covariance_values(step) * static_cast<std::int64_t>(c10::elementSize(step.block_dtype()));
+  const std::int64_t bytes = covariance_bytes(step);
   if (bytes == 0) return false;  // nothing large to write
   if (mode_ == Mode::kBackground || buffer_.defined()) return true;
   const std::int64_t available = available_host_memory();
@@ -80,20 +84,18 @@ void CheckpointSaver::wait(Communicator& comm) {
 bool CheckpointSaver::use_journal(const TrainingStep& step, const Communicator& comm, bool last) const {
   if (last || comm.size() != 1 || mode_ == Mode::kForeground || mode_ == Mode::kBackground) return false;
   if (mode_ == Mode::kJournal) return true;
-  const std::int64_t bytes =
-      covariance_values(step) * static_cast<std::int64_t>(c10::elementSize(step.block_dtype()));
+  const std::int64_t bytes = covariance_bytes(step);
   return bytes >= kMinBackgroundBytes && !buffer_.defined() && !use_background(step);
 }
 
 CheckpointSaver::Report CheckpointSaver::complete_journal(const DeepPot& model, const nlohmann::json& meta,
-                                                          const WeightAverage* average,
-                                                          double waited_before) {
+                                                          const WeightAverage* average) {
   const auto start = Clock::now();
   auto journal = std::move(journal_);
   Report report;
   report.begun_at = journal_step_;
   journal->complete(model, meta, average);
-  report.waited = waited_before + seconds_since(start);
+  report.waited = seconds_since(start);
   report.seconds = seconds_since(journal_start_);
   report.bytes = file_bytes(journal->path());
   return report;
@@ -103,7 +105,7 @@ std::optional<CheckpointSaver::Report> CheckpointSaver::poll(const DeepPot& mode
                                                              const std::function<nlohmann::json()>& meta,
                                                              const WeightAverage* average) {
   if (!journal_ || !(journal_->blocks_written() || journal_->journal_full())) return std::nullopt;
-  return complete_journal(model, meta(), average, 0.0);
+  return complete_journal(model, meta(), average);
 }
 
 CheckpointSaver::Report CheckpointSaver::save(const std::string& path, std::int64_t step_number,
@@ -113,7 +115,7 @@ CheckpointSaver::Report CheckpointSaver::save(const std::string& path, std::int6
   const auto start = Clock::now();
   // A journal checkpoint still in flight (one rank) becomes this save's: its blocks are waited for and it
   // is completed at this step.
-  if (journal_) return complete_journal(model, meta, average, 0.0);
+  if (journal_) return complete_journal(model, meta, average);
   wait(comm);  // one write at a time: the previous one may still be renaming its file over `path`
   Report report;
   const bool root = comm.rank() == 0;

@@ -69,8 +69,7 @@ class CheckpointSaver {
  private:
   bool use_background(const TrainingStep& step) const;
   bool use_journal(const TrainingStep& step, const Communicator& comm, bool last) const;
-  Report complete_journal(const DeepPot& model, const nlohmann::json& meta, const WeightAverage* average,
-                          double waited_before);
+  Report complete_journal(const DeepPot& model, const nlohmann::json& meta, const WeightAverage* average);
   void join();  // rank-local
 
   Mode mode_;
