@@ -19,14 +19,6 @@ namespace {
 constexpr const char* kMeta = "deepkf_checkpoint";
 constexpr const char* kModel = "model";
 constexpr const char* kOptimizer = "optimizer";
-constexpr const char* kNoChecksum = "00000000";  // a block's place in the header until commit()
-
-std::uint64_t to_little_endian(std::uint64_t v) {
-  std::uint64_t out = 0;
-  auto* b = reinterpret_cast<unsigned char*>(&out);
-  for (int k = 0; k < 8; ++k) b[k] = static_cast<unsigned char>(v >> (8 * k));
-  return out;
-}
 
 std::uint64_t from_little_endian(const unsigned char* b) {
   std::uint64_t v = 0;
@@ -59,6 +51,40 @@ std::string checkpoint_archive(const DeepPot& model, const nlohmann::json& meta,
     return n;
   });
   return bytes;
+}
+
+std::int64_t checkpoint_block_bytes(std::int64_t n, torch::ScalarType dtype) {
+  return packed::triangle_size(n) * static_cast<std::int64_t>(c10::elementSize(dtype));
+}
+
+nlohmann::json checkpoint_header(const std::string& archive, const std::vector<std::int64_t>& block_sizes,
+                                 torch::ScalarType dtype, const std::vector<std::string>& crcs,
+                                 const CheckpointOffsets* offsets) {
+  nlohmann::json header;
+  header["format_version"] = kCheckpointFormatVersion;
+  header["archive_bytes"] = archive.size();
+  header["archive_crc32"] = archive.empty() ? std::string(kCheckpointNoChecksum) : crc32_hex(archive);
+  header["covariance"]["dtype"] = dtype == torch::kFloat64 ? "float64" : "float32";
+  header["covariance"]["layout"] = "packed_upper";
+  if (offsets != nullptr) {
+    header["archive_offset"] = offsets->archive;
+    header["covariance"]["offset"] = offsets->covariance;
+  }
+  nlohmann::json blocks = nlohmann::json::array();
+  std::int64_t offset = 0;  // from the start of the covariance section
+  for (std::size_t i = 0; i < block_sizes.size(); ++i) {
+    blocks.push_back({block_sizes[i], offset, crcs[i]});
+    offset += checkpoint_block_bytes(block_sizes[i], dtype);
+  }
+  header["covariance"]["blocks"] = blocks;
+  return header;
+}
+
+bool write_checkpoint_preamble(std::FILE* out, const std::string& header_text) {
+  unsigned char length[8];
+  for (int k = 0; k < 8; ++k) length[k] = static_cast<unsigned char>(header_text.size() >> (8 * k));
+  return std::fwrite(kCheckpointMagic, 1, 8, out) == 8 && std::fwrite(length, 1, 8, out) == 8 &&
+         std::fwrite(header_text.data(), 1, header_text.size(), out) == header_text.size();
 }
 
 namespace {
@@ -120,28 +146,12 @@ CheckpointWriter::CheckpointWriter(const std::string& path, const DeepPot& model
   } catch (const c10::Error& e) {
     fail(e.what_without_backtrace());
   }
-  nlohmann::json header;
-  header["format_version"] = kCheckpointFormatVersion;
-  header["archive_bytes"] = archive.size();
-  header["archive_crc32"] = crc32_hex(archive);
-  header["covariance"]["dtype"] = dtype_ == torch::kFloat64 ? "float64" : "float32";
-  header["covariance"]["layout"] = "packed_upper";
-  nlohmann::json blocks = nlohmann::json::array();
-  std::int64_t offset = 0;  // from the start of the covariance section
-  for (auto n : block_sizes_) {
-    blocks.push_back({n, offset, kNoChecksum});
-    offset += packed::triangle_size(n) * static_cast<std::int64_t>(c10::elementSize(dtype_));
-  }
-  header["covariance"]["blocks"] = blocks;
-  header_ = header;
-  const std::string text = header.dump();
+  header_ = checkpoint_header(archive, block_sizes_, dtype_,
+                              std::vector<std::string>(block_sizes_.size(), kCheckpointNoChecksum));
   out_.reset(std::fopen(file_.tmp_path().c_str(), "wb"));
   if (!out_) fail(std::strerror(errno));
-  std::FILE* out = out_.get();
-  const std::uint64_t length = to_little_endian(text.size());
-  const bool ok = std::fwrite(kCheckpointMagic, 1, 8, out) == 8 && std::fwrite(&length, 1, 8, out) == 8 &&
-                  std::fwrite(text.data(), 1, text.size(), out) == text.size() &&
-                  std::fwrite(archive.data(), 1, archive.size(), out) == archive.size();
+  const bool ok = write_checkpoint_preamble(out_.get(), header_.dump()) &&
+                  std::fwrite(archive.data(), 1, archive.size(), out_.get()) == archive.size();
   if (!ok) fail(std::strerror(errno));
 }
 

@@ -41,11 +41,30 @@
 namespace deepkf {
 
 constexpr int kCheckpointFormatVersion = 5;
+constexpr const char* kCheckpointNoChecksum = "00000000";  // a block's checksum until it is written
 
 // The run record, the model and the optimizer state as one LibTorch archive, in memory: a checkpoint's
 // archive section. meta must hold "format_version".
 std::string checkpoint_archive(const DeepPot& model, const nlohmann::json& meta,
                                torch::serialize::OutputArchive& optimizer);
+
+// Bytes of a covariance block of n in the file: its packed triangle, n (n + 1) / 2 values of dtype.
+std::int64_t checkpoint_block_bytes(std::int64_t n, torch::ScalarType dtype);
+
+// Where format 5 places the covariance and the archive: bytes from the file's start.
+struct CheckpointOffsets {
+  std::uint64_t covariance = 0, archive = 0;
+};
+
+// The JSON header of a streamed checkpoint (the layout above) for `archive` and covariance blocks of
+// `block_sizes` and `dtype`, crcs[i] the checksum of block i (kCheckpointNoChecksum until it is known); with
+// `offsets`, format 5's "archive_offset" and covariance "offset".
+nlohmann::json checkpoint_header(const std::string& archive, const std::vector<std::int64_t>& block_sizes,
+                                 torch::ScalarType dtype, const std::vector<std::string>& crcs,
+                                 const CheckpointOffsets* offsets = nullptr);
+
+// Writes the magic, the header's length (uint64, little-endian) and `header_text`; false where a write fails.
+bool write_checkpoint_preamble(std::FILE* out, const std::string& header_text);
 
 struct LoadedCheckpoint {
   nlohmann::json

@@ -6,49 +6,16 @@
 #include <cerrno>
 #include <cstring>
 
-#include "optim/PackedSweep.hpp"
 #include "src/core/Checksum.hpp"
 #include "src/core/Error.hpp"
-#include "src/core/FileMagic.hpp"
 #include "src/core/HostMemory.hpp"
 #include "src/train/Checkpoint.hpp"
 
 namespace deepkf {
 namespace {
 
-constexpr const char* kNoChecksum = "00000000";
 // Room for the numbers complete() fills in (offsets and sizes of up to 20 digits each).
 constexpr std::uint64_t kHeaderSlack = 128;
-
-void put_little_endian(std::uint64_t v, unsigned char* out) {
-  for (int k = 0; k < 8; ++k) out[k] = static_cast<unsigned char>(v >> (8 * k));
-}
-
-std::int64_t block_bytes(std::int64_t n, torch::ScalarType dtype) {
-  return packed::triangle_size(n) * static_cast<std::int64_t>(c10::elementSize(dtype));
-}
-
-// The header, format 5: as CheckpointWriter's, with the covariance's and the archive's offsets.
-nlohmann::json journal_header(const std::vector<std::int64_t>& sizes, torch::ScalarType dtype,
-                              const std::vector<std::string>& crcs, std::uint64_t covariance_at,
-                              std::uint64_t archive_at, const std::string& archive) {
-  nlohmann::json header;
-  header["format_version"] = kCheckpointFormatVersion;
-  header["archive_offset"] = archive_at;
-  header["archive_bytes"] = archive.size();
-  header["archive_crc32"] = archive.empty() ? std::string(kNoChecksum) : crc32_hex(archive);
-  header["covariance"]["dtype"] = dtype == torch::kFloat64 ? "float64" : "float32";
-  header["covariance"]["layout"] = "packed_upper";
-  header["covariance"]["offset"] = covariance_at;
-  nlohmann::json blocks = nlohmann::json::array();
-  std::int64_t offset = 0;
-  for (std::size_t i = 0; i < sizes.size(); ++i) {
-    blocks.push_back({sizes[i], offset, crcs[i]});
-    offset += block_bytes(sizes[i], dtype);
-  }
-  header["covariance"]["blocks"] = blocks;
-  return header;
-}
 
 }  // namespace
 
@@ -68,22 +35,17 @@ JournalCheckpoint::JournalCheckpoint(const std::string& path, TrainingStep& step
       sizes_(step.block_sizes()),
       dtype_(step.block_dtype()),
       file_(path),
-      crcs_(sizes_.size(), kNoChecksum),
+      crcs_(sizes_.size(), kCheckpointNoChecksum),
       held_(sizes_.size(), 0) {
   // The header with zeros where complete() puts the offsets, and spaces after it up to the room kept.
   journal_limit_ = std::max<std::int64_t>(std::int64_t{256} << 20, available_host_memory() / 2);
-  const std::string text = journal_header(sizes_, dtype_, crcs_, 0, 0, "").dump();
+  const CheckpointOffsets none;
+  std::string text = checkpoint_header("", sizes_, dtype_, crcs_, &none).dump();
   header_room_ = text.size() + kHeaderSlack;
+  text.resize(header_room_, ' ');
   out_.reset(std::fopen(file_.tmp_path().c_str(), "wb"));
   if (!out_) fail(std::strerror(errno));
-  unsigned char length[8];
-  put_little_endian(header_room_, length);
-  std::string padded = text;
-  padded.resize(header_room_, ' ');
-  const bool ok = std::fwrite(kCheckpointMagic, 1, 8, out_.get()) == 8 &&
-                  std::fwrite(length, 1, 8, out_.get()) == 8 &&
-                  std::fwrite(padded.data(), 1, padded.size(), out_.get()) == padded.size();
-  if (!ok) fail(std::strerror(errno));
+  if (!write_checkpoint_preamble(out_.get(), text)) fail(std::strerror(errno));
   thread_ = std::thread([this] { write_blocks(); });
 }
 
@@ -106,10 +68,10 @@ void JournalCheckpoint::fail(const std::string& what) const {
 void JournalCheckpoint::write_blocks() {
   try {
     std::int64_t largest = 0;
-    for (const auto n : sizes_) largest = std::max(largest, block_bytes(n, dtype_));
+    for (const auto n : sizes_) largest = std::max(largest, checkpoint_block_bytes(n, dtype_));
     std::vector<char> buffer(static_cast<std::size_t>(largest));
     for (std::size_t i = 0; i < sizes_.size() && !stop_; ++i) {
-      const auto bytes = static_cast<std::size_t>(block_bytes(sizes_[i], dtype_));
+      const auto bytes = static_cast<std::size_t>(checkpoint_block_bytes(sizes_[i], dtype_));
       held_[i] = step_.copy_block(static_cast<std::int64_t>(i), buffer.data());
       if (std::fwrite(buffer.data(), 1, bytes, out_.get()) != bytes) fail(std::strerror(errno));
       crcs_[i] = crc32_hex(buffer.data(), bytes);
@@ -142,10 +104,12 @@ void JournalCheckpoint::complete(const DeepPot& model, nlohmann::json meta, cons
   } catch (const c10::Error& e) {
     fail(e.what_without_backtrace());
   }
-  const std::uint64_t covariance_at = 16 + header_room_;
-  std::uint64_t archive_at = covariance_at;
-  for (const auto n : sizes_) archive_at += static_cast<std::uint64_t>(block_bytes(n, dtype_));
-  std::string text = journal_header(sizes_, dtype_, crcs_, covariance_at, archive_at, archive).dump();
+  CheckpointOffsets offsets;
+  offsets.covariance = 16 + header_room_;
+  offsets.archive = offsets.covariance;
+  for (const auto n : sizes_)
+    offsets.archive += static_cast<std::uint64_t>(checkpoint_block_bytes(n, dtype_));
+  std::string text = checkpoint_header(archive, sizes_, dtype_, crcs_, &offsets).dump();
   if (text.size() > header_room_) fail("the header outgrew the room kept for it");
   text.resize(header_room_, ' ');
   std::FILE* out = out_.get();
