@@ -181,7 +181,7 @@ void CheckpointWriter::commit() {
          " covariance blocks written");
   // The header again, now with the blocks' checksums: 8 hex digits each, as the placeholders were.
   const std::string text = header_.dump();
-  const bool rewritten = std::fseek(out_.get(), 16, SEEK_SET) == 0 &&
+  const bool rewritten = std::fseek(out_.get(), kCheckpointHeaderAt, SEEK_SET) == 0 &&
                          std::fwrite(text.data(), 1, text.size(), out_.get()) == text.size();
   if (!rewritten) fail(std::strerror(errno));
   const bool ok = std::fflush(out_.get()) == 0;
@@ -213,7 +213,7 @@ struct StreamHeader {
 
   std::uint64_t archive() const { return archive_at ? archive_at : 16 + length; }
   std::uint64_t base() const {
-    return covariance_at ? covariance_at : 16 + length + archive_size;
+    return covariance_at ? covariance_at : kCheckpointHeaderAt + length + archive_size;
   }  // covariance
   // Values of a block of size n in the file.
   std::int64_t count(std::int64_t n) const { return packed ? n * (n + 1) / 2 : n * n; }
@@ -225,7 +225,7 @@ StreamHeader read_stream_header(const std::string& path, std::FILE* f, std::uint
   unsigned char length_bytes[8];
   if (std::fread(length_bytes, 1, 8, f) != 8) corrupt(path, "no header length");
   h.length = from_little_endian(length_bytes);
-  if (file_size < 16 || h.length > file_size - 16)
+  if (file_size < kCheckpointHeaderAt || h.length > file_size - kCheckpointHeaderAt)
     corrupt(path, "header length " + std::to_string(h.length) + " beyond the file's end");
   std::string text(h.length, '\0');
   if (std::fread(text.data(), 1, h.length, f) != h.length) corrupt(path, "short header");

@@ -42,6 +42,7 @@ namespace deepkf {
 
 constexpr int kCheckpointFormatVersion = 5;
 constexpr const char* kCheckpointNoChecksum = "00000000";  // a block's checksum until it is written
+constexpr std::uint64_t kCheckpointHeaderAt = 16;  // the header's text follows the magic and its length
 
 // The run record, the model and the optimizer state as one LibTorch archive, in memory: a checkpoint's
 // archive section. meta must hold "format_version".

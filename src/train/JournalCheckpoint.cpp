@@ -105,7 +105,7 @@ void JournalCheckpoint::complete(const DeepPot& model, nlohmann::json meta, cons
     fail(e.what_without_backtrace());
   }
   CheckpointOffsets offsets;
-  offsets.covariance = 16 + header_room_;
+  offsets.covariance = kCheckpointHeaderAt + header_room_;
   offsets.archive = offsets.covariance;
   for (const auto n : sizes_)
     offsets.archive += static_cast<std::uint64_t>(checkpoint_block_bytes(n, dtype_));
@@ -114,7 +114,7 @@ void JournalCheckpoint::complete(const DeepPot& model, nlohmann::json meta, cons
   text.resize(header_room_, ' ');
   std::FILE* out = out_.get();
   const bool ok = std::fwrite(archive.data(), 1, archive.size(), out) == archive.size() &&
-                  std::fseek(out, 16, SEEK_SET) == 0 &&
+                  std::fseek(out, kCheckpointHeaderAt, SEEK_SET) == 0 &&
                   std::fwrite(text.data(), 1, text.size(), out) == text.size();
   if (!ok) fail(std::strerror(errno));
   const bool flushed = std::fflush(out) == 0;
