@@ -16,8 +16,8 @@ OptionKey filter_key(const std::string& key) { return {key, kFilterPlaces}; }
 OptionKey pref_key(const std::string& key) { return {key, kPrefPlaces}; }
 
 // The settings kf_update "auto" chooses for a large model where the input leaves them out (decided()).
-const std::vector<std::string> kLargeModelKeys = {"nselect",      "groupsize",     "force_noise",
-                                                  "trust_radius", "kalman_lambda", "energy_last"};
+const std::vector<std::string> kLargeModelKeys = {
+    "nselect", "groupsize", "force_noise", "trust_radius", "kalman_lambda", "energy_last", "p0_shape"};
 
 // A relative noise as the input writes it: "auto" (0), "none" (1) or the value.
 nlohmann::json noise_json(double rho) {
@@ -193,6 +193,7 @@ RlekfSettings RlekfSettings::decided(std::int64_t weights, double mean_frame_ato
   if (s.update == "joint") {
     if (left_out("force_noise")) s.force_noise = 0.0;  // "auto"
     if (left_out("trust_radius")) s.trust_radius = kJointTrustRadius;
+    if (left_out("p0_shape") && weights >= kShapeWeights) s.p0_shape = kJointP0Shape;
     // Every atom of a frame in one force measurement (drawn with repeats; one backward pass whatever the
     // group's size); an nselect given is one group of that many, a groupsize given keeps nselect's default.
     if (left_out("nselect") && left_out("groupsize")) {

@@ -79,10 +79,10 @@ std::string RlekfStep::describe_update(const RlekfSettings& s, bool chosen) {
   std::string text = fmt::format("kf_update \"{}\"", s.update);
   if (chosen && s.update == "joint") {
     text += fmt::format(
-        " (chosen for a model of at least {} weights: force_noise {}, trust_radius {:g}, nselect {}, "
-        "groupsize {}; docs/rlekf.md)",
+        " (chosen for a model of at least {} weights: force_noise {}, trust_radius {:g}, p0_shape {}, "
+        "nselect {}, groupsize {}; docs/rlekf.md)",
         kJointWeights, s.force_noise <= 0.0 ? "auto" : fmt::format("{:g}", s.force_noise), s.trust_radius,
-        s.nselect, s.groupsize);
+        s.p0_shape, s.nselect, s.groupsize);
   } else if (chosen) {
     text += fmt::format(" (chosen for a model under {} weights)", kJointWeights);
   }

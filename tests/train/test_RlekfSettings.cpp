@@ -73,7 +73,7 @@ TEST_CASE(
   const auto written = asked.to_json();
   CHECK(written.at("kf_update") == "auto");
   for (const char* key :
-       {"nselect", "groupsize", "force_noise", "trust_radius", "kalman_lambda", "energy_last"}) {
+       {"nselect", "groupsize", "force_noise", "trust_radius", "kalman_lambda", "energy_last", "p0_shape"}) {
     INFO(key);
     CHECK_FALSE(written.contains(key));
   }
@@ -87,6 +87,7 @@ TEST_CASE(
   CHECK(small.groupsize == 6);
   CHECK(small.force_noise == 1.0);
   CHECK(small.trust_radius == 0.0);
+  CHECK(small.p0_shape == "identity");
   CHECK(small.lambda0 == deepkf::kLambdaWithoutNoise);
   CHECK(small.energy_last);
   CHECK(small.blocksize == 0);  // the memory plan's
@@ -98,6 +99,12 @@ TEST_CASE(
   CHECK(large.update == "joint");
   CHECK(large.force_noise == 0.0);  // "auto"
   CHECK(large.trust_radius == deepkf::kJointTrustRadius);
+  CHECK(large.p0_shape == "identity");  // shaped from kShapeWeights on
+  const auto larger = again.decided(deepkf::kShapeWeights, 191.3);
+  CHECK(larger.p0_shape == "layer");
+  CHECK(larger.to_json().at("p0_shape") == "layer");
+  CHECK(larger.trust_radius == deepkf::kJointTrustRadius);
+  CHECK(again.decided(deepkf::kShapeWeights - 1, 191.3).p0_shape == "identity");
   CHECK(large.nselect == 192);  // every atom of a mean frame, in one group
   CHECK(large.groupsize == 192);
   CHECK(large.blocksize == 0);  // the memory plan's, blocks of at most kJointBlocksize
@@ -114,8 +121,9 @@ TEST_CASE(
                                  {"force_noise", "none"},
                                  {"kf_blocksize", 5120},
                                  {"energy_last", true},
-                                 {"kalman_lambda", 0.99}})
-                         .decided(deepkf::kJointWeights, 192.0);
+                                 {"kalman_lambda", 0.99},
+                                 {"p0_shape", "identity"}})
+                         .decided(deepkf::kShapeWeights, 192.0);
   CHECK(given.update == "joint");
   CHECK(given.nselect == 48);
   CHECK(given.groupsize == 48);  // one group of the atoms asked for
@@ -125,6 +133,7 @@ TEST_CASE(
   CHECK(given.energy_last);
   CHECK(given.lambda0 == 0.99);
   CHECK(given.trust_radius == deepkf::kJointTrustRadius);
+  CHECK(given.p0_shape == "identity");
   // An explicit update is not replaced, whatever the size.
   CHECK(read_rlekf({{"type", "RLEKF"}, {"kf_update", "sequential"}})
             .decided(10 * deepkf::kJointWeights, 192.0)

@@ -204,14 +204,16 @@ TEST_CASE("the automatic p0 and force noise are the same on 2 ranks as on 1, and
   // gradients summed over the ranks in one reduction, A summed in block order. Its force gradients by
   // difference divide the gradients' rounding (which depends on how the frames are split) by the
   // difference's step, so 2 ranks and 1 agree to about 1e-8 there instead of 1e-14 (docs/mpi.md).
-  for (const auto& [joint, gradient, tolerance] :
-       {std::tuple{false, "graph", 1e-10}, std::tuple{true, "graph", 1e-10},
-        std::tuple{true, "difference", 1e-6}}) {
+  // The shaped covariance (p0_shape "layer") takes its d from the same summed probe gradients.
+  for (const auto& [joint, gradient, tolerance, shape] :
+       {std::tuple{false, "graph", 1e-10, "identity"}, std::tuple{true, "graph", 1e-10, "identity"},
+        std::tuple{true, "difference", 1e-6, "identity"}, std::tuple{true, "graph", 1e-10, "layer"}}) {
     INFO((joint ? "kf_update joint, force_noise auto" : "kf_update sequential")
-         << ", force_gradient " << gradient);
+         << ", force_gradient " << gradient << ", p0_shape " << shape);
     json doc = input_doc(train_systems(), 3);
     doc["optimizer"].erase("p0");
     doc["optimizer"]["force_gradient"] = gradient;
+    doc["optimizer"]["p0_shape"] = shape;
     if (joint) {
       doc["optimizer"]["kf_update"] = "joint";
       doc["optimizer"]["force_noise"] = "auto";
@@ -221,12 +223,12 @@ TEST_CASE("the automatic p0 and force noise are the same on 2 ranks as on 1, and
       return json::parse(in)["optimizer"];
     };
     const std::string tag =
-        std::string(joint ? "joint-" : "") + gradient + "-rank" + std::to_string(comm->rank());
+        std::string(joint ? "joint-" : "") + gradient + "-" + shape + "-rank" + std::to_string(comm->rank());
     const std::string serial_dir = deepkf::test::make_temp_dir("p0-serial-" + tag);
     Trainer serial(config_of(doc), options_in(serial_dir, true), deepkf::make_serial_communicator());
     serial.run();
     const std::string dir =
-        shared_temp_dir(*comm, std::string(joint ? "p0-mpi-joint-" : "p0-mpi-") + gradient);
+        shared_temp_dir(*comm, std::string(joint ? "p0-mpi-joint-" : "p0-mpi-") + gradient + "-" + shape);
     Trainer parallel(config_of(doc), options_in(dir, true), comm);
     parallel.run();
     const json p0_serial = resolved(serial_dir)["p0"];

@@ -154,39 +154,47 @@ TEST_CASE("enable_ema writes model_ema.pt, and a restart continues the average b
 TEST_CASE("the automatic p0 is chosen once, recorded, and kept by a restart", "[train][restart][p0]") {
   const std::string si = deepkf::test::require_shared_dataset("si_mlearn");
   const std::vector<std::string> train = {si + "/train/sys_Si12", si + "/train/sys_Si24"};
-  json doc = silicon_input(train, {si + "/test"}, "LKF", 4);
-  doc["optimizer"].erase("p0");
-  const TrainConfig config = config_of(doc);
   auto comm = deepkf::make_serial_communicator();
   const auto resolved_p0 = [](const std::string& dir) {
     std::ifstream in(dir + "/input.resolved.json");
     return json::parse(in)["optimizer"]["p0"];
   };
+  // The sequential filter with P = p0 I, and the joint one with the shaped P = p0 diag(d): a restart takes
+  // P from the checkpoint and must not shape it again.
+  for (const std::string shape : {"identity", "layer"}) {
+    INFO("p0_shape " << shape);
+    json doc = silicon_input(train, {si + "/test"}, "LKF", 4);
+    doc["optimizer"].erase("p0");
+    doc["optimizer"]["p0_shape"] = shape;
+    if (shape != "identity") doc["optimizer"]["kf_update"] = "joint";
+    const TrainConfig config = config_of(doc);
 
-  TrainerOptions straight;
-  straight.output_dir = deepkf::test::make_temp_dir("p0-straight");
-  straight.progress = 0;
-  Trainer uninterrupted(config, straight, comm);
-  uninterrupted.run();
-  const json p0 = resolved_p0(straight.output_dir);
-  REQUIRE(p0.is_number());
-  CHECK(p0.get<double>() > 0.0);
+    TrainerOptions straight;
+    straight.output_dir = deepkf::test::make_temp_dir("p0-straight-" + shape);
+    straight.progress = 0;
+    Trainer uninterrupted(config, straight, comm);
+    uninterrupted.run();
+    const json p0 = resolved_p0(straight.output_dir);
+    REQUIRE(p0.is_number());
+    CHECK(p0.get<double>() > 0.0);
 
-  TrainerOptions first;
-  first.output_dir = deepkf::test::make_temp_dir("p0-stopped");
-  first.progress = 0;
-  first.pause_at = 2;
-  Trainer stopped(config, first, comm);
-  const auto part = stopped.run();
-  REQUIRE(part.steps == 2);
-  TrainerOptions again = first;
-  again.pause_at = 0;
-  again.restart = part.checkpoint;
-  Trainer resumed(config, again, comm);
-  resumed.run();
-  INFO("p0 of the uninterrupted run " << p0 << ", of the restarted run " << resolved_p0(first.output_dir));
-  CHECK(resolved_p0(first.output_dir) == p0);
-  CHECK(deepkf::test::max_abs_difference(resumed.flat_parameters(), uninterrupted.flat_parameters()) == 0.0);
+    TrainerOptions first;
+    first.output_dir = deepkf::test::make_temp_dir("p0-stopped-" + shape);
+    first.progress = 0;
+    first.pause_at = 2;
+    Trainer stopped(config, first, comm);
+    const auto part = stopped.run();
+    REQUIRE(part.steps == 2);
+    TrainerOptions again = first;
+    again.pause_at = 0;
+    again.restart = part.checkpoint;
+    Trainer resumed(config, again, comm);
+    resumed.run();
+    INFO("p0 of the uninterrupted run " << p0 << ", of the restarted run " << resolved_p0(first.output_dir));
+    CHECK(resolved_p0(first.output_dir) == p0);
+    CHECK(deepkf::test::max_abs_difference(resumed.flat_parameters(), uninterrupted.flat_parameters()) ==
+          0.0);
+  }
 }
 
 TEST_CASE("journal checkpoints complete a step later, leave training as it was, and restore bit for bit",
