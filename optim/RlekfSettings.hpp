@@ -128,8 +128,8 @@ constexpr double kLambdaWithoutNoise = 0.98;
 constexpr std::int64_t kJointWeights = 50000;
 constexpr double kJointTrustRadius = 1.0;
 // From kShapeWeights weights on, the joint update's initial covariance is shaped per parameter tensor
-// (p0_shape "layer"): measured ahead on DeePMD-kit's water model (1,014,182 weights, and 455,942 with
-// smaller fitting nets) and behind on 44,033 weights (docs/rlekf.md, "Shape of the initial covariance").
+// (p0_shape "layer"): measured ahead on DeePMD-kit's water model (1,014,182 weights, and 455,942 and
+// 220,022 with smaller fitting nets) and behind on 44,033 (docs/rlekf.md, "Shape of the initial covariance").
 constexpr std::int64_t kShapeWeights = 200000;
 constexpr const char* kJointP0Shape = "layer";
 constexpr std::int64_t kJointBlocksize = 1024;
