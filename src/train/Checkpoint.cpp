@@ -211,7 +211,7 @@ struct StreamHeader {
   bool packed = false;  // format 3 on: "packed_upper" triangles; format 2: dense blocks
   std::vector<BlockEntry> blocks;
 
-  std::uint64_t archive() const { return archive_at ? archive_at : 16 + length; }
+  std::uint64_t archive() const { return archive_at ? archive_at : kCheckpointHeaderAt + length; }
   std::uint64_t base() const {
     return covariance_at ? covariance_at : kCheckpointHeaderAt + length + archive_size;
   }  // covariance
