@@ -9,8 +9,10 @@
 //   Y_rk += p_rc H_ck ;  Y_ck += p_rc H_rk   (c > r)        for k = 0 .. m-1
 // which is Y = P_new H over the whole symmetric block: one read and one write of the triangle for all m
 // columns. Matrices of m columns are stored column after column (column k of H at H + k * ld), so that the
-// loop over c reads each column contiguously. Products and sums are accumulated in float64 for float32
-// blocks too; an updated float32 element enters the products as computed, before it is rounded for storage.
+// loop over c reads each column contiguously. A float64 block is updated and multiplied in float64, a
+// float32 block in float32 (U and H rounded to float32 first, this range's share of Y summed in float32 and
+// then added to the float64 Y): half the vector instructions per element of float64 arithmetic on
+// converted values, and an element enters the products as stored.
 #include <cstdint>
 
 namespace deepkf::packed {
@@ -21,7 +23,7 @@ constexpr int kMaxJoint = 16;
 // The deferred update P <- (P - U U^T) / lambda with U of q columns (column k at U + k * ld, indexed like the
 // block's rows). A sweep always runs the update: with none pending the caller passes U = 0 and lambda = 1,
 // which leaves every value as it is and keeps the products on the same instructions as after an update, so
-// a sweep after a flush equals a sweep that applies the update bit for bit (float64).
+// a sweep after a flush equals a sweep that applies the update bit for bit.
 struct RankUpdate {
   const double* U = nullptr;
   std::int64_t ld = 0;

@@ -153,9 +153,9 @@ TEST_CASE("the CUDA joint sweep equals the CPU joint sweep to round-off and repe
         const auto Yc = cpu.sweep_joint(H, gram_c);
         const auto Yg = gpu.sweep_joint(H.to(torch::kCUDA), gram_g);
         const auto Yf = gpu_flushed.sweep_joint(H.to(torch::kCUDA), gram_f);
-        // As for the scalar sweep: float32 blocks round each update once, and the CPU and CUDA kernels may
-        // round differently.
-        const double tol = dtype == torch::kFloat64 ? 1e-12 : 1e-6;
+        // float32 blocks: the CPU kernel updates and sums in float32, the CUDA kernel in float64 before it
+        // rounds each update once.
+        const double tol = dtype == torch::kFloat64 ? 1e-12 : 1e-5;
         CHECK(relative_difference(Yg, Yc) < tol);
         CHECK(relative_difference(gram_g, gram_c) < tol);
         CHECK(torch::equal(Yg, Yf));  // flushing does not change the bits on the device
