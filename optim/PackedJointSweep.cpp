@@ -20,18 +20,12 @@ namespace {
 
 constexpr int kWidth = 8;  // columns per vector
 
-// Rows sharing each column's loads. float64 takes four: each column's U, H and Y loaded once for four
-// rows. float32 takes one: out of the caches four rows at once (four streams through P) ran at 0.65 of the
-// speed of one row at a time on an AMD EPYC (docs/benchmarks.md, "The float32 joint sweep in float32"),
-// which its cheaper arithmetic leaves bound by memory.
-template <typename S>
-struct RowsAtOnce {
-  static constexpr int value = 4;
-};
-template <>
-struct RowsAtOnce<float> {
-  static constexpr int value = 1;
-};
+constexpr int kRows = 4;  // rows sharing each column's loads
+
+// float32 rows no longer than this are taken one at a time: with float32 arithmetic, four short rows at once
+// (four streams through P starting every few KiB) ran slower out of the caches than one row at a time on an
+// AMD EPYC, and four long rows faster (docs/benchmarks.md, "The float32 joint sweep in float32").
+constexpr std::int64_t kShortRowF32 = 1024;
 
 // Eight lanes of S (GCC's vector extension): float64 in AVX-512 registers or two AVX2 ones, float32 in one
 // AVX2 register.
@@ -119,9 +113,9 @@ DEEPKF_INLINE void columns8(S* const* rows, std::int64_t c, const RowFactors<S, 
   }
 }
 
-// R consecutive rows r .. r+R-1 (R = RowsAtOnce<S>::value, or 1 for the last rows of a range): their R x R
-// corner element by element, then the columns c >= r + R they share, eight at a time, then the last columns
-// one at a time.
+// R consecutive rows r .. r+R-1 (R = kRows, or 1 for short float32 rows and the last rows of a range): their
+// R x R corner element by element, then the columns c >= r + R they share, eight at a time, then the last
+// columns one at a time.
 template <typename S, int M, int R>
 DEEPKF_INLINE void joint_rows(S* P, std::int64_t n, std::int64_t r, const Operands<S>& o) {
   using V = Vec8<S>;
@@ -182,8 +176,8 @@ DEEPKF_INLINE void joint_rows(S* P, std::int64_t n, std::int64_t r, const Operan
 template <typename S, int M>
 DEEPKF_INLINE void joint_range(S* P, std::int64_t n, std::int64_t r0, std::int64_t r1, const Operands<S>& o) {
   std::int64_t r = r0;
-  constexpr int R = RowsAtOnce<S>::value;
-  for (; r + R <= r1; r += R) joint_rows<S, M, R>(P, n, r, o);
+  const std::int64_t short_row = std::is_same_v<S, float> ? kShortRowF32 : 0;
+  for (; r + kRows <= r1 && n - r > short_row; r += kRows) joint_rows<S, M, kRows>(P, n, r, o);
   for (; r < r1; ++r) joint_rows<S, M, 1>(P, n, r, o);
 }
 

@@ -42,8 +42,8 @@ struct Columns {
 // Applies `update` first; its rank q must equal m (OptimError otherwise: the caller flushes a pending
 // update of another rank, or passes zeros for none). Adds this range's share of Y = P H to Y, whose columns
 // hold rows r0 .. n-1 (Y column k's first value is row r0: a partial sum covering what these rows touch).
-// Rows are taken four at a time, each column's H, U and Y values loaded once for four rows of P; the
-// summation order depends on r0, r1, n and m only.
+// Rows are taken four at a time, each column's H, U and Y values loaded once for four rows of P (float32
+// rows of at most 1,024 values one at a time); the summation order depends on r0, r1, n and m only.
 void joint_sweep_rows(double* P, std::int64_t n, std::int64_t r0, std::int64_t r1, const RankUpdate& update,
                       Columns<const double> H, int m, Columns<double> Y);
 void joint_sweep_rows(float* P, std::int64_t n, std::int64_t r0, std::int64_t r1, const RankUpdate& update,
