@@ -206,7 +206,6 @@ constexpr auto kernel_table(std::integer_sequence<int, Ms...>) {
   }
 }
 
-template <typename S>
 void check(const RankUpdate& update, int m) {
   if (m < 1 || m > kMaxJoint)
     throw OptimError("joint sweep: " + std::to_string(m) + " vectors (1 to " + std::to_string(kMaxJoint) +
@@ -224,7 +223,7 @@ JointKernel<S> kernel(int m) {
 
 void dispatch(double* P, std::int64_t n, std::int64_t r0, std::int64_t r1, const RankUpdate& update,
               Columns<const double> H, int m, Columns<double> Y) {
-  check<double>(update, m);
+  check(update, m);
   const Operands<double> o{update.U, update.ld, update.inv_lambda, H.X, H.ld, Y.X - r0, Y.ld};
   kernel<double>(m)(P, n, r0, r1, o);
 }
@@ -234,7 +233,7 @@ void dispatch(double* P, std::int64_t n, std::int64_t r0, std::int64_t r1, const
 // the stored type halves the instructions per element against float64 arithmetic on converted values.
 void dispatch(float* P, std::int64_t n, std::int64_t r0, std::int64_t r1, const RankUpdate& update,
               Columns<const double> H, int m, Columns<double> Y) {
-  check<float>(update, m);
+  check(update, m);
   const std::int64_t len = n - r0;
   thread_local std::vector<float> buffer;
   buffer.assign(static_cast<std::size_t>(3 * m * len), 0.0f);
