@@ -1,5 +1,6 @@
 #include "optim/PackedJointSweep.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <string>
@@ -236,10 +237,11 @@ void dispatch(float* P, std::int64_t n, std::int64_t r0, std::int64_t r1, const 
   check(update, m);
   const std::int64_t len = n - r0;
   thread_local std::vector<float> buffer;
-  buffer.assign(static_cast<std::size_t>(3 * m * len), 0.0f);
+  buffer.resize(static_cast<std::size_t>(3 * m * len));
   float* u = buffer.data();
   float* h = u + m * len;
   float* y = h + m * len;
+  std::fill(y, y + m * len, 0.0f);  // u and h are written in full below
   for (int k = 0; k < m; ++k) {
     for (std::int64_t c = 0; c < len; ++c) {
       u[k * len + c] = static_cast<float>(update.U[k * update.ld + r0 + c]);
