@@ -181,7 +181,8 @@ torch::Tensor DeepPotImpl::energy_from_pairs(const torch::Tensor& rij, const tor
       const auto cols = envs[k].size(2);
       const auto mean = davg_[c].narrow(0, stat_offset_[k], parts_[k].nnei()).narrow(1, 0, cols);
       const auto dev = dstd_[c].narrow(0, stat_offset_[k], parts_[k].nnei()).narrow(1, 0, cols);
-      const auto env_c = (envs[k].index_select(0, idx) - mean) / dev;
+      const auto raw = envs[k].index_select(0, idx);
+      const auto env_c = (raw - mean) / dev;
       if (config_.mixed_types()) {
         const auto sw_c = sw.index_select(0, idx);
         const auto types_c = slot_types.index_select(0, idx);
@@ -189,7 +190,10 @@ torch::Tensor DeepPotImpl::energy_from_pairs(const torch::Tensor& rij, const tor
                             ? attention_descriptor(c, env_c, sw_c, types_c, tebd, beyond_end)
                             : three_body_tebd_descriptor(c, env_c, sw_c, types_c, tebd, beyond_end));
       } else {
-        parts.push_back(descriptor(k, c, env_c, tebd, beyond_end));
+        // a slot is filled where its raw s = w(r) / r is positive; an empty one's row is (0 - davg) / dstd
+        const auto filled = raw.select(2, 0).gt(0.0);
+        const auto empty_s = -(mean.select(1, 0) / dev.select(1, 0));
+        parts.push_back(descriptor(k, c, env_c, filled, empty_s, tebd, beyond_end));
       }
     }
     // E_i = F_c(D_i) + bias[c], D_i the descriptors side by side; under a type embedding F([D_i, tebd_c])

@@ -173,9 +173,17 @@ class DeepPotImpl : public torch::nn::Module {
   DenseNet& fitting_net(int c) { return fitting_[config_.type_embedded() ? 0 : static_cast<std::size_t>(c)]; }
   torch::Tensor fitting_input(const torch::Tensor& d, const torch::Tensor& tebd, int c) const;
   // Descriptor `part` (parts_) of n centres of type c from their normalised environment rows env_c (n x
-  // nnei_k x cols): n x its descriptor_dim().
-  torch::Tensor descriptor(std::size_t part, int c, const torch::Tensor& env_c, const torch::Tensor& tebd,
+  // nnei_k x cols), filled (n x nnei_k, false where the raw row is 0: an empty slot or a neighbour at or
+  // beyond rcut) and empty_s (nnei_k: column 0 of each slot's normalised empty row): n x its
+  // descriptor_dim().
+  torch::Tensor descriptor(std::size_t part, int c, const torch::Tensor& env_c, const torch::Tensor& filled,
+                           const torch::Tensor& empty_s, const torch::Tensor& tebd,
                            torch::Tensor* beyond_end);
+  // embed() of n centres' slots s (n x sel) that runs the net on the filled slots only: an unfilled slot
+  // reads its slot's empty value empty_s, so G(empty_s) is taken once per slot and copied to the centres.
+  torch::Tensor embed_filled(std::size_t part, int first, int second, const torch::Tensor& s,
+                             const torch::Tensor& filled, const torch::Tensor& empty_s,
+                             const torch::Tensor& tebd, torch::Tensor* beyond_end);
   // evaluate() of a compressed model: T (three-body: D) by the tables' kernel, the fitting nets and dE/dT
   // (dE/dD) written out, forces and virials by the kernel's backward pass.
   ModelOutput evaluate_compressed(const torch::Tensor& coord, const torch::Tensor& atype,

@@ -41,7 +41,23 @@ torch::Tensor DeepPotImpl::fitting_input(const torch::Tensor& d, const torch::Te
   return torch::cat({d, tebd[c].expand({d.size(0), tebd.size(1)})}, 1);
 }
 
+torch::Tensor DeepPotImpl::embed_filled(std::size_t part, int first, int second, const torch::Tensor& s,
+                                        const torch::Tensor& filled, const torch::Tensor& empty_s,
+                                        const torch::Tensor& tebd, torch::Tensor* beyond_end) {
+  // A slot left empty, or holding a neighbour at or beyond rcut, has the raw row 0 and so the normalised
+  // input empty_s[j] whatever the centre, with no dependence on the positions: G(empty_s[j]) once per slot
+  // is exact, values and gradients. (Tables count beyond_end per slot: they keep the full evaluation.)
+  const auto where = torch::nonzero(filled.reshape({-1})).squeeze(1);
+  if (compressed() || where.size(0) == filled.numel()) return embed(part, first, second, s, tebd, beyond_end);
+  const auto n = s.size(0), sel = s.size(1);
+  const auto g_filled = embed(part, first, second, s.reshape({-1}).index_select(0, where), tebd, beyond_end);
+  const auto g_empty = embed(part, first, second, empty_s, tebd, beyond_end);  // sel x M
+  const auto m = g_empty.size(1);
+  return g_empty.expand({n, sel, m}).reshape({n * sel, m}).index_copy(0, where, g_filled).view({n, sel, m});
+}
+
 torch::Tensor DeepPotImpl::descriptor(std::size_t part, int c, const torch::Tensor& env_c,
+                                      const torch::Tensor& filled, const torch::Tensor& empty_s,
                                       const torch::Tensor& tebd, torch::Tensor* beyond_end) {
   const ModelConfig& config = parts_[part];
   const auto n = env_c.size(0);
@@ -90,8 +106,9 @@ torch::Tensor DeepPotImpl::descriptor(std::size_t part, int c, const torch::Tens
   auto t_mat = radial ? torch::zeros({n, m}, env_c.options()) : torch::zeros({n, 4, m}, env_c.options());
   for (int t = 0; t < nt; ++t) {
     if (config.sel[static_cast<std::size_t>(t)] == 0) continue;
-    const auto rows = block(env_c, t);                                      // n x sel_t x cols
-    const auto g = embed(part, c, t, rows.select(2, 0), tebd, beyond_end);  // n x sel_t x M
+    const auto rows = block(env_c, t);  // n x sel_t x cols
+    const auto slots = empty_s.narrow(0, config.sel_offset(t), config.sel[static_cast<std::size_t>(t)]);
+    const auto g = embed_filled(part, c, t, rows.select(2, 0), block(filled, t), slots, tebd, beyond_end);
     t_mat = radial ? t_mat + g.sum(1) : t_mat + torch::matmul(rows.transpose(1, 2), g);
   }
   // se_e2_r: D = (1/5) (1/N_c) sum_j G(s^_ij), DeePMD-kit's scale : n x M
