@@ -30,6 +30,7 @@
 #include "src/core/Error.hpp"
 #include "src/core/OpenMpWait.hpp"
 #include "src/geometry/NeighborList.hpp"
+#include "src/model/CpuMemoryCache.hpp"
 #include "src/model/ModelDeviation.hpp"
 #include "src/model/ModelFile.hpp"
 #include "update.h"
@@ -67,6 +68,8 @@ PairDeepkf::PairDeepkf(LAMMPS* lammps, std::string style)
   // LibTorch's products on the calling thread unless OPENBLAS_NUM_THREADS says otherwise: OpenBLAS's pthreads
   // pool would otherwise start one thread per core in every rank (src/core/OpenMpWait.hpp).
   deepkf::single_threaded_blas();
+  // Freed tensor memory kept for the next step instead of unmapped and faulted in again (CpuMemoryCache.hpp).
+  deepkf::use_cpu_memory_cache();
 }
 
 PairDeepkf::~PairDeepkf() {

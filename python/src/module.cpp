@@ -14,6 +14,7 @@
 #include "python/src/KalmanSigma.hpp"
 #include "src/core/Error.hpp"
 #include "src/eval/Potential.hpp"
+#include "src/model/CpuMemoryCache.hpp"
 #include "src/model/ModelDeviation.hpp"
 
 namespace py = pybind11;
@@ -95,6 +96,7 @@ py::tuple deviation_row(const Array& atom_devi, const Array& virial_devi) {
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "deepkf's compiled core: model files as potentials, model deviation, Kalman uncertainty";
+  deepkf::use_cpu_memory_cache();  // freed tensor memory kept for reuse (src/model/CpuMemoryCache.hpp)
   // deepkf's errors: each a one-line message; the data and settings errors are ValueErrors.
   auto base = py::register_exception<deepkf::Error>(m, "DeepkfError", PyExc_RuntimeError);
   py::register_exception<deepkf::DataError>(m, "DataError", PyExc_ValueError);

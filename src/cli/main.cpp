@@ -13,6 +13,7 @@
 #include "src/cli/ParseErrors.hpp"
 #include "src/core/Error.hpp"
 #include "src/core/OpenMpWait.hpp"
+#include "src/model/CpuMemoryCache.hpp"
 
 namespace {
 
@@ -25,6 +26,7 @@ constexpr const char* kOutOfMemory =
 int main(int argc, char** argv) {
   deepkf::bound_openmp_spinning(argv);
   deepkf::single_threaded_blas();
+  deepkf::use_cpu_memory_cache();
   CLI::App app{"deepkf: train Deep Potentials (DeepPot-SE) with a layer-wise Kalman filter"};
   app.set_version_flag("--version", "deepkf 0.1.0");
   app.require_subcommand(1);

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cstdlib>
 #include <fstream>
@@ -54,9 +55,14 @@ std::int64_t cgroup_headroom() {
   return -1;
 }
 
+std::atomic<void (*)()> host_memory_release{nullptr};
+
 }  // namespace
 
+void set_host_memory_release(void (*release)()) { host_memory_release = release; }
+
 std::int64_t available_host_memory() {
+  if (const auto release = host_memory_release.load()) release();
   if (const char* env = std::getenv("DEEPKF_AVAILABLE_MEMORY"); env && *env)
     return parse_bytes(env, "DEEPKF_AVAILABLE_MEMORY");
   const std::int64_t avail = mem_available();

@@ -9,8 +9,12 @@
 
 namespace deepkf {
 
-// Bytes available now; -1 when nothing could be read (not Linux, no /proc).
+// Bytes available now; -1 when nothing could be read (not Linux, no /proc). Calls the release function
+// set below first, so that memory a cache of this process keeps counts as available.
 std::int64_t available_host_memory();
+
+// The function available_host_memory() calls first (the CPU tensor cache's release; nullptr: none).
+void set_host_memory_release(void (*release)());
 
 // Asks the kernel to back [data, data + bytes) with transparent huge pages when it first touches them
 // (madvise MADV_HUGEPAGE on the whole pages inside; Linux only, and only where the system's setting is
