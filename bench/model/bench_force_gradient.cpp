@@ -27,6 +27,7 @@
 #include "bench/support/WaterModel.hpp"
 #include "src/data/Dataset.hpp"
 #include "src/model/Batch.hpp"
+#include "src/model/CpuMemoryCache.hpp"
 #include "tests/support/TestData.hpp"
 
 namespace {
@@ -90,6 +91,7 @@ Gradients by_difference(deepkf::DeepPot& model, const deepkf::Batch& b, const to
 int main(int argc, char** argv) {
   const int repeats = argc > 1 ? std::stoi(argv[1]) : 7;
   torch::set_num_threads(argc > 2 ? std::stoi(argv[2]) : 2);
+  deepkf::use_cpu_memory_cache();  // as the deepkf command runs
   const auto water =
       deepkf::Dataset::load({deepkf::test::require_shared_dataset("water/data_0")}, {"O", "H"});
   auto mc = deepkf::bench::water_reference_config();
@@ -126,6 +128,19 @@ int main(int argc, char** argv) {
     grad(e[0].sum() - e[1].sum(), model->parameters());
   });
   std::printf("energy only of two frames, forward and backward: %6.1f ms\n", 1e3 * t_energy2);
+  // Batches of distinct frames: how the pass grows with the batch (LibTorch's CPU allocator decides much of
+  // it: DEEPKF_CPU_MEMORY_CACHE=0 leaves glibc's malloc alone, src/model/CpuMemoryCache.hpp).
+  for (const std::int64_t frames : {4, 8}) {
+    if (water.systems.at(0).nframes < frames) break;
+    std::vector<std::int64_t> which(static_cast<std::size_t>(frames));
+    for (std::int64_t k = 0; k < frames; ++k) which[static_cast<std::size_t>(k)] = k;
+    const auto many = deepkf::make_batch(water.systems.at(0), which, mc, torch::kCPU, torch::kFloat64);
+    const double t = time_median(repeats, [&] {
+      grad(model->atomic_energy(many.coord, many.atype, many.nlist, many.shift).sum(), model->parameters());
+    });
+    std::printf("energy only of %lld frames, forward and backward:  %6.1f ms\n",
+                static_cast<long long>(frames), 1e3 * t);
+  }
   const double t_forces = time_median(repeats, [&] { model->evaluate(b.coord, b.atype, b.nlist, b.shift); });
   std::printf("forces without graph (evaluate):               %8.1f ms\n", 1e3 * t_forces);
   std::printf("graph: forces with graph, h_E and h_F:         %8.1f ms\n", 1e3 * t_graph);
