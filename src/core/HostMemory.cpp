@@ -61,6 +61,15 @@ std::atomic<void (*)()> host_memory_release{nullptr};
 
 void set_host_memory_release(void (*release)()) { host_memory_release = release; }
 
+std::int64_t host_memory_limit() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  std::int64_t limit = pages > 0 && page > 0 ? static_cast<std::int64_t>(pages) * page : -1;
+  std::int64_t cgroup = read_number("/sys/fs/cgroup/memory.max");
+  if (cgroup <= 0) cgroup = read_number("/sys/fs/cgroup/memory/memory.limit_in_bytes");
+  if (cgroup > 0 && cgroup < (std::int64_t{1} << 60)) limit = limit < 0 ? cgroup : std::min(limit, cgroup);
+  return limit;
+}
+
 std::int64_t available_host_memory() {
   if (const auto release = host_memory_release.load()) release();
   if (const char* env = std::getenv("DEEPKF_AVAILABLE_MEMORY"); env && *env)

@@ -13,6 +13,10 @@ namespace deepkf {
 // set below first, so that memory a cache of this process keeps counts as available.
 std::int64_t available_host_memory();
 
+// The memory this process may hold at most: the machine's physical memory, or the cgroup's limit where it
+// is lower; -1 when neither can be read.
+std::int64_t host_memory_limit();
+
 // The function available_host_memory() calls first (the CPU tensor cache's release; nullptr: none).
 void set_host_memory_release(void (*release)());
 

@@ -3,7 +3,6 @@
 #include <c10/core/Allocator.h>
 #include <c10/core/CPUAllocator.h>
 #include <c10/util/Exception.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -38,8 +37,8 @@ void free_small(void* p) { std::free(p); }
 class Cache final : public c10::Allocator {
  public:
   Cache() {
-    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
-    const std::size_t memory = pages > 0 && page > 0 ? static_cast<std::size_t>(pages) * page : 0;
+    const std::int64_t limit = host_memory_limit();  // the machine's, or the cgroup's where lower
+    const std::size_t memory = limit > 0 ? static_cast<std::size_t>(limit) : 0;
     limit_ = std::max(std::size_t{256} << 20, memory / 8);
     largest_ = limit_ / 4;
   }

@@ -6,7 +6,8 @@
 // an Adam step about 2 times slower for it, four frames about 4 times (docs/benchmarks.md, "CPU memory
 // cache"). The cache keeps freed blocks of 64 KiB and more by size class (eight per power of two, so a
 // block is at most 12.5% larger than asked) and hands them out again; it holds at most an eighth of the
-// machine's memory (at least 256 MiB) and never a block over a quarter of that.
+// machine's memory or of the cgroup's limit where lower (at least 256 MiB), never a block over a quarter of
+// that.
 #include <cstdint>
 
 namespace deepkf {
