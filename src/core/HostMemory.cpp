@@ -44,15 +44,27 @@ std::int64_t mem_available() {
   return -1;
 }
 
-// What the cgroup limit leaves, or -1 without a limit.
-std::int64_t cgroup_headroom() {
+// The cgroup's memory limit (-1 without one) and the file of its current use.
+struct CgroupMemory {
+  std::int64_t limit = -1;
+  const char* usage = nullptr;
+};
+
+CgroupMemory cgroup_memory() {
   const std::int64_t v2_max = read_number("/sys/fs/cgroup/memory.max");
-  if (v2_max > 0) return std::max<std::int64_t>(0, v2_max - read_number("/sys/fs/cgroup/memory.current"));
+  if (v2_max > 0) return {v2_max, "/sys/fs/cgroup/memory.current"};
   const std::int64_t v1_max = read_number("/sys/fs/cgroup/memory/memory.limit_in_bytes");
   // v1 reports "no limit" as a huge number (2^63 rounded down to the page size).
   if (v1_max > 0 && v1_max < (std::int64_t{1} << 60))
-    return std::max<std::int64_t>(0, v1_max - read_number("/sys/fs/cgroup/memory/memory.usage_in_bytes"));
-  return -1;
+    return {v1_max, "/sys/fs/cgroup/memory/memory.usage_in_bytes"};
+  return {};
+}
+
+// What the cgroup limit leaves, or -1 without a limit.
+std::int64_t cgroup_headroom() {
+  const CgroupMemory cgroup = cgroup_memory();
+  if (cgroup.limit < 0) return -1;
+  return std::max<std::int64_t>(0, cgroup.limit - read_number(cgroup.usage));
 }
 
 std::atomic<void (*)()> host_memory_release{nullptr};
@@ -63,11 +75,10 @@ void set_host_memory_release(void (*release)()) { host_memory_release = release;
 
 std::int64_t host_memory_limit() {
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
-  std::int64_t limit = pages > 0 && page > 0 ? static_cast<std::int64_t>(pages) * page : -1;
-  std::int64_t cgroup = read_number("/sys/fs/cgroup/memory.max");
-  if (cgroup <= 0) cgroup = read_number("/sys/fs/cgroup/memory/memory.limit_in_bytes");
-  if (cgroup > 0 && cgroup < (std::int64_t{1} << 60)) limit = limit < 0 ? cgroup : std::min(limit, cgroup);
-  return limit;
+  const std::int64_t machine = pages > 0 && page > 0 ? static_cast<std::int64_t>(pages) * page : -1;
+  const std::int64_t cgroup = cgroup_memory().limit;
+  if (machine < 0 || cgroup < 0) return std::max(machine, cgroup);
+  return std::min(machine, cgroup);
 }
 
 std::int64_t available_host_memory() {

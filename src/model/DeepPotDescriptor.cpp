@@ -47,8 +47,9 @@ torch::Tensor DeepPotImpl::embed_filled(std::size_t part, int first, int second,
   // A slot left empty, or holding a neighbour at or beyond rcut, has the raw row 0 and so the normalised
   // input empty_s[j] whatever the centre, with no dependence on the positions: G(empty_s[j]) once per slot
   // is exact, values and gradients. (Tables count beyond_end per slot: they keep the full evaluation.)
+  if (compressed()) return embed(part, first, second, s, tebd, beyond_end);
   const auto where = torch::nonzero(filled.reshape({-1})).squeeze(1);
-  if (compressed() || where.size(0) == filled.numel()) return embed(part, first, second, s, tebd, beyond_end);
+  if (where.size(0) == filled.numel()) return embed(part, first, second, s, tebd, beyond_end);
   const auto n = s.size(0), sel = s.size(1);
   const auto g_filled = embed(part, first, second, s.reshape({-1}).index_select(0, where), tebd, beyond_end);
   const auto g_empty = embed(part, first, second, empty_s, tebd, beyond_end);  // sel x M
