@@ -36,8 +36,8 @@ json.dump(doc, open(sys.argv[2], "w"), indent=1)
 PY
   (cd "$dir" && "$deepkf" train input.json -o . --no-progress > stdout 2>&1)
   local per_step f split
-  # Wall time between the first and the last display (steps 1 and n: the set-up and the first step are
-  # not in it, one validation of 3 frames is), per step.
+  # Time inside the training steps (lcurve.out's step_s, the last column) between the first and the last
+  # display (steps 1 and n: the set-up and the first step are not in it), per step.
   per_step=$(awk '!/^#/ { if (!s0) { s0 = $1; w0 = $NF } s = $1; w = $NF } END { printf "%.3f", (w - w0) / (s - s0) }' "$dir/lcurve.out")
   f=$(grep 'validation on all' "$dir/train.log" | sed -E 's/.*rmse_f ([^ ]*) eV\/A.*/\1/')
   split=$(grep -oE 'Kalman filter [0-9.e+-]+ s \([0-9]+%, [0-9.]+ updates\), model [0-9.e+-]+ s' "$dir/train.log" | tail -1 || true)

@@ -182,6 +182,7 @@ std::string Trainer::Run::eta() const {
 
 ErrorMetrics Trainer::Run::step(const BatchRef& ref) {
   ErrorMetrics trn;
+  const auto start = std::chrono::steady_clock::now();
   try {
     trn = m.train_step(ref);
   } catch (const OptimError& e) {
@@ -192,6 +193,7 @@ ErrorMetrics Trainer::Run::step(const BatchRef& ref) {
                    fmt::format("the loss is not finite: the model predicts non-finite values for {}",
                                batch_text(m.data.train, ref)));
   if (m.average) m.average->update(m.model);
+  m.step_time += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ++m.step;
   return trn;
 }
@@ -215,7 +217,7 @@ void Trainer::Run::display(ErrorMetrics trn, const BatchRef& ref) {
   result.training = trn;
   const std::string status = m.optimizer->status_line(m.step);
   if (!m.root()) return;
-  lcurve->add(m.step, val, trn, m.optimizer->status_value(m.step), m.wall_seconds());
+  lcurve->add(m.step, val, trn, m.optimizer->status_value(m.step), m.wall_seconds(), m.step_seconds());
   progress->clear();
   // Without validation data the validation columns say so instead of showing nan.
   const auto val_e = val.e_count > 0 ? fmt::format("val {:.3e} ", val.rmse_e()) : std::string();

@@ -42,6 +42,7 @@ struct Trainer::Impl {
   std::unique_ptr<FolderLock> output_lock;  // rank 0: the output folder, until run() ends
   std::unique_ptr<WeightAverage> average;   // enable_ema: the moving average of the weights
   double wall_before = 0.0;                 // training seconds of earlier runs (restarts)
+  double step_time = 0.0;  // seconds inside the training steps, earlier runs' included (lcurve.out's step_s)
   std::chrono::steady_clock::time_point run_start = std::chrono::steady_clock::now();  // set by run()
   nlohmann::json calibration;  // of the predicted uncertainty (docs/uncertainty.md), null until fitted
   // Last, so that it is destroyed first: its thread may still be writing a checkpoint (set up by setup()).
@@ -55,6 +56,10 @@ struct Trainer::Impl {
   double wall_seconds() const {
     return wall_before + std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
   }
+  // Seconds inside the training steps so far (optimizer updates, the model passes they take, the batches'
+  // assembly), earlier runs' included: lcurve.out's step_s, the training time without the displays'
+  // evaluations, checkpoints and model files. Kept in the checkpoint.
+  double step_seconds() const { return step_time; }
   std::string out(const std::string& name) const {
     return (std::filesystem::path(opt.output_dir) / name).string();
   }

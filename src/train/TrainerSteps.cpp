@@ -162,6 +162,7 @@ json Trainer::Impl::checkpoint_meta() const {
   meta["provenance"] = provenance();
   meta["ranks"] = comm->size();
   meta["wall_seconds"] = wall_seconds();  // a restart's learning curve goes on from it
+  meta["step_seconds"] = step_seconds();
   if (!calibration.is_null()) meta["uncertainty_calibration"] = calibration;
   return meta;
 }

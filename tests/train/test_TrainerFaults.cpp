@@ -9,9 +9,11 @@
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include "src/core/Communicator.hpp"
@@ -76,17 +78,37 @@ std::vector<std::int64_t> lcurve_steps(const std::string& path) {
   return steps;
 }
 
-// The wall_s column (the last) of a learning curve, by row.
-std::vector<double> lcurve_walls(const std::string& path) {
+// The column `name` of a learning curve, by row, found by the header's names (its first line).
+std::vector<double> lcurve_column(const std::string& path, const std::string& name) {
   std::ifstream in(path);
   REQUIRE(in);
-  std::vector<double> walls;
   std::string line;
+  REQUIRE(std::getline(in, line));
+  std::istringstream names(line.substr(1));
+  std::vector<std::string> columns{std::istream_iterator<std::string>(names), {}};
+  const auto at = std::find(columns.begin(), columns.end(), name);
+  INFO("learning curve header: " << line);
+  REQUIRE(at != columns.end());
+  const auto index = static_cast<std::size_t>(at - columns.begin());
+  std::vector<double> values;
   while (std::getline(in, line)) {
     if (line.empty() || line[0] == '#') continue;
-    walls.push_back(std::stod(line.substr(line.find_last_of(' ') + 1)));
+    std::istringstream words(line);
+    std::vector<std::string> row{std::istream_iterator<std::string>(words), {}};
+    REQUIRE(row.size() == columns.size());
+    values.push_back(std::stod(row[index]));
   }
-  return walls;
+  return values;
+}
+
+std::vector<double> lcurve_walls(const std::string& path) { return lcurve_column(path, "wall_s"); }
+
+// The first 3 steps of `config` in `dir`, paused there with a checkpoint.
+void run_to_pause(const TrainConfig& config, const std::string& dir,
+                  const std::shared_ptr<deepkf::Communicator>& comm) {
+  TrainerOptions first = options_in(dir);
+  first.pause_at = 3;
+  REQUIRE(Trainer(config, first, comm).run().steps == 3);
 }
 
 // The message of the deepkf::Error that f throws, or "no error".
@@ -141,9 +163,7 @@ TEST_CASE("a restart's learning curve goes on with the wall time of the run it c
   const TrainConfig config = config_of(small_input("RLEKF", 6));
   auto comm = deepkf::make_serial_communicator();
   const std::string dir = deepkf::test::make_temp_dir("lcurve-wall");
-  TrainerOptions first = options_in(dir);
-  first.pause_at = 3;
-  REQUIRE(Trainer(config, first, comm).run().steps == 3);
+  run_to_pause(config, dir, comm);
   const auto before = lcurve_walls(dir + "/lcurve.out");
   REQUIRE(before.size() == 3);
   const json meta = deepkf::read_checkpoint(dir + "/model.ckpt", torch::kCPU).meta;
@@ -154,6 +174,13 @@ TEST_CASE("a restart's learning curve goes on with the wall time of the run it c
   REQUIRE(meta.contains("wall_seconds"));
   const double saved = meta.at("wall_seconds").get<double>();
   CHECK(saved >= before.back() - 0.005);  // wall_s is printed to 0.01 s
+  // step_s: the time inside the steps, a part of wall_s, kept in the checkpoint too.
+  REQUIRE(meta.contains("step_seconds"));
+  const double saved_steps = meta.at("step_seconds").get<double>();
+  const auto steps_before = lcurve_column(dir + "/lcurve.out", "step_s");
+  CHECK(steps_before.back() > 0.0);
+  CHECK(saved_steps >= steps_before.back() - 0.005);
+  for (std::size_t i = 0; i < before.size(); ++i) CHECK(steps_before[i] <= before[i] + 0.01);
 
   TrainerOptions on = options_in(dir);
   on.restart = dir + "/model.ckpt";
@@ -164,6 +191,37 @@ TEST_CASE("a restart's learning curve goes on with the wall time of the run it c
                                     << " (checkpoint at step 3: " << saved << " s)");
   for (std::size_t i = 3; i < walls.size(); ++i) CHECK(walls[i] >= saved - 0.005);
   for (std::size_t i = 1; i < walls.size(); ++i) CHECK(walls[i] >= walls[i - 1]);
+  const auto step_s = lcurve_column(dir + "/lcurve.out", "step_s");
+  for (std::size_t i = 3; i < step_s.size(); ++i) CHECK(step_s[i] >= saved_steps - 0.005);
+  for (std::size_t i = 1; i < step_s.size(); ++i) CHECK(step_s[i] >= step_s[i - 1]);
+  for (std::size_t i = 0; i < step_s.size(); ++i) CHECK(step_s[i] <= walls[i] + 0.01);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a restart appends to a learning curve without step_s in that file's columns",
+          "[train][restart][lcurve]") {
+  const TrainConfig config = config_of(small_input("RLEKF", 6));
+  auto comm = deepkf::make_serial_communicator();
+  const std::string dir = deepkf::test::make_temp_dir("lcurve-old-columns");
+  run_to_pause(config, dir, comm);
+  // The file as a version before step_s wrote it: the header and every row without their last column.
+  const std::string path = dir + "/lcurve.out";
+  std::ifstream in(path);
+  std::string old, line;
+  while (std::getline(in, line)) {
+    if (line.rfind("#  step", 0) == 0 || (!line.empty() && line[0] != '#'))
+      line = line.substr(0, line.find_last_not_of(' ', line.find_last_of(' ')) + 1);
+    old += line + "\n";
+  }
+  in.close();
+  REQUIRE(old.find("step_s") == std::string::npos);
+  std::ofstream(path) << old;
+
+  TrainerOptions on = options_in(dir);
+  on.restart = dir + "/model.ckpt";
+  REQUIRE(Trainer(config, on, comm).run().steps == 6);
+  // Every row has the header's columns (lcurve_column requires it), wall_s still the last.
+  CHECK(lcurve_walls(path).size() == 6);
   fs::remove_all(dir);
 }
 
