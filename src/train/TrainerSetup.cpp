@@ -147,6 +147,12 @@ void Trainer::Impl::setup() {
   // The optimizer (and its memory plan) before the statistics read the data: a run that cannot fit stops
   // at once.
   build_optimizer();
+  if (!opt.init_model.empty() && cfg.optimizer == "RLEKF") {
+    log->info(
+        "RLEKF starts a fresh covariance on these trained weights: on DeePMD-kit's water model its forces "
+        "did not improve within hundreds of steps from there (docs/rlekf.md, \"From trained weights\"); "
+        "--continue from an RLEKF checkpoint keeps its covariance");
+  }
   if (opt.init_model.empty()) {
     set_statistics(model, mcfg, data.train, *comm, *log);
   } else {
@@ -215,6 +221,7 @@ void Trainer::Impl::restore(const std::string& path, bool same_data) {
   }
   step = ckpt.meta.at("step").get<std::int64_t>();
   wall_before = ckpt.meta.value("wall_seconds", 0.0);
+  step_time = ckpt.meta.value("step_seconds", 0.0);
   calibration = ckpt.meta.value("uncertainty_calibration", json());
   if (!same_data) {
     // The checkpoint's data position refers to its own data: the new data's order starts at epoch 0.
