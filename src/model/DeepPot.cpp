@@ -191,7 +191,8 @@ torch::Tensor DeepPotImpl::energy_from_pairs(const torch::Tensor& rij, const tor
                             : three_body_tebd_descriptor(c, env_c, sw_c, types_c, tebd, beyond_end));
       } else {
         // a slot is filled where its raw s = w(r) / r is positive; an empty one's row is (0 - davg) / dstd
-        const auto filled = raw.select(2, 0).gt(0.0);
+        // (se_e3 finds its filled slots from the directions itself)
+        const auto filled = parts_[k].three_body() ? torch::Tensor() : raw.select(2, 0).gt(0.0);
         const auto empty_s = -(mean.select(1, 0) / dev.select(1, 0));
         parts.push_back(descriptor(k, c, env_c, filled, empty_s, tebd, beyond_end));
       }
