@@ -30,6 +30,7 @@
 
 #include "optim/BlockLayout.hpp"
 #include "optim/KalmanFilter.hpp"
+#include "src/model/CpuMemoryCache.hpp"
 
 namespace {
 
@@ -177,6 +178,9 @@ void measure_row(std::int64_t b, c10::ScalarType dtype, double min_mib, int join
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The update's temporaries (H, Y and U: m x N values each) come from LibTorch's CPU allocator, which the
+  // deepkf command replaces by its cache of freed blocks; without it each update faults them in afresh.
+  deepkf::use_cpu_memory_cache();
   const double min_mib = argc > 1 ? std::atof(argv[1]) : 512.0;
   const int threads = argc > 2 ? std::atoi(argv[2]) : 2;
   std::vector<std::int64_t> sizes;
