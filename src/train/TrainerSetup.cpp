@@ -147,15 +147,15 @@ void Trainer::Impl::setup() {
   // The optimizer (and its memory plan) before the statistics read the data: a run that cannot fit stops
   // at once.
   build_optimizer();
-  if (!opt.init_model.empty() && cfg.optimizer == "RLEKF") {
-    log->info(
-        "RLEKF starts a fresh covariance on these trained weights: on DeePMD-kit's water model its forces "
-        "did not improve within hundreds of steps from there (docs/rlekf.md, \"From trained weights\"); "
-        "--continue from an RLEKF checkpoint keeps its covariance");
-  }
   if (opt.init_model.empty()) {
     set_statistics(model, mcfg, data.train, *comm, *log);
   } else {
+    if (cfg.optimizer == "RLEKF") {
+      log->info(
+          "RLEKF starts a fresh covariance on these trained weights: on DeePMD-kit's water model its forces "
+          "did not improve within hundreds of steps from there (docs/rlekf.md, \"From trained weights\"); "
+          "--continue from an RLEKF checkpoint keeps its covariance");
+    }
     record_training_range(model, mcfg, data.train, *comm, *log);
     if (opt.finetune) refit_bias_for_finetune();
   }
