@@ -76,19 +76,20 @@ clock = "step_s"
 for name in names:
     rows = []
     path = os.path.join(out, name, "lcurve.out")
-    columns = []
+    at = None
     for line in open(path) if os.path.exists(path) else []:
         f = line.split()
         if line.startswith("#  step"):
-            columns = f[1:]  # step, rmse_e val/trn, rmse_f val/trn, (rmse_v ...), lambda or lr, wall_s, step_s
+            # step, rmse_e val/trn, rmse_f val/trn, (rmse_v ...), lambda or lr, wall_s, step_s. The time is the
+            # time inside the training steps (step_s: the displays' validation not counted, which the two
+            # optimizers take at different intervals); wall_s for curves written before that column.
+            columns = f[1:]
+            at = columns.index("step_s") if "step_s" in columns else columns.index("wall_s")
+            if "step_s" not in columns:
+                clock = "wall_s"
             continue
         if line.startswith("#") or len(f) < 7 or f[3] == "nan":
             continue
-        # The time inside the training steps (step_s: the displays' validation not counted, which the two
-        # optimizers take at different intervals); wall_s for curves written before that column.
-        at = columns.index("step_s") if "step_s" in columns else columns.index("wall_s")
-        if "step_s" not in columns:
-            clock = "wall_s"
         rows.append((float(f[at]), float(f[3]), float(f[1]), int(f[0])))  # time, val rmse_f, val rmse_e, step
     curves[name] = rows
 levels = [float(v) for v in os.environ.get("DEEPKF_TTA_LEVELS", "0.5 0.3 0.2 0.15 0.1 0.05").split()]
