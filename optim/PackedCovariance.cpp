@@ -142,6 +142,7 @@ torch::Tensor PackedCovariance::quadratic_forms(const torch::Tensor& H) {
 }
 
 void PackedCovariance::sweep_cpu(const torch::Tensor& h, torch::Tensor& K) {
+  diagonal_swept_.clear();
   const double* hp = h.data_ptr<double>();
   double* ws = workspace_.data_ptr<double>();
   const double* pending = pending_K_.defined() ? pending_K_.data_ptr<double>() : nullptr;
@@ -188,6 +189,7 @@ void PackedCovariance::defer_update(torch::Tensor K, double a, double lambda) {
 void PackedCovariance::scale(double factor) {
   const Lock held = lock();
   if (has_pending()) flush();
+  diagonal_swept_.clear();
   for (auto& P : blocks_) P.mul_(factor);
   if (journal_) {
     CovarianceChange change;
@@ -224,6 +226,7 @@ void PackedCovariance::flush_block(std::size_t j) {
     return;
   }
   if (applied(j)) return;
+  forget_swept_diagonal(j);
   // The same instructions as flush_cpu's on this block's row chunks: the block ends as a full flush leaves
   // it.
   packed::RankUpdate update = pending_joint();
@@ -237,6 +240,7 @@ void PackedCovariance::flush_block(std::size_t j) {
 }
 
 void PackedCovariance::flush_cpu() {
+  diagonal_swept_.clear();
   if (pending_U_.defined()) {
     const packed::RankUpdate pending = pending_joint();
     for_each_chunk([&](auto* P, const Task& task, std::int64_t) {
@@ -277,6 +281,7 @@ void PackedCovariance::assign(std::int64_t j, const torch::Tensor& block) {
   const Lock held = lock();
   if (journal_) throw OptimError("packed covariance: a block is assigned while a journal is kept");
   flush();
+  forget_swept_diagonal(static_cast<std::size_t>(j));
   const auto n = size(j);
   auto& target = blocks_.at(static_cast<std::size_t>(j));
   if (block.dim() == 1 && block.size(0) == packed::triangle_size(n)) {

@@ -214,6 +214,15 @@ class PackedCovariance {
   // Applies the pending update to block j alone (CPU, joint update; otherwise all blocks are flushed).
   void flush_block(std::size_t j);
   torch::Tensor joint_workspace_;  // the joint sweep's partial sums, m times workspace_ (grown as needed)
+  // CPU: each block's diagonal as the last joint sweep stored it (swept_diagonal_[offsets_[j] + r] = p_rr),
+  // for the blocks marked in diagonal_swept_ until anything else changes their stored values. The cap reads
+  // the diagonal at every step; from P that is one scattered read per row, from here a contiguous one.
+  std::vector<double> swept_diagonal_;
+  std::vector<char> diagonal_swept_;
+  bool diagonal_swept(std::size_t j) const { return !diagonal_swept_.empty() && diagonal_swept_[j] != 0; }
+  void forget_swept_diagonal(std::size_t j) {
+    if (!diagonal_swept_.empty()) diagonal_swept_[j] = 0;
+  }
 
   // Held by every change of the stored values and by copy_block (recursive: public changes call each other).
   using Lock = std::unique_lock<std::recursive_mutex>;

@@ -52,7 +52,8 @@ std::vector<double> PackedCovariance::largest_diagonals() const {
 #endif
     return out;
   }
-  // On the CPU a plain loop: the same values as diagonal(j), without a tensor per block and update.
+  // On the CPU a plain loop: the same values as diagonal(j), without a tensor per block and update. The
+  // stored p_rr come from the last joint sweep where it left them (the same values, read contiguously).
   const double* K = pending_K_.defined() ? pending_K_.data_ptr<double>() : nullptr;
   const packed::RankUpdate joint = pending_joint();
   with_dtype(dtype_, [&](auto zero) {
@@ -60,9 +61,10 @@ std::vector<double> PackedCovariance::largest_diagonals() const {
     for (std::size_t j = 0; j < sizes_.size(); ++j) {
       const T* P = blocks_[j].data_ptr<T>();
       const std::int64_t* at = diagonal_at_[j].data_ptr<std::int64_t>();
+      const double* swept = diagonal_swept(j) ? swept_diagonal_.data() + offsets_[j] : nullptr;
       double m = -std::numeric_limits<double>::infinity();
       for (std::int64_t r = 0; r < sizes_[j]; ++r) {
-        double p = static_cast<double>(P[at[r]]);
+        double p = swept != nullptr ? swept[r] : static_cast<double>(P[at[r]]);
         if (K != nullptr) {
           const double k = K[offsets_[j] + r];
           p = (p - k * k * pending_inv_a_) * pending_inv_lambda_;
@@ -100,6 +102,7 @@ std::int64_t PackedCovariance::cap_diagonal(double cap, double release) {
 void PackedCovariance::congruence(std::size_t j, const torch::Tensor& s_in) {
   const Lock held = lock();
   flush_block(j);  // this block only: the others keep their update for the next sweep
+  forget_swept_diagonal(j);
   const auto s = s_in.to(device_, torch::kFloat64).contiguous();
   if (!device_.is_cpu()) {
 #ifdef DEEPKF_WITH_CUDA

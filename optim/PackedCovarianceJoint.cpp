@@ -65,6 +65,8 @@ void PackedCovariance::sweep_joint_cpu(const torch::Tensor& H, torch::Tensor& Y)
   const double* hp = H.data_ptr<double>();
   // With no update pending, and on blocks a congruence has flushed alone (flush_block: their update is in
   // P), the kernel takes U = 0, lambda = 1 (PackedJointSweep.hpp: the same instructions).
+  swept_diagonal_.resize(static_cast<std::size_t>(total));
+  double* diagonal = swept_diagonal_.data();
   torch::Tensor zeros;
   packed::RankUpdate none;
   packed::RankUpdate pending = pending_joint();
@@ -83,8 +85,9 @@ void PackedCovariance::sweep_joint_cpu(const torch::Tensor& H, torch::Tensor& Y)
     packed::RankUpdate update = applied(j) ? none : pending;
     update.U += offsets_[j];
     packed::joint_sweep_rows(P, n, task.r0, task.r1, update, {hp + offsets_[j], total}, static_cast<int>(m),
-                             {y, len});
+                             {y, len}, diagonal + offsets_[j]);
   });
+  diagonal_swept_.assign(sizes_.size(), 1);
   // Y_j = the sum of block j's partial vectors, in chunk order.
   double* out = Y.data_ptr<double>();
   for_each_task(num_blocks(), [&](std::int64_t j) {

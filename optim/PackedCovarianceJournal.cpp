@@ -84,6 +84,7 @@ void PackedCovariance::replay(const CovarianceJournal& journal, std::int64_t fir
   if (journal.empty()) return;
   const Lock held = lock();
   flush();
+  diagonal_swept_.clear();
   const auto blocks = static_cast<std::int64_t>(sizes_.size());
   if (first_block < 0 || first_block + blocks > static_cast<std::int64_t>(journal.held.size()) ||
       row_begin.size() != sizes_.size())

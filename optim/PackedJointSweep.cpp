@@ -58,7 +58,8 @@ struct RowFactors {
 };
 
 // The operands of one row range in the arithmetic type S (the block's own type): U, H and Y with columns
-// indexed by the block's row (U + k * ldu + c is U_ck, likewise H and Y).
+// indexed by the block's row (U + k * ldu + c is U_ck, likewise H and Y); D, where not null, receives each
+// row's stored diagonal value p_rr (D[r]).
 template <typename S>
 struct Operands {
   const S* U;
@@ -68,6 +69,7 @@ struct Operands {
   std::int64_t ldh;
   S* Y;
   std::int64_t ldy;
+  double* D;
 };
 
 // Element (r, c) updated, p <- (p - sum_k U_rk U_ck) / lambda, and stored.
@@ -138,6 +140,7 @@ DEEPKF_INLINE void joint_rows(S* P, std::int64_t n, std::int64_t r, const Operan
   for (int i = 0; i < R; ++i) {
     for (std::int64_t c = r + i; c < r + R; ++c) {
       const S p = element<S, M>(rows[i], c, f[i], o);
+      if (c == r + i && o.D != nullptr) o.D[c] = static_cast<double>(p);
       for (int k = 0; k < M; ++k) {
         if (c == r + i) {
           acc[i][k] += p * f[i].h[k];
@@ -223,9 +226,9 @@ JointKernel<S> kernel(int m) {
 }
 
 void dispatch(double* P, std::int64_t n, std::int64_t r0, std::int64_t r1, const RankUpdate& update,
-              Columns<const double> H, int m, Columns<double> Y) {
+              Columns<const double> H, int m, Columns<double> Y, double* diagonal) {
   check(update, m);
-  const Operands<double> o{update.U, update.ld, update.inv_lambda, H.X, H.ld, Y.X - r0, Y.ld};
+  const Operands<double> o{update.U, update.ld, update.inv_lambda, H.X, H.ld, Y.X - r0, Y.ld, diagonal};
   kernel<double>(m)(P, n, r0, r1, o);
 }
 
@@ -233,7 +236,7 @@ void dispatch(double* P, std::int64_t n, std::int64_t r0, std::int64_t r1, const
 // first, and this range's share of Y is summed in float32 and then added to the float64 Y. Arithmetic of
 // the stored type halves the instructions per element against float64 arithmetic on converted values.
 void dispatch(float* P, std::int64_t n, std::int64_t r0, std::int64_t r1, const RankUpdate& update,
-              Columns<const double> H, int m, Columns<double> Y) {
+              Columns<const double> H, int m, Columns<double> Y, double* diagonal) {
   check(update, m);
   const std::int64_t len = n - r0;
   thread_local std::vector<float> buffer;
@@ -248,7 +251,8 @@ void dispatch(float* P, std::int64_t n, std::int64_t r0, std::int64_t r1, const 
       h[k * len + c] = static_cast<float>(H.X[k * H.ld + r0 + c]);
     }
   }
-  const Operands<float> o{u - r0, len, static_cast<float>(update.inv_lambda), h - r0, len, y - r0, len};
+  const Operands<float> o{u - r0, len,     static_cast<float>(update.inv_lambda), h - r0, len, y - r0,
+                          len,    diagonal};
   kernel<float>(m)(P, n, r0, r1, o);
   for (int k = 0; k < m; ++k) {
     for (std::int64_t c = 0; c < len; ++c) Y.X[k * Y.ld + c] += static_cast<double>(y[k * len + c]);
@@ -262,19 +266,19 @@ void update_by_sweep(T* P, std::int64_t n, std::int64_t r0, std::int64_t r1, con
   const auto m = static_cast<std::size_t>(update.q);
   const std::vector<double> h(m * static_cast<std::size_t>(n), 0.0);
   std::vector<double> y(m * static_cast<std::size_t>(n - r0), 0.0);
-  dispatch(P, n, r0, r1, update, {h.data(), n}, update.q, {y.data(), n - r0});
+  dispatch(P, n, r0, r1, update, {h.data(), n}, update.q, {y.data(), n - r0}, nullptr);
 }
 
 }  // namespace
 
 void joint_sweep_rows(double* P, std::int64_t n, std::int64_t r0, std::int64_t r1, const RankUpdate& update,
-                      Columns<const double> H, int m, Columns<double> Y) {
-  dispatch(P, n, r0, r1, update, H, m, Y);
+                      Columns<const double> H, int m, Columns<double> Y, double* diagonal) {
+  dispatch(P, n, r0, r1, update, H, m, Y, diagonal);
 }
 
 void joint_sweep_rows(float* P, std::int64_t n, std::int64_t r0, std::int64_t r1, const RankUpdate& update,
-                      Columns<const double> H, int m, Columns<double> Y) {
-  dispatch(P, n, r0, r1, update, H, m, Y);
+                      Columns<const double> H, int m, Columns<double> Y, double* diagonal) {
+  dispatch(P, n, r0, r1, update, H, m, Y, diagonal);
 }
 
 void joint_update_rows(double* P, std::int64_t n, std::int64_t r0, std::int64_t r1,

@@ -44,10 +44,12 @@ struct Columns {
 // hold rows r0 .. n-1 (Y column k's first value is row r0: a partial sum covering what these rows touch).
 // Rows are taken four at a time, each column's H, U and Y values loaded once for four rows of P (float32
 // rows of at most 1,024 values one at a time); the summation order depends on r0, r1, n and m only.
+// `diagonal`, where not null, receives each row's diagonal value as stored after the update (diagonal[r]
+// for r in [r0, r1): indexed by the block's row), so that the diagonal can be read without a pass over P.
 void joint_sweep_rows(double* P, std::int64_t n, std::int64_t r0, std::int64_t r1, const RankUpdate& update,
-                      Columns<const double> H, int m, Columns<double> Y);
+                      Columns<const double> H, int m, Columns<double> Y, double* diagonal = nullptr);
 void joint_sweep_rows(float* P, std::int64_t n, std::int64_t r0, std::int64_t r1, const RankUpdate& update,
-                      Columns<const double> H, int m, Columns<double> Y);
+                      Columns<const double> H, int m, Columns<double> Y, double* diagonal = nullptr);
 
 // Rows [r0, r1) of the update alone (a flush): the joint sweep with H = 0, so that each element is updated
 // by the same instructions as inside a sweep and a flushed block equals one updated in a sweep bit for bit.

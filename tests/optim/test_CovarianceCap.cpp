@@ -92,6 +92,80 @@ TEST_CASE("capping the diagonal scales P to S P S as defined, with the pending u
   }
 }
 
+TEST_CASE("capping after a joint sweep reads the diagonal the sweep stored and equals the definition",
+          "[optim][packed][cap][joint]") {
+  // As above with a joint step's rank-3 update pending: the cap then takes each block's stored diagonal from
+  // the sweep instead of from P. Blocks of 40 (under the cap), 700 (only its last row above the cap at the
+  // first step: a diagonal read from the wrong rows misses it) and 1100 (several row chunks; float32 rows of
+  // at most 1,024 values one at a time, longer ones four at a time).
+  const std::vector<std::int64_t> sizes = {40, 700, 1100};
+  const std::vector<std::int64_t> offsets = {0, 40, 740};
+  const std::int64_t total = 1840, m = 3;
+  for (const auto dtype : {torch::kFloat64, torch::kFloat32}) {
+    const bool f64 = dtype == torch::kFloat64;
+    INFO("dtype " << c10::toString(dtype));
+    PackedCovariance cov(sizes, 1.0, dtype, torch::kCPU);
+    std::vector<torch::Tensor> dense;
+    for (std::size_t j = 0; j < sizes.size(); ++j) {
+      auto P = spread_spd(sizes[j], 5 + j);
+      if (j == 0) P = P / P.diagonal().max() * 2.5;  // largest diagonal value 2.5 < cap
+      if (j == 1) {
+        const auto last = sizes[j] - 1;
+        P[last][last] = P.diagonal().max() * 1.5;  // raising a diagonal value keeps P positive definite
+        P = P / P[last][last] * 3.3;
+      }
+      cov.assign(static_cast<std::int64_t>(j), P);
+      dense.push_back(cov.dense(static_cast<std::int64_t>(j)).to(torch::kFloat64));  // rounded to dtype
+    }
+    const double lambda = 0.97;
+    for (int step = 0; step < 2; ++step) {
+      INFO("joint step " << step);
+      // Y = P H, A = 3 lambda I + H^T Y = C C^T, U = Y C^-T; P <- (P - U U^T) / lambda left pending.
+      auto gen = at::make_generator<at::CPUGeneratorImpl>(21 + step);
+      const auto H = at::randn({m, total}, gen, torch::kFloat64) * 0.1;
+      torch::Tensor gram;
+      const auto Y = cov.sweep_joint(H, gram);
+      const auto A = 3.0 * lambda * torch::eye(m, torch::kFloat64) + gram.sum(0);
+      const auto C = torch::linalg_cholesky(A);
+      const auto U = torch::linalg_solve_triangular(C, Y, /*upper=*/false).contiguous();
+      cov.defer_joint_update(U, lambda);
+
+      const double cap = 3.0, release = 0.5;
+      std::int64_t want_count = 0;
+      std::vector<torch::Tensor> want;
+      for (std::size_t j = 0; j < sizes.size(); ++j) {
+        const auto Uj = U.narrow(1, offsets[j], sizes[j]);
+        const auto updated = (dense[j] - Uj.t().mm(Uj)) / lambda;
+        if (step == 0 && j == 1) {
+          const auto top = std::get<0>(updated.diagonal().topk(2));
+          REQUIRE(top[0].item<double>() == updated.diagonal()[sizes[j] - 1].item<double>());
+          REQUIRE(top[0].item<double>() > cap);
+          REQUIRE(top[1].item<double>() < cap);
+        }
+        want.push_back(capped_by_definition(updated, cap, release));
+        if (updated.diagonal().max().item<double>() > cap)
+          want_count += (updated.diagonal() > cap * release).sum().item<std::int64_t>();
+      }
+      REQUIRE(want_count > 100);  // the large blocks are scaled, over many of their rows
+
+      CHECK(cov.cap_diagonal(cap, release) == want_count);
+      // Under the cap now, the update still pending on the block left alone: a second call scales nothing
+      // (the scaled blocks' stored diagonals are no longer the swept ones).
+      CHECK(cov.cap_diagonal(cap, release) == 0);
+      for (std::size_t j = 0; j < sizes.size(); ++j) {
+        INFO("block " << j);
+        const auto got = cov.dense(static_cast<std::int64_t>(j)).to(torch::kFloat64);
+        CHECK(relative_difference(got, want[j]) < (f64 ? 1e-13 : 1e-6));
+        CHECK(got.diagonal().max().item<double>() <= cap * (f64 ? 1.0 : 1.0 + 1e-6));
+        dense[j] = got;
+      }
+      // Grown again for the next step, as forgetting grows it.
+      cov.scale(2.0);
+      for (auto& d : dense) d = d * 2.0;
+    }
+  }
+}
+
 TEST_CASE("RLEKF with p_cap equals the dense filter with the cap, and its diagonal stays under p_cap p0",
           "[optim][kalman][cap]") {
   // The toy potential trained as in the dense-algebra test, with a fast forgetting schedule (lambda from
