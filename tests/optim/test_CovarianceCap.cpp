@@ -38,6 +38,22 @@ torch::Tensor capped_by_definition(const torch::Tensor& P, double cap, double re
   return P * torch::outer(s, s);
 }
 
+// Sets block j of `cov` to spread_spd(n_j, seed + j) passed through shape(j, P), block 0 then brought to a
+// largest diagonal value of 2.5 (under the tests' cap of 3); returns the blocks as stored (rounded to the
+// covariance's dtype), in float64.
+template <typename F>
+std::vector<torch::Tensor> assign_spread(PackedCovariance& cov, const std::vector<std::int64_t>& sizes,
+                                         std::uint64_t seed, const F& shape) {
+  std::vector<torch::Tensor> stored;
+  for (std::size_t j = 0; j < sizes.size(); ++j) {
+    auto P = shape(j, spread_spd(sizes[j], seed + j));
+    if (j == 0) P = P / P.diagonal().max() * 2.5;
+    cov.assign(static_cast<std::int64_t>(j), P);
+    stored.push_back(cov.dense(static_cast<std::int64_t>(j)).to(torch::kFloat64));
+  }
+  return stored;
+}
+
 }  // namespace
 
 TEST_CASE("capping the diagonal scales P to S P S as defined, with the pending update applied first",
@@ -49,13 +65,7 @@ TEST_CASE("capping the diagonal scales P to S P S as defined, with the pending u
     const bool f64 = dtype == torch::kFloat64;
     INFO("dtype " << c10::toString(dtype));
     PackedCovariance cov(sizes, 1.0, dtype, torch::kCPU);
-    std::vector<torch::Tensor> dense;
-    for (std::size_t j = 0; j < sizes.size(); ++j) {
-      auto P = spread_spd(sizes[j], 3 + j);
-      if (j == 0) P = P / P.diagonal().max() * 2.5;  // largest diagonal value 2.5 < cap
-      cov.assign(static_cast<std::int64_t>(j), P);
-      dense.push_back(cov.dense(static_cast<std::int64_t>(j)).to(torch::kFloat64));  // rounded to dtype
-    }
+    const auto dense = assign_spread(cov, sizes, 3, [](std::size_t, const torch::Tensor& P) { return P; });
     // A Kalman step's update left pending: K = P h, a = 2 lambda + h^T P h.
     const double lambda = 0.97;
     auto gen = at::make_generator<at::CPUGeneratorImpl>(11);
@@ -105,18 +115,12 @@ TEST_CASE("capping after a joint sweep reads the diagonal the sweep stored and e
     const bool f64 = dtype == torch::kFloat64;
     INFO("dtype " << c10::toString(dtype));
     PackedCovariance cov(sizes, 1.0, dtype, torch::kCPU);
-    std::vector<torch::Tensor> dense;
-    for (std::size_t j = 0; j < sizes.size(); ++j) {
-      auto P = spread_spd(sizes[j], 5 + j);
-      if (j == 0) P = P / P.diagonal().max() * 2.5;  // largest diagonal value 2.5 < cap
-      if (j == 1) {
-        const auto last = sizes[j] - 1;
-        P[last][last] = P.diagonal().max() * 1.5;  // raising a diagonal value keeps P positive definite
-        P = P / P[last][last] * 3.3;
-      }
-      cov.assign(static_cast<std::int64_t>(j), P);
-      dense.push_back(cov.dense(static_cast<std::int64_t>(j)).to(torch::kFloat64));  // rounded to dtype
-    }
+    auto dense = assign_spread(cov, sizes, 5, [](std::size_t j, torch::Tensor P) {
+      if (j != 1) return P;
+      const auto last = P.size(0) - 1;
+      P[last][last] = P.diagonal().max() * 1.5;  // raising a diagonal value keeps P positive definite
+      return P / P[last][last] * 3.3;
+    });
     const double lambda = 0.97;
     for (int step = 0; step < 2; ++step) {
       INFO("joint step " << step);
