@@ -63,10 +63,10 @@ void PackedCovariance::sweep_joint_cpu(const torch::Tensor& H, torch::Tensor& Y)
     joint_workspace_ = torch::empty({m * partial}, torch::kFloat64);
   double* ws = joint_workspace_.data_ptr<double>();
   const double* hp = H.data_ptr<double>();
-  // With no update pending, and on blocks a congruence has flushed alone (flush_block: their update is in
-  // P), the kernel takes U = 0, lambda = 1 (PackedJointSweep.hpp: the same instructions).
   swept_diagonal_.resize(static_cast<std::size_t>(total));
   double* diagonal = swept_diagonal_.data();
+  // With no update pending, and on blocks a congruence has flushed alone (flush_block: their update is in
+  // P), the kernel takes U = 0, lambda = 1 (PackedJointSweep.hpp: the same instructions).
   torch::Tensor zeros;
   packed::RankUpdate none;
   packed::RankUpdate pending = pending_joint();

@@ -109,8 +109,9 @@ TEST_CASE("capping after a joint sweep reads the diagonal the sweep stored and e
   // first step: a diagonal read from the wrong rows misses it) and 1100 (several row chunks; float32 rows of
   // at most 1,024 values one at a time, longer ones four at a time).
   const std::vector<std::int64_t> sizes = {40, 700, 1100};
-  const std::vector<std::int64_t> offsets = {0, 40, 740};
-  const std::int64_t total = 1840, m = 3;
+  std::vector<std::int64_t> offsets = {0};
+  for (const auto n : sizes) offsets.push_back(offsets.back() + n);
+  const std::int64_t total = offsets.back(), m = 3;
   for (const auto dtype : {torch::kFloat64, torch::kFloat32}) {
     const bool f64 = dtype == torch::kFloat64;
     INFO("dtype " << c10::toString(dtype));
