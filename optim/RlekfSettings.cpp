@@ -125,6 +125,10 @@ void read_measurements(const OptimizerInput& in, RlekfSettings& s) {
       filter_key("force_gradient"), s.force_gradient,
       [](const std::string& v) { return v == "graph" || v == "difference" || v == "auto"; },
       "must be \"graph\", \"difference\" or \"auto\"");
+  s.measure_precision = in.get<std::string>(
+      filter_key("measure_precision"), s.measure_precision,
+      [](const std::string& v) { return v == "float32" || v == "float64" || v == "auto"; },
+      "must be \"float32\", \"float64\" or \"auto\"");
   // "auto" reads as "sequential" until decided() (the large-model settings replace what was left out).
   s.energy_last = energy_last.is_boolean() ? energy_last.get<bool>() : s.update != "joint";
 }
@@ -212,10 +216,17 @@ RlekfSettings RlekfSettings::decided(std::int64_t weights, double mean_frame_ato
   return s;
 }
 
-std::string RlekfSettings::force_gradient_for(bool float64_model) const {
+std::string RlekfSettings::force_gradient_for(bool float64_measurements) const {
   if (force_gradient != "auto") return force_gradient;
   // A one-sided difference loses about half of float32's digits (DifferenceGradients.hpp).
-  return update == "joint" && float64_model ? "difference" : "graph";
+  return update == "joint" && float64_measurements ? "difference" : "graph";
+}
+
+std::string RlekfSettings::measure_precision_for(bool float64_model) const {
+  if (measure_precision != "auto") return measure_precision;
+  // The float32 sweep rounds H to float32 and the float32 graph gives it to ~1e-6 (docs/rlekf.md); the
+  // sequential update stays DeePMD-kit's LKF, in the model's precision.
+  return update == "joint" && p_precision == "float32" ? "float32" : float64_model ? "float64" : "float32";
 }
 
 nlohmann::json RlekfSettings::to_json() const {
@@ -241,6 +252,7 @@ nlohmann::json RlekfSettings::to_json() const {
       {"log_filter", log_filter},
       {"kf_update", update},
       {"force_gradient", force_gradient},
+      {"measure_precision", measure_precision},
       {"force_noise", noise_json(force_noise)},
       {"virial_noise", noise_json(virial_noise)},
       {"energy_share", share_json(energy_share)},

@@ -53,10 +53,19 @@ struct RlekfSettings {
   // difference"): "graph", by a backward pass through the forces' graph (a double backward, as DeePMD-kit's
   // LKF); "difference", as a difference of energy gradients along the measurement's displacement
   // (DifferenceGradients.hpp: first-order passes only); "auto" (the default): "difference" for the joint
-  // update of a float64 model, "graph" otherwise (resolved by the training step, force_gradient_for()).
+  // update measured in float64 (measure_precision below), "graph" otherwise (resolved by the training
+  // step, force_gradient_for()).
   std::string force_gradient = "auto";
-  // force_gradient with "auto" resolved for a model of this precision (and this->update decided).
-  std::string force_gradient_for(bool float64_model) const;
+  // force_gradient with "auto" resolved for measurements in float64 or not (and this->update decided).
+  std::string force_gradient_for(bool float64_measurements) const;
+  // The precision the model is evaluated in for the filter's measurements, their predictions and gradients
+  // (docs/rlekf.md, "Measurements in float32"): "float32", "float64" (needs a float64 model), or "auto"
+  // (the default): float32 for the joint update of a float64 model with a float32 covariance, whose sweep
+  // rounds the gradients to float32 anyway, else the model's own (resolved by the training step,
+  // measure_precision_for()). The weights stay in the model's precision.
+  std::string measure_precision = "auto";
+  // measure_precision with "auto" resolved for a model of this precision (update and p_precision decided).
+  std::string measure_precision_for(bool float64_model) const;
   // Relative measurement noise of force and virial measurements (AutoP0.hpp, auto_noise): a positive value
   // as given, 0: "auto" (chosen with p0 from the first batches); "none" (the default) is 1, every
   // measurement's noise L lambda as in DeePMD-kit.

@@ -11,6 +11,8 @@
 #include "optim/PackedJointSweep.hpp"
 #include "optim/RankSums.hpp"
 #include "src/core/Error.hpp"
+#include "src/model/Batch.hpp"
+#include "src/model/DeepPot.hpp"
 
 namespace deepkf {
 
@@ -42,14 +44,27 @@ RlekfSettings resolved(RlekfSettings s, const MemoryPlan& plan, const StepResour
   s.blocksize = plan.blocksize;
   s.p_precision = plan.p_precision;
   s.energy_replay = replay_frames_of(s, resources);
-  // A restored run takes its gradients as it did (before force_gradient existed: through the graph).
+  const bool float64_model = precision == torch::kFloat64;
+  // A restored run measures and takes its gradients as it did (before measure_precision existed: in the
+  // model's precision; before force_gradient: through the graph).
+  if (s.measure_precision == "auto" && !resources.restored.is_null())
+    s.measure_precision =
+        resources.restored.value("measure_precision", std::string(float64_model ? "float64" : "float32"));
+  s.measure_precision = s.measure_precision_for(float64_model);
+  if (s.measure_precision == "float64" && !float64_model) {
+    throw ConfigError(
+        "optimizer: measure_precision \"float64\" needs a float64 model (the model's precision is float32): "
+        "use \"float32\" or \"auto\"");
+  }
   if (s.force_gradient == "auto" && !resources.restored.is_null())
     s.force_gradient = resources.restored.value("force_gradient", std::string("graph"));
-  s.force_gradient = s.force_gradient_for(precision == torch::kFloat64);
-  if (s.force_gradient == "difference" && precision != torch::kFloat64) {
+  s.force_gradient = s.force_gradient_for(s.measure_precision == "float64");
+  if (s.force_gradient == "difference" && s.measure_precision != "float64") {
     throw ConfigError(
-        "optimizer: force_gradient \"difference\" needs a float64 model (the model's precision is float32, "
-        "whose differences of energy gradients lose too many digits): use \"graph\" or \"auto\"");
+        fmt::format("optimizer: force_gradient \"difference\" needs measurements in float64 (here {}, whose "
+                    "differences of energy gradients lose too many digits): use \"graph\" or \"auto\"{}",
+                    float64_model ? "measure_precision \"float32\"" : "a float32 model",
+                    float64_model ? ", or measure_precision \"float64\"" : ""));
   }
   if (!resources.restored.is_null()) {
     // A checkpoint written before the measurement noise existed was trained with none (1).
@@ -63,6 +78,28 @@ RlekfSettings resolved(RlekfSettings s, const MemoryPlan& plan, const StepResour
   }
   return s;
 }
+
+// Step inputs with their batches' geometry in `dtype` (geometry_in), holding the converted batches.
+class GeometryIn {
+ public:
+  GeometryIn(const std::vector<StepInput>& given, torch::Dtype dtype) {
+    locals_.reserve(given.size());
+    for (const auto& in : given) locals_.push_back(geometry_in(in.local, dtype));
+    for (std::size_t k = 0; k < given.size(); ++k) {
+      const auto& in = given[k];
+      inputs_.push_back(
+          {locals_[k], in.info, in.global_frames, in.first_frame, in.step, {}, in.replay_frames});
+      for (const auto& b : in.replay) inputs_.back().replay.push_back(geometry_in(b, dtype));
+    }
+  }
+  GeometryIn(const GeometryIn&) = delete;
+  GeometryIn& operator=(const GeometryIn&) = delete;
+  const std::vector<StepInput>& inputs() const { return inputs_; }
+
+ private:
+  std::vector<Batch> locals_;  // what inputs_ refer to
+  std::vector<StepInput> inputs_;
+};
 
 }  // namespace
 
@@ -136,6 +173,11 @@ RlekfStep::RlekfStep(const RlekfSettings& settings, bool chosen, const StepConfi
       numb_steps_(cfg.numb_steps),
       model_(model),
       params_(model_->trainable_parameters()),
+      measured_(options_.measure_precision == model->config().precision_name()
+                    ? model_
+                    : model_in_precision(model_, options_.measure_precision == "float32" ? torch::kFloat32
+                                                                                         : torch::kFloat64)),
+      measured_params_(measured_->trainable_parameters()),
       comm_(std::move(comm)),
       filter_(params_, kalman_options(options_), comm_),
       selector_(cfg.seed, options_.nselect, options_.groupsize),
@@ -154,14 +196,26 @@ RlekfStep::RlekfStep(const RlekfSettings& settings, bool chosen, const StepConfi
 
 std::string RlekfStep::describe() const {
   return fmt::format(
-      "optimizer RLEKF: {} in {} blocks, {}, force gradients {}, {} replayed frames per energy "
-      "update; {}",
+      "optimizer RLEKF: {} in {} blocks, {}, measured in {}, force gradients {}, {} replayed frames per "
+      "energy update; {}",
       model_->trained_text(), filter_.layout().num_blocks(), describe_update(options_, update_chosen_),
+      options_.measure_precision,
       options_.force_gradient == "difference" ? "by difference" : "through the graph", options_.energy_replay,
       plan_.describe());
 }
 
+void RlekfStep::sync_measured() {
+  if (measures_copy()) copy_model_values(model_, measured_);
+}
+
 ErrorMetrics RlekfStep::take(const StepInput& in) {
+  sync_measured();
+  if (!measures_copy()) return take_measured(in);
+  const GeometryIn converted({in}, measured_->config().precision);
+  return take_measured(converted.inputs().front());
+}
+
+ErrorMetrics RlekfStep::take_measured(const StepInput& in) {
   if (options_.update == "joint") return take_joint(in);
   const Batch& b = in.local;
   const SystemInfo& info = in.info;
@@ -200,9 +254,17 @@ void RlekfStep::update_one(const SummedMeasurements& s, double share) {
   else
     filter_.update(s.e.front(), s.grads.front());
   timing_.end_filter();
+  sync_measured();  // the next measurement sees the updated weights
 }
 
 std::string RlekfStep::prepare(const std::vector<StepInput>& first) {
+  sync_measured();
+  if (!measures_copy()) return prepare_measured(first);
+  const GeometryIn converted(first, measured_->config().precision);
+  return prepare_measured(converted.inputs());
+}
+
+std::string RlekfStep::prepare_measured(const std::vector<StepInput>& first) {
   // The first batches' measurements as the first steps will take them, without advancing the atom draws.
   AtomSelector draws = selector_;
   using Gradients = std::vector<torch::Tensor>;

@@ -68,6 +68,13 @@ class RlekfStep final : public TrainingStep {
     double energy, force, virial;
   };
   Prefactors prefactors(std::int64_t step) const;
+  // measure_precision other than the model's: measured_ is a copy of model_ in it, whose weights follow
+  // model_'s (sync_measured() before every measurement), and a step's batches are converted to it.
+  bool measures_copy() const { return measured_.ptr() != model_.ptr(); }
+  void sync_measured();
+  // take() and prepare() on batches in the measuring precision.
+  ErrorMetrics take_measured(const StepInput& in);
+  std::string prepare_measured(const std::vector<StepInput>& first);
   torch::Tensor natoms(const Batch& b) const;  // [B] atoms per frame of this rank's frames
   // The measurements on the current weights (undefined y when this rank has no frames of the batch). The
   // energy's includes the replayed frames.
@@ -118,7 +125,9 @@ class RlekfStep final : public TrainingStep {
   RlekfSettings options_;  // with the plan's kf_blocksize and p_precision
   std::int64_t numb_steps_;
   DeepPot model_;
-  std::vector<torch::Tensor> params_;
+  std::vector<torch::Tensor> params_;           // model_'s trainable weights: what the filter updates
+  DeepPot measured_;                            // the model the measurements evaluate: model_ or its copy
+  std::vector<torch::Tensor> measured_params_;  // measured_'s trainable weights: what h is taken for
   std::shared_ptr<Communicator> comm_;
   KalmanFilter filter_;
   AtomSelector selector_;

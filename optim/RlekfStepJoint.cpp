@@ -51,8 +51,9 @@ ErrorMetrics RlekfStep::take_joint(const StepInput& in) {
   timing_.end_filter();
   if (options_.energy_last) {
     // The energy again on the weights the joint update left, as the sequential step ends (energy_last).
-    update_one(sum_measurements({energy_of(in, pref.energy)}, {in.global_frames + in.replay_frames}, params_,
-                                *comm_),
+    sync_measured();
+    update_one(sum_measurements({energy_of(in, pref.energy)}, {in.global_frames + in.replay_frames},
+                                measured_params_, *comm_),
                options_.share_at(options_.energy_share, in.step));
   }
   timing_.end_step();

@@ -24,7 +24,7 @@ RlekfStep::Prefactors RlekfStep::prefactors(std::int64_t step) const {
 torch::Tensor RlekfStep::natoms(const Batch& b) const {
   return torch::full(
       {b.coord.size(0)}, static_cast<double>(b.coord.size(1)),
-      torch::TensorOptions().dtype(model_->config().precision).device(params_.front().device()));
+      torch::TensorOptions().dtype(measured_->config().precision).device(params_.front().device()));
 }
 
 Measurement RlekfStep::energy_of(const StepInput& in, double pe, const torch::Tensor& local_energy) {
@@ -32,7 +32,7 @@ Measurement RlekfStep::energy_of(const StepInput& in, double pe, const torch::Te
   const auto add = [&](const Batch& b, const torch::Tensor& given) {
     if (b.coord.size(0) == 0) return;
     const auto energy =
-        given.defined() ? given : model_->atomic_energy(b.coord, b.atype, b.nlist, b.shift).sum(1);
+        given.defined() ? given : measured_->atomic_energy(b.coord, b.atype, b.nlist, b.shift).sum(1);
     const Measurement m = energy_measurement(energy, b.energy, natoms(b), pe);
     sum.y = sum.y.defined() ? sum.y + m.y : m.y;
     sum.weights = sum.weights.defined() ? torch::cat({sum.weights, m.weights}) : m.weights;  // local first
@@ -48,7 +48,7 @@ Measurement RlekfStep::energy_of(const StepInput& in, double pe, const torch::Te
 Measurement RlekfStep::force_of(const StepInput& in, const torch::Tensor& atoms, double pf) {
   const Batch& b = in.local;
   if (b.coord.size(0) == 0) return {};
-  const auto out = model_->evaluate(b.coord, b.atype, b.nlist, b.shift, EvalOptions::training());
+  const auto out = measured_->evaluate(b.coord, b.atype, b.nlist, b.shift, EvalOptions::training());
   return force_of(b, out, atoms, pf);
 }
 
@@ -61,7 +61,7 @@ Measurement RlekfStep::force_of(const Batch& b, const ModelOutput& out, const to
 Measurement RlekfStep::virial_of(const StepInput& in, double pv) {
   const Batch& b = in.local;
   if (b.coord.size(0) == 0) return {};
-  const auto out = model_->evaluate(b.coord, b.atype, b.nlist, b.shift, EvalOptions::training());
+  const auto out = measured_->evaluate(b.coord, b.atype, b.nlist, b.shift, EvalOptions::training());
   return virial_measurement(out.virial, b.virial, natoms(b), pv);
 }
 
@@ -77,13 +77,13 @@ Measurement RlekfStep::with_noise(Measurement m, double rho) {
 }
 
 std::vector<torch::Tensor> RlekfStep::gradients(const Measurement& m) const {
-  return measurement_gradients({m}, params_, *comm_).front();
+  return measurement_gradients({m}, measured_params_, *comm_).front();
 }
 
 ModelOutput RlekfStep::evaluate_for_forces(const Batch& b) {
-  return model_->evaluate(b.coord, b.atype, b.nlist, b.shift,
-                          options_.force_gradient == "difference" ? EvalOptions::with_energy_gradient()
-                                                                  : EvalOptions::training());
+  return measured_->evaluate(b.coord, b.atype, b.nlist, b.shift,
+                             options_.force_gradient == "difference" ? EvalOptions::with_energy_gradient()
+                                                                     : EvalOptions::training());
 }
 
 RlekfStep::Measured RlekfStep::energy_measured(const StepInput& in, double pe, const ModelOutput& out) {
@@ -103,7 +103,8 @@ RlekfStep::Measured RlekfStep::force_measured(const Batch& b, const ModelOutput&
                                               const torch::Tensor& atoms, double pf) {
   Measured r{with_noise(force_of(b, out, atoms, pf), options_.force_noise), {}};
   if (!out.energy_gradient.empty())
-    r.h = force_gradient_by_difference(model_, b, params_, out.energy_gradient, atoms, r.m.weights);
+    r.h =
+        force_gradient_by_difference(measured_, b, measured_params_, out.energy_gradient, atoms, r.m.weights);
   return r;
 }
 
@@ -115,7 +116,7 @@ RlekfStep::Measured RlekfStep::force_measured(const StepInput& in, const torch::
 RlekfStep::Measured RlekfStep::virial_measured(const Batch& b, const ModelOutput& out, double pv) {
   Measured r{with_noise(virial_measurement(out.virial, b.virial, natoms(b), pv), options_.virial_noise), {}};
   if (!out.energy_gradient.empty())
-    r.h = virial_gradient_by_difference(model_, b, params_, out.energy_gradient, r.m.weights);
+    r.h = virial_gradient_by_difference(measured_, b, measured_params_, out.energy_gradient, r.m.weights);
   return r;
 }
 
@@ -132,7 +133,7 @@ SummedMeasurements RlekfStep::sum_measured(std::vector<Measured> measured,
     ms.push_back(std::move(x.m));
     given.push_back(std::move(x.h));
   }
-  return sum_measurements(ms, frames, params_, *comm_, std::move(given));
+  return sum_measurements(ms, frames, measured_params_, *comm_, std::move(given));
 }
 
 }  // namespace deepkf

@@ -23,7 +23,7 @@
 # LAMMPS at 1 to 16 ranks); suite (everything else built, ctest for the time left).
 # DEEPKF_GPU_PHASES="bench train" runs only those (the build folder, /tmp/deepkf-gpu-build, is kept while
 # the machine is); DEEPKF_GPU_TRAIN_RUNS="rlekf adam" trains only those of trust1024, all192, groups4,
-# shares, shares1024, rlekf, lkf, default, default_graph and adam.
+# shares, shares1024, rlekf, lkf, default, default_f64 and adam.
 #
 # The GPU machine's own libraries are preferred; the unpacked .debs are found only where the machine has
 # none (they go to CMake's system prefix path, after the machine's own). With DEEPKF_GPU_DRY_RUN=1, `run`

@@ -12,8 +12,8 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # [25, 50, 100], fitting [240, 240, 240]) trained on the shared water data for a fixed wall time with RLEKF,
 # with a trust radius, with the joint update by share (energy 0.3, forces 0.1, p0_shape "gradient"), with the joint update and the
 # automatic force noise, as DeePMD-kit's LKF (lkf), at the defaults (default: kf_update "auto", which takes
-# the joint update with the large-model settings for this model; default_graph: the same with the force
-# gradients through the graph instead of by difference), then with Adam
+# the joint update with the large-model settings for this model, measured on a float32 copy of the model;
+# default_f64: the same measured in float64, force gradients by difference), then with Adam
 # (DeePMD-kit's own learning rate and loss from its example input); the learning curves
 # (lcurve.out: validation RMSE and wall time every few steps) and logs go to OUT.
 train_water() {
@@ -69,11 +69,11 @@ groups4["optimizer"].update({"nselect": 96})
 json.dump(groups4, open(f"{work}/groups4.json", "w"), indent=1)
 # The defaults (kf_update "auto": the joint update with the large-model settings, docs/rlekf.md).
 json.dump(doc, open(f"{work}/default.json", "w"), indent=1)
-# The same with the force gradients through the forces' graph; the defaults take them by difference
-# (docs/rlekf.md, "Force gradients by difference").
-graph = json.loads(json.dumps(doc))
-graph["optimizer"]["force_gradient"] = "graph"
-json.dump(graph, open(f"{work}/default_graph.json", "w"), indent=1)
+# The same measured in float64 (force gradients by difference); the defaults measure on a float32 copy of
+# the model (docs/rlekf.md, "Measurements in float32").
+f64 = json.loads(json.dumps(doc))
+f64["optimizer"]["measure_precision"] = "float64"
+json.dump(f64, open(f"{work}/default_f64.json", "w"), indent=1)
 # DeePMD-kit's LKF: one Kalman update per measurement, its groups and blocks.
 lkf = json.loads(json.dumps(doc))
 lkf["optimizer"].update({"kf_update": "sequential", "nselect": 24, "groupsize": 6})

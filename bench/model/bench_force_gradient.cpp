@@ -14,6 +14,8 @@
 //
 // Prints each way's median time, the energy-only pass for scale, and how far the difference's h_F is from
 // the graph's (relative 2-norm), for each DELTA; one frame of water/data_0, all 192 atoms in c, float64.
+// Then the same model cast to float32 (the same weights rounded): the graph's h_E and h_F and their
+// distance from the float64 ones, and the central difference at larger displacements.
 //
 // usage: bench_force_gradient [REPEATS (7)] [THREADS (2)]   (the shared water data, found as the tests find
 // it)
@@ -156,6 +158,47 @@ int main(int argc, char** argv) {
           "difference (%s), largest displacement %.0e A: %8.1f ms (%.2f of graph); |dh_F|/|h_F| %.2e, "
           "|dh_E|/|h_E| %.1e\n",
           central ? "central  " : "one-sided", delta, 1e3 * t, t / t_graph, err_f, err_e);
+    }
+  }
+  // The same weights in float32: what the measurements would cost and how far they lie from float64's.
+  const auto stats32 =
+      deepkf::make_batch(water.systems.at(0), {0, 1, 2, 3}, mc, torch::kCPU, torch::kFloat32);
+  auto model32 = deepkf::bench::water_reference_model(stats32, torch::kFloat32);
+  {
+    torch::NoGradGuard no_grad;
+    const auto from = model->named_parameters();
+    for (auto& p : model32->named_parameters()) p.value().copy_(from[p.key()]);
+    const auto from_buffers = model->named_buffers();
+    for (auto& p : model32->named_buffers()) p.value().copy_(from_buffers[p.key()]);
+  }
+  auto mc32 = mc;
+  mc32.precision = torch::kFloat32;
+  const auto b32 = deepkf::make_batch(water.systems.at(0), {0}, mc32, torch::kCPU, torch::kFloat32);
+  const auto c32 = c.to(torch::kFloat32);
+  const auto relative = [](const torch::Tensor& a, const torch::Tensor& ref) {
+    return ((a.to(torch::kFloat64) - ref).norm() / ref.norm()).item<double>();
+  };
+  const auto graph32 = by_graph(model32, b32, c32);
+  const double t_graph32 = time_median(repeats, [&] { by_graph(model32, b32, c32); });
+  std::printf(
+      "float32 graph: forces with graph, h_E and h_F: %8.1f ms (%.2f of float64's); |dh_F|/|h_F| %.2e, "
+      "|dh_E|/|h_E| %.1e\n",
+      1e3 * t_graph32, t_graph32 / t_graph, relative(graph32.force, reference.force),
+      relative(graph32.energy, reference.energy));
+  const double t_energy_x32 = time_median(repeats, [&] {
+    const auto x = b32.coord.detach().clone().requires_grad_(true);
+    auto inputs = model32->parameters();
+    inputs.push_back(x);
+    grad(model32->atomic_energy(x, b32.atype, b32.nlist, b32.shift).sum(), inputs);
+  });
+  std::printf("float32 energy with dE/dx (h_E and the forces): %7.1f ms\n", 1e3 * t_energy_x32);
+  for (const double delta : {1e-2, 1e-3, 1e-4}) {
+    const double eps = delta / cmax;
+    for (const bool central : {false, true}) {
+      const auto d = by_difference(model32, b32, c32, eps, central);
+      const double t = time_median(repeats, [&] { by_difference(model32, b32, c32, eps, central); });
+      std::printf("float32 difference (%s), largest displacement %.0e A: %8.1f ms; |dh_F|/|h_F| %.2e\n",
+                  central ? "central  " : "one-sided", delta, 1e3 * t, relative(d.force, reference.force));
     }
   }
   return 0;

@@ -106,4 +106,13 @@ Batch make_batch(const System& system, const std::vector<std::int64_t>& frames, 
   return b;
 }
 
+Batch geometry_in(const Batch& b, torch::Dtype dtype) {
+  Batch out = b;
+  const auto to = [&](const torch::Tensor& t) { return t.defined() ? t.to(dtype) : t; };
+  out.coord = to(b.coord);
+  out.shift = to(b.shift);
+  out.box = to(b.box);
+  return out;
+}
+
 }  // namespace deepkf

@@ -46,4 +46,8 @@ std::int64_t filled_slots(const torch::Tensor& filled);
 Batch make_batch(const System& system, const std::vector<std::int64_t>& frames, const ModelConfig& config,
                  torch::Device device, torch::Dtype dtype);
 
+// `b` with its geometry (coord, shift, box) in `dtype`, for a model of that precision; the labels keep
+// theirs, so that errors against them keep their digits (RLEKF's measure_precision).
+Batch geometry_in(const Batch& b, torch::Dtype dtype);
+
 }  // namespace deepkf

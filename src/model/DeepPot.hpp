@@ -223,4 +223,11 @@ class DeepPotImpl : public torch::nn::Module {
 
 TORCH_MODULE(DeepPot);
 
+// A copy of `model` in `precision` on the same device: the same networks, trainable flags, weights,
+// statistics and training range, the values rounded to the new precision.
+DeepPot model_in_precision(const DeepPot& model, c10::ScalarType precision);
+// Copies the parameters and buffers of `from` into those of `to`, a model_in_precision of it, converting
+// each value to `to`'s precision.
+void copy_model_values(const DeepPot& from, DeepPot& to);
+
 }  // namespace deepkf

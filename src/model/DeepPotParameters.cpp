@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 #include <torch/torch.h>
 
+#include "src/core/Error.hpp"
 #include "src/model/DeepPot.hpp"
 
 namespace deepkf {
@@ -62,6 +63,29 @@ std::vector<std::pair<std::string, std::int64_t>> DeepPotImpl::parameter_counts(
   if (!attention_.is_empty()) out.emplace_back("attention", attention_->parameter_count());
   for (const auto& net : fitting_) out.emplace_back(net_names_[k++], net->parameter_count());
   return out;
+}
+
+DeepPot model_in_precision(const DeepPot& model, c10::ScalarType precision) {
+  ModelConfig c = model->config();
+  c.precision = precision;
+  for (auto& part : c.parts) part.precision = precision;
+  DeepPot copy(c);
+  copy->to(model->parameters().front().device());
+  copy->set_training_range(model->training_range());
+  copy_model_values(model, copy);
+  return copy;
+}
+
+void copy_model_values(const DeepPot& from, DeepPot& to) {
+  torch::NoGradGuard no_grad;
+  const auto params = from->parameters();
+  auto into = to->parameters();
+  const auto buffers = from->buffers();
+  auto buffers_into = to->buffers();
+  if (params.size() != into.size() || buffers.size() != buffers_into.size())
+    throw ModelError("copy_model_values: the two models have different networks");
+  for (std::size_t k = 0; k < params.size(); ++k) into[k].copy_(params[k]);
+  for (std::size_t k = 0; k < buffers.size(); ++k) buffers_into[k].copy_(buffers[k]);
 }
 
 }  // namespace deepkf

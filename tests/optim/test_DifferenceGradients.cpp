@@ -16,40 +16,18 @@
 #include "tests/support/Catch.hpp"
 
 using Catch::Matchers::Contains;
+using deepkf::test::flat_values;
 using deepkf::test::model_of;
+using deepkf::test::relative_distance;
 using json = nlohmann::json;
 
 namespace {
 
-// A small se_e2_a model on the project's CP2K silicon cells (periodic, with virials), trained by `optimizer`.
 deepkf::TrainConfig config_with(const json& optimizer, const std::string& precision = "float64") {
-  json doc = json::parse(R"({
-    "model": {"type_map": ["Si"], "descriptor": {"type": "se_e2_a", "rcut": 4.0, "rcut_smth": 1.0, "sel": [40],
-              "neuron": [4, 8], "axis_neuron": 2, "seed": 2}, "fitting_net": {"neuron": [8, 8], "seed": 2}},
-    "training": {"training_data": {"systems": ["unused"]}, "numb_steps": 10}})");
-  doc["model"]["descriptor"]["precision"] = precision;
-  doc["model"]["fitting_net"]["precision"] = precision;
-  doc["optimizer"] = optimizer;
-  return deepkf::TrainConfig::from_json(doc, "step-input.json", "/");
+  return deepkf::test::silicon_step_config(optimizer, precision);
 }
 
-// The shipped system of `natoms`-atom cells.
-deepkf::System silicon(std::int64_t natoms) {
-  for (auto& s : deepkf::read_systems(std::string(DEEPKF_SOURCE_DIR) + "/data/si_cp2k.h5"))
-    if (s.natoms == natoms) return std::move(s);
-  FAIL("no " << natoms << "-atom system in data/si_cp2k.h5");
-  return {};
-}
-
-torch::Tensor flat(const std::vector<torch::Tensor>& parts) {
-  std::vector<torch::Tensor> f;
-  for (const auto& p : parts) f.push_back(p.detach().to(torch::kFloat64).flatten());
-  return torch::cat(f);
-}
-
-double relative(const torch::Tensor& a, const torch::Tensor& b) {
-  return ((a - b).norm() / b.norm()).item<double>();
-}
+deepkf::System silicon(std::int64_t natoms) { return deepkf::test::silicon_cells(natoms); }
 
 std::vector<torch::Tensor> graph_gradient(const torch::Tensor& y, const std::vector<torch::Tensor>& params) {
   auto g = torch::autograd::grad({y}, params, {}, /*retain_graph=*/true, false, /*allow_unused=*/true);
@@ -79,28 +57,29 @@ TEST_CASE("force and virial gradients by difference equal the gradients through 
       model->evaluate(b.coord, b.atype, b.nlist, b.shift, deepkf::EvalOptions::with_energy_gradient());
   // The forces' own backward pass gives d(sum E)/dw as a pass of the energy alone does, and the same forces.
   const auto energy = model->atomic_energy(b.coord, b.atype, b.nlist, b.shift).sum();
-  CHECK(relative(flat(plain.energy_gradient), flat(graph_gradient(energy, params))) < 1e-12);
-  CHECK(relative(plain.force, graph.force.detach()) < 1e-12);
-  CHECK(relative(plain.virial, graph.virial.detach()) < 1e-12);
+  CHECK(relative_distance(flat_values(plain.energy_gradient), flat_values(graph_gradient(energy, params))) <
+        1e-12);
+  CHECK(relative_distance(plain.force, graph.force.detach()) < 1e-12);
+  CHECK(relative_distance(plain.virial, graph.virial.detach()) < 1e-12);
 
   const auto pf = 1.7;  // any prefactor: the measurement's scale sets the step
   const auto fg = deepkf::force_measurement(graph.force.gather(1, idx), b.force.gather(1, idx), natoms, pf);
   const auto fp = deepkf::force_measurement(plain.force.gather(1, idx), b.force.gather(1, idx), natoms, pf);
-  const auto h_force =
-      flat(deepkf::force_gradient_by_difference(model, b, params, plain.energy_gradient, atoms, fp.weights));
-  const auto h_force_graph = flat(graph_gradient(fg.y, params));
+  const auto h_force = flat_values(
+      deepkf::force_gradient_by_difference(model, b, params, plain.energy_gradient, atoms, fp.weights));
+  const auto h_force_graph = flat_values(graph_gradient(fg.y, params));
   INFO("force: |h| " << h_force_graph.norm().item<double>() << ", relative difference "
-                     << relative(h_force, h_force_graph));
-  CHECK(relative(h_force, h_force_graph) < 1e-4);
+                     << relative_distance(h_force, h_force_graph));
+  CHECK(relative_distance(h_force, h_force_graph) < 1e-4);
 
   const auto vg = deepkf::virial_measurement(graph.virial, b.virial, natoms, 0.3);
   const auto vp = deepkf::virial_measurement(plain.virial, b.virial, natoms, 0.3);
   const auto h_virial =
-      flat(deepkf::virial_gradient_by_difference(model, b, params, plain.energy_gradient, vp.weights));
-  const auto h_virial_graph = flat(graph_gradient(vg.y, params));
+      flat_values(deepkf::virial_gradient_by_difference(model, b, params, plain.energy_gradient, vp.weights));
+  const auto h_virial_graph = flat_values(graph_gradient(vg.y, params));
   INFO("virial: |h| " << h_virial_graph.norm().item<double>() << ", relative difference "
-                      << relative(h_virial, h_virial_graph));
-  CHECK(relative(h_virial, h_virial_graph) < 1e-4);
+                      << relative_distance(h_virial, h_virial_graph));
+  CHECK(relative_distance(h_virial, h_virial_graph) < 1e-4);
 }
 
 TEST_CASE("an RLEKF step with force gradients by difference moves the weights as through the graph",
@@ -114,18 +93,10 @@ TEST_CASE("an RLEKF step with force gradients by difference moves the weights as
     std::vector<torch::Tensor> after;
     torch::Tensor start;
     for (const std::string how : {"graph", "difference"}) {
-      const auto cfg = config_with({{"type", "RLEKF"},
-                                    {"kf_blocksize", 64},
-                                    {"p0", 10.0},
-                                    {"kf_update", update},
-                                    {"force_gradient", how},
-                                    {"force_noise", 0.01},
-                                    {"kf_start_pref_v", 1.0},
-                                    {"kf_limit_pref_v", 1.0},
-                                    {"nselect", 8},
-                                    {"groupsize", 4}});
+      const auto cfg =
+          config_with(deepkf::test::every_measurement({{"kf_update", update}, {"force_gradient", how}}));
       auto model = model_of(cfg);
-      start = flat(model->parameters());
+      start = flat_values(model->parameters());
       auto step = deepkf::make_training_step(cfg.step(), model, deepkf::make_serial_communicator());
       CHECK(step->settings().at("force_gradient") == how);
       CHECK_THAT(step->describe(), Contains(how == "graph" ? "force gradients through the graph"
@@ -134,17 +105,15 @@ TEST_CASE("an RLEKF step with force gradients by difference moves the weights as
       std::vector<std::int64_t> which(static_cast<std::size_t>(frames));
       for (int k = 0; k < frames; ++k) which[static_cast<std::size_t>(k)] = k;
       const auto local = deepkf::make_batch(system, which, mc, torch::kCPU, mc.precision);
-      deepkf::SystemInfo info;
-      static_cast<deepkf::SystemAtoms&>(info) = system;
-      info.has_force = true;
-      info.has_virial = true;
+      const auto info = deepkf::test::labelled_info(system);
       step->take(deepkf::StepInput{local, info, frames, 0, 0});
-      after.push_back(flat(model->parameters()));
+      after.push_back(flat_values(model->parameters()));
     }
     const auto graph = after[0] - start, difference = after[1] - start;
-    INFO("|dw| " << graph.norm().item<double>() << ", relative difference " << relative(difference, graph));
+    INFO("|dw| " << graph.norm().item<double>() << ", relative difference "
+                 << relative_distance(difference, graph));
     CHECK(graph.norm().item<double>() > 0.0);
-    CHECK(relative(difference, graph) < 1e-3);
+    CHECK(relative_distance(difference, graph) < 1e-3);
   }
 }
 
@@ -161,7 +130,7 @@ TEST_CASE("force_gradient auto takes differences for the joint update of a float
   // Differences in float32 lose too many digits: refused by name.
   const auto f32 = config_with({{"type", "RLEKF"}, {"force_gradient", "difference"}}, "float32");
   CHECK_THROWS_WITH(deepkf::make_training_step(f32.step(), model_of(f32), deepkf::make_serial_communicator()),
-                    Contains("force_gradient \"difference\" needs a float64 model"));
+                    Contains("force_gradient \"difference\" needs measurements in float64"));
   try {
     config_with({{"type", "RLEKF"}, {"force_gradient", "finite"}});
     FAIL("force_gradient \"finite\" was accepted");
