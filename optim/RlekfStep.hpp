@@ -96,7 +96,9 @@ class RlekfStep final : public TrainingStep {
   };
   // The model on this rank's frames b as force and virial measurements need it: the forces' graph
   // (force_gradient "graph") or the energy gradient beside forces without graph ("difference").
-  ModelOutput evaluate_for_forces(const Batch& b);
+  // `energy_gradient`: the energy measurement takes its gradient from the forces' pass as well (one frame,
+  // none replayed: energy_measured).
+  ModelOutput evaluate_for_forces(const Batch& b, bool energy_gradient = false);
   // The energy measurement on `out` (evaluate_for_forces, or empty: the energies evaluated here).
   Measured energy_measured(const StepInput& in, double pe, const ModelOutput& out);
   // Force and virial measurements from `out` of this rank's frames b, or from their own evaluation.

@@ -80,13 +80,17 @@ std::vector<torch::Tensor> RlekfStep::gradients(const Measurement& m) const {
   return measurement_gradients({m}, measured_params_, *comm_).front();
 }
 
-ModelOutput RlekfStep::evaluate_for_forces(const Batch& b) {
-  return measured_->evaluate(b.coord, b.atype, b.nlist, b.shift,
-                             options_.force_gradient == "difference" ? EvalOptions::with_energy_gradient()
-                                                                     : EvalOptions::training());
+ModelOutput RlekfStep::evaluate_for_forces(const Batch& b, bool energy_gradient) {
+  if (options_.force_gradient == "difference")
+    return measured_->evaluate(b.coord, b.atype, b.nlist, b.shift, EvalOptions::with_energy_gradient());
+  // Through the graph; an energy gradient from the same first backward pass saves the energy's own.
+  EvalOptions o = EvalOptions::training();
+  o.energy_gradient = energy_gradient;
+  return measured_->evaluate(b.coord, b.atype, b.nlist, b.shift, o);
 }
 
 RlekfStep::Measured RlekfStep::energy_measured(const StepInput& in, double pe, const ModelOutput& out) {
+  // Without an energy gradient: the graph of `out` (force_gradient "graph"), or the energies evaluated here.
   if (out.energy_gradient.empty()) return {energy_of(in, pe, out.energy), {}};
   // One frame and none replayed: y = a E with a = s p_e / N, so h = a dE/dw, which the forces' pass gave.
   if (in.local.coord.size(0) == 1 && in.replay.empty()) {
@@ -102,7 +106,7 @@ RlekfStep::Measured RlekfStep::energy_measured(const StepInput& in, double pe, c
 RlekfStep::Measured RlekfStep::force_measured(const Batch& b, const ModelOutput& out,
                                               const torch::Tensor& atoms, double pf) {
   Measured r{with_noise(force_of(b, out, atoms, pf), options_.force_noise), {}};
-  if (!out.energy_gradient.empty())
+  if (options_.force_gradient == "difference")
     r.h =
         force_gradient_by_difference(measured_, b, measured_params_, out.energy_gradient, atoms, r.m.weights);
   return r;
@@ -115,7 +119,7 @@ RlekfStep::Measured RlekfStep::force_measured(const StepInput& in, const torch::
 
 RlekfStep::Measured RlekfStep::virial_measured(const Batch& b, const ModelOutput& out, double pv) {
   Measured r{with_noise(virial_measurement(out.virial, b.virial, natoms(b), pv), options_.virial_noise), {}};
-  if (!out.energy_gradient.empty())
+  if (options_.force_gradient == "difference")
     r.h = virial_gradient_by_difference(measured_, b, measured_params_, out.energy_gradient, r.m.weights);
   return r;
 }

@@ -253,7 +253,7 @@ ModelOutput DeepPotImpl::evaluate(const torch::Tensor& coord, const torch::Tenso
                                            /*allow_unused=*/options.energy_gradient);
   auto g = grads.front();
   for (std::size_t k = 1; k < grads.size(); ++k)
-    out.energy_gradient.push_back(grads[k].defined() ? grads[k] : torch::zeros_like(inputs[k]));
+    out.energy_gradient.push_back(grads[k].defined() ? grads[k].detach() : torch::zeros_like(inputs[k]));
   const auto mask = nlist.ge(0).unsqueeze(-1);
   g = torch::where(mask, g, torch::zeros({}, g.options()));
   // F_i = -dE/dx_i = sum_j g_ij (r_ij = x_j - x_i) ; F_j -= g_ij over every slot naming j

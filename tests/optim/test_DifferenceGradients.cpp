@@ -61,6 +61,14 @@ TEST_CASE("force and virial gradients by difference equal the gradients through 
         1e-12);
   CHECK(relative_distance(plain.force, graph.force.detach()) < 1e-12);
   CHECK(relative_distance(plain.virial, graph.virial.detach()) < 1e-12);
+  // With the forces' graph kept (the joint step through the graph), the same energy gradient, detached.
+  deepkf::EvalOptions kept_options = deepkf::EvalOptions::training();
+  kept_options.energy_gradient = true;
+  const auto kept = model->evaluate(b.coord, b.atype, b.nlist, b.shift, kept_options);
+  CHECK(relative_distance(flat_values(kept.energy_gradient), flat_values(graph_gradient(energy, params))) <
+        1e-12);
+  for (const auto& g : kept.energy_gradient) CHECK_FALSE(g.requires_grad());
+  CHECK(kept.force.requires_grad());
 
   const auto pf = 1.7;  // any prefactor: the measurement's scale sets the step
   const auto fg = deepkf::force_measurement(graph.force.gather(1, idx), b.force.gather(1, idx), natoms, pf);

@@ -101,6 +101,6 @@ TEST_CASE("steps measured in float32 move a float64 model as steps measured in f
     const auto& f32 = moved[1];
     INFO("|dw| " << f64.norm().item<double>() << ", relative difference " << relative_distance(f32, f64));
     CHECK(f64.norm().item<double>() > 1e-3);
-    CHECK(relative_distance(f32, f64) < 1e-3);
+    CHECK(relative_distance(f32, f64) < 1e-5);  // float32 rounding; gradients by difference in float32: 2e-3
   }
 }
