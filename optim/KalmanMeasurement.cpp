@@ -41,12 +41,12 @@ Measurement measure(const char* what, const torch::Tensor& pred, const torch::Te
   // Broadcast N over the components of each frame.
   std::vector<int64_t> nshape(static_cast<std::size_t>(pred.dim()), 1);
   nshape[0] = m.frames;
-  const auto n = natoms.to(pred.options()).view(nshape);
   // d_c = pref (ref_c - pred_c) / N, s_c = sign(d_c); d in the wider of the two precisions, so that a
   // float32 prediction of float64 labels (measure_precision) keeps the labels' digits.
   const auto wide = torch::promote_types(ref.scalar_type(), pred.scalar_type());
-  const auto d = pref * (ref.to(pred.device(), wide) - pred.detach().to(wide)) /
-                 natoms.to(pred.device(), wide).view(nshape);
+  const auto n_wide = natoms.to(pred.device(), wide).view(nshape);
+  const auto n = n_wide.to(pred.scalar_type());
+  const auto d = pref * (ref.to(pred.device(), wide) - pred.detach().to(wide)) / n_wide;
   const auto s = torch::sign(d).to(pred.scalar_type());
   m.abs_sum = d.abs().sum().item<double>();
   // y = sum_c s_c pref pred_c / N  (/ components per frame for forces and virials)

@@ -96,9 +96,14 @@ class RlekfStep final : public TrainingStep {
   };
   // The model on this rank's frames b as force and virial measurements need it: the forces' graph
   // (force_gradient "graph") or the energy gradient beside forces without graph ("difference").
-  // `energy_gradient`: the energy measurement takes its gradient from the forces' pass as well (one frame,
-  // none replayed: energy_measured).
+  // `energy_gradient`: the energy measurement takes its gradient from the forces' pass as well
+  // (energy_from_forces_pass).
   ModelOutput evaluate_for_forces(const Batch& b, bool energy_gradient = false);
+  // One local frame and none replayed: the energy measurement y = a E, so h = a dE/dw, the gradient the
+  // forces' backward pass can give.
+  static bool energy_from_forces_pass(const StepInput& in) {
+    return in.local.coord.size(0) == 1 && in.replay.empty();
+  }
   // The energy measurement on `out` (evaluate_for_forces, or empty: the energies evaluated here).
   Measured energy_measured(const StepInput& in, double pe, const ModelOutput& out);
   // Force and virial measurements from `out` of this rank's frames b, or from their own evaluation.

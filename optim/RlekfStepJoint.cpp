@@ -25,8 +25,7 @@ ErrorMetrics RlekfStep::take_joint(const StepInput& in) {
   const bool has_frames = b.coord.size(0) > 0;
   // With energies only, energy_measured takes their graph alone, without the forces'.
   ModelOutput out;
-  if (has_frames && (forces || virial))
-    out = evaluate_for_forces(b, b.coord.size(0) == 1 && in.replay.empty());
+  if (has_frames && (forces || virial)) out = evaluate_for_forces(b, energy_from_forces_pass(in));
   ms.push_back(energy_measured(in, pref.energy, out));
   frames.push_back(in.global_frames + in.replay_frames);
   shares.push_back(options_.energy_share);

@@ -92,8 +92,8 @@ ModelOutput RlekfStep::evaluate_for_forces(const Batch& b, bool energy_gradient)
 RlekfStep::Measured RlekfStep::energy_measured(const StepInput& in, double pe, const ModelOutput& out) {
   // Without an energy gradient: the graph of `out` (force_gradient "graph"), or the energies evaluated here.
   if (out.energy_gradient.empty()) return {energy_of(in, pe, out.energy), {}};
-  // One frame and none replayed: y = a E with a = s p_e / N, so h = a dE/dw, which the forces' pass gave.
-  if (in.local.coord.size(0) == 1 && in.replay.empty()) {
+  // y = a E with a = s p_e / N, so h = a dE/dw, which the forces' pass gave.
+  if (energy_from_forces_pass(in)) {
     Measured r{energy_of(in, pe, out.energy), {}};
     const double a = r.m.weights.flatten()[0].item<double>();
     for (const auto& g : out.energy_gradient) r.h.push_back(g * a);

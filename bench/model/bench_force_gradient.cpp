@@ -161,19 +161,8 @@ int main(int argc, char** argv) {
     }
   }
   // The same weights in float32: what the measurements would cost and how far they lie from float64's.
-  const auto stats32 =
-      deepkf::make_batch(water.systems.at(0), {0, 1, 2, 3}, mc, torch::kCPU, torch::kFloat32);
-  auto model32 = deepkf::bench::water_reference_model(stats32, torch::kFloat32);
-  {
-    torch::NoGradGuard no_grad;
-    const auto from = model->named_parameters();
-    for (auto& p : model32->named_parameters()) p.value().copy_(from[p.key()]);
-    const auto from_buffers = model->named_buffers();
-    for (auto& p : model32->named_buffers()) p.value().copy_(from_buffers[p.key()]);
-  }
-  auto mc32 = mc;
-  mc32.precision = torch::kFloat32;
-  const auto b32 = deepkf::make_batch(water.systems.at(0), {0}, mc32, torch::kCPU, torch::kFloat32);
+  auto model32 = deepkf::model_in_precision(model, torch::kFloat32);
+  const auto b32 = deepkf::geometry_in(b, torch::kFloat32);
   const auto c32 = c.to(torch::kFloat32);
   const auto relative = [](const torch::Tensor& a, const torch::Tensor& ref) {
     return ((a.to(torch::kFloat64) - ref).norm() / ref.norm()).item<double>();

@@ -19,15 +19,11 @@ using Catch::Matchers::Contains;
 using deepkf::test::flat_values;
 using deepkf::test::model_of;
 using deepkf::test::relative_distance;
+using deepkf::test::silicon_cells;
+using deepkf::test::silicon_step_config;
 using json = nlohmann::json;
 
 namespace {
-
-deepkf::TrainConfig config_with(const json& optimizer, const std::string& precision = "float64") {
-  return deepkf::test::silicon_step_config(optimizer, precision);
-}
-
-deepkf::System silicon(std::int64_t natoms) { return deepkf::test::silicon_cells(natoms); }
 
 std::vector<torch::Tensor> graph_gradient(const torch::Tensor& y, const std::vector<torch::Tensor>& params) {
   auto g = torch::autograd::grad({y}, params, {}, /*retain_graph=*/true, false, /*allow_unused=*/true);
@@ -40,10 +36,10 @@ std::vector<torch::Tensor> graph_gradient(const torch::Tensor& y, const std::vec
 
 TEST_CASE("force and virial gradients by difference equal the gradients through the forces' graph",
           "[train][step][difference]") {
-  const auto cfg = config_with({{"type", "RLEKF"}});
+  const auto cfg = silicon_step_config({{"type", "RLEKF"}});
   auto model = model_of(cfg);
   const auto mc = deepkf::ModelConfig::from_json(cfg.model);
-  const auto system = silicon(16);
+  const auto system = silicon_cells(16);
   REQUIRE(system.has_virial());
   const auto b = deepkf::make_batch(system, {0, 1}, mc, torch::kCPU, torch::kFloat64);
   const auto params = model->trainable_parameters();
@@ -94,15 +90,15 @@ TEST_CASE("an RLEKF step with force gradients by difference moves the weights as
           "[train][step][difference]") {
   // Energy, force groups and the virial; one frame (the energy's gradient from the forces' pass) and two
   // (its own graph); joint and sequential. The weight changes agree to the differences' error.
-  const auto system = silicon(16);
+  const auto system = silicon_cells(16);
   for (const auto& [update, frames] :
        {std::tuple{"joint", 1}, std::tuple{"joint", 2}, std::tuple{"sequential", 2}}) {
     INFO("kf_update " << update << ", " << frames << " frames");
     std::vector<torch::Tensor> after;
     torch::Tensor start;
     for (const std::string how : {"graph", "difference"}) {
-      const auto cfg =
-          config_with(deepkf::test::every_measurement({{"kf_update", update}, {"force_gradient", how}}));
+      const auto cfg = silicon_step_config(
+          deepkf::test::every_measurement({{"kf_update", update}, {"force_gradient", how}}));
       auto model = model_of(cfg);
       start = flat_values(model->parameters());
       auto step = deepkf::make_training_step(cfg.step(), model, deepkf::make_serial_communicator());
@@ -131,16 +127,17 @@ TEST_CASE("force_gradient auto takes differences for the joint update of a float
        {std::tuple{"joint", "float64", "difference"}, std::tuple{"sequential", "float64", "graph"},
         std::tuple{"joint", "float32", "graph"}}) {
     INFO(update << ", " << precision);
-    const auto cfg = config_with({{"type", "RLEKF"}, {"kf_blocksize", 64}, {"kf_update", update}}, precision);
+    const auto cfg =
+        silicon_step_config({{"type", "RLEKF"}, {"kf_blocksize", 64}, {"kf_update", update}}, precision);
     auto step = deepkf::make_training_step(cfg.step(), model_of(cfg), deepkf::make_serial_communicator());
     CHECK(step->settings().at("force_gradient") == expected);
   }
   // Differences in float32 lose too many digits: refused by name.
-  const auto f32 = config_with({{"type", "RLEKF"}, {"force_gradient", "difference"}}, "float32");
+  const auto f32 = silicon_step_config({{"type", "RLEKF"}, {"force_gradient", "difference"}}, "float32");
   CHECK_THROWS_WITH(deepkf::make_training_step(f32.step(), model_of(f32), deepkf::make_serial_communicator()),
                     Contains("force_gradient \"difference\" needs measurements in float64"));
   try {
-    config_with({{"type", "RLEKF"}, {"force_gradient", "finite"}});
+    silicon_step_config({{"type", "RLEKF"}, {"force_gradient", "finite"}});
     FAIL("force_gradient \"finite\" was accepted");
   } catch (const deepkf::ConfigError& e) {
     CHECK_THAT(std::string(e.what()), Contains("force_gradient") && Contains("finite") &&
